@@ -1,0 +1,356 @@
+/**
+ * The vocabulary every kernel, runner and model shares: backends, dtypes,
+ * shapes, variants and the {@linkcode OpSpec} contract that one op file fills in.
+ *
+ * An op is data plus bodies: what it computes (a float64 reference), how much
+ * work it is (FLOPs, minimum bytes), how to sweep its size, and one
+ * implementation per backend with a declared search space of variants.
+ *
+ * @module
+ */
+
+/** Every backend gpucal measures, fastest-to-set-up last. */
+export const BACKENDS = ["webgpu", "wasm", "wasm-mt", "js"] as const;
+
+/**
+ * A compute backend.
+ *
+ * - `webgpu`: WGSL on the adapter Deno's WebGPU gives us.
+ * - `wasm`: WebAssembly SIMD128 (f32x4) on one thread.
+ * - `wasm-mt`: the same WebAssembly spread over all cores with workers and shared memory.
+ * - `js`: plain scalar TypeScript on typed arrays.
+ *
+ * @example
+ * ```ts
+ * import { type Backend, BACKENDS } from "./types.ts";
+ * const b: Backend = "wasm";
+ * console.log(BACKENDS.includes(b)); // true
+ * ```
+ */
+export type Backend = typeof BACKENDS[number];
+
+/** Every element type gpucal knows. */
+export const DTYPES = ["f32", "f16", "q8", "q4"] as const;
+
+/**
+ * Element type of an op's operands.
+ *
+ * - `f32`, `f16`: IEEE floats for every operand (`f16` needs WebGPU `shader-f16`).
+ * - `q8`, `q4`: weight-only quantization (gemv): int8 or packed int4 weights with one f32 scale
+ *   per group of {@linkcode QUANT_GROUP_SIZE} weights, f32 activations and accumulation.
+ *
+ * @example
+ * ```ts
+ * import { BYTES_PER_ELEMENT } from "./types.ts";
+ * console.log(BYTES_PER_ELEMENT.f16); // 2
+ * ```
+ */
+export type Dtype = typeof DTYPES[number];
+
+/** Weights per f32 scale in the quantized dtypes `q8` and `q4`. */
+export const QUANT_GROUP_SIZE = 32;
+
+/**
+ * Storage bytes per element, scales of quantized weights included.
+ *
+ * @example
+ * ```ts
+ * import { BYTES_PER_ELEMENT } from "./types.ts";
+ * console.log(BYTES_PER_ELEMENT.q4); // 0.625 (half a byte plus 4/32 of a scale)
+ * ```
+ */
+export const BYTES_PER_ELEMENT: Readonly<Record<Dtype, number>> = {
+  f32: 4,
+  f16: 2,
+  q8: 1 + 4 / QUANT_GROUP_SIZE,
+  q4: 0.5 + 4 / QUANT_GROUP_SIZE,
+};
+
+/**
+ * How an op's cost grows with its size, in the seeds' three classes.
+ *
+ * @example
+ * ```ts
+ * import type { Complexity } from "./types.ts";
+ * const c: Complexity = "matrix";
+ * ```
+ */
+export type Complexity = "elementwise" | "reduction" | "matrix";
+
+/**
+ * Where the data lives when a measurement starts and ends.
+ *
+ * - `end-to-end`: host arrays in, host array out: upload + kernel + readback, what a CPU caller pays.
+ * - `device-resident`: operands already on the device, many dispatches per synchronisation.
+ *
+ * CPU backends are always end-to-end (there is nothing to move).
+ *
+ * @example
+ * ```ts
+ * import type { Residency } from "./types.ts";
+ * const r: Residency = "device-resident";
+ * ```
+ */
+export type Residency = "end-to-end" | "device-resident";
+
+/**
+ * A shape: named integer dimensions, e.g. `{ m: 512, k: 512, n: 512 }` or `{ n: 1048576 }`.
+ *
+ * @example
+ * ```ts
+ * import type { Shape } from "./types.ts";
+ * const s: Shape = { m: 64, k: 33, n: 7 };
+ * ```
+ */
+export type Shape = Readonly<Record<string, number>>;
+
+/**
+ * One point in a kernel's search space: tile sizes, workgroup shape, vector width...
+ * Its {@linkcode variantId} names it in reports.
+ *
+ * @example
+ * ```ts
+ * import { variantId, type Variant } from "./types.ts";
+ * const v: Variant = { wg: 64, tile: 4, vec4: true };
+ * console.log(variantId(v)); // "tile=4,vec4=true,wg=64"
+ * ```
+ */
+export type Variant = Readonly<Record<string, number | string | boolean>>;
+
+/**
+ * A stable name for a variant: its keys sorted, `key=value` joined by commas; `"default"` when empty.
+ *
+ * @param variant The variant to name.
+ * @returns The variant's id.
+ * @example
+ * ```ts
+ * import { variantId } from "./types.ts";
+ * console.log(variantId({})); // "default"
+ * ```
+ */
+export function variantId(variant: Variant): string {
+  const keys = Object.keys(variant).sort();
+  if (keys.length === 0) return "default";
+  return keys.map((k) => `${k}=${variant[k]}`).join(",");
+}
+
+/**
+ * Host data of one operand: f32 data as `Float32Array`, f16 as `Float16Array`, quantized weights
+ * as `Int8Array` (q8) or `Uint8Array` (q4, two weights a byte, low nibble first, offset by 8).
+ */
+export type HostArray = Float32Array | Float16Array | Int8Array | Uint8Array;
+
+/**
+ * The operands of one run, in the order the op declares them, and the output length.
+ *
+ * @example
+ * ```ts
+ * import type { OpInputs } from "./types.ts";
+ * const io: OpInputs = { arrays: [new Float32Array(4)], outputLength: 4 };
+ * ```
+ */
+export interface OpInputs {
+  /** Operand arrays in declaration order (quantized scales are their own Float32Array operand). */
+  readonly arrays: readonly HostArray[];
+  /** Number of output elements. */
+  readonly outputLength: number;
+}
+
+/**
+ * A deterministic random source: uniform floats in [0, 1).
+ *
+ * @example
+ * ```ts
+ * import type { Rng } from "./types.ts";
+ * const rng: Rng = Math.random;
+ * ```
+ */
+export type Rng = () => number;
+
+/**
+ * How the calibrator sweeps an op over one size axis: `shape(size)` maps the scalar size the
+ * crossovers are expressed in (e.g. `n` of a square matmul, or an element count) to a shape.
+ *
+ * @example
+ * ```ts
+ * import type { SizeAxis } from "./types.ts";
+ * const axis: SizeAxis = {
+ *   unit: "elements", min: 1, max: 1 << 26, shape: (n) => ({ n }), size: (s) => s.n ?? 0,
+ * };
+ * ```
+ */
+export interface SizeAxis {
+  /** What the size counts, for people: "elements", "n (M=N=K)", "rows (k = 4096)". */
+  readonly unit: string;
+  /** Smallest meaningful size. */
+  readonly min: number;
+  /** Largest size worth sweeping on a big machine (limits and memory may stop earlier). */
+  readonly max: number;
+  /** Shape of the sweep at a size. */
+  shape(size: number): Shape;
+  /** Size of a shape on this axis (the inverse of `shape`). */
+  size(shape: Shape): number;
+}
+
+/**
+ * A JavaScript (scalar TypeScript) implementation: writes the output in place.
+ *
+ * @example
+ * ```ts
+ * import type { JsImpl } from "./types.ts";
+ * const add: JsImpl = {
+ *   variants: [{}],
+ *   run: (ins, out) => {
+ *     const a = ins[0] as Float32Array, b = ins[1] as Float32Array;
+ *     for (let i = 0; i < out.length; i++) out[i] = a[i]! + b[i]!;
+ *   },
+ * };
+ * ```
+ */
+export interface JsImpl {
+  /** The search space; `[{}]` when there is nothing to tune. */
+  readonly variants: readonly Variant[];
+  /** Compute `out` from `ins`. */
+  run(ins: readonly HostArray[], out: Float32Array, shape: Shape, variant: Variant): void;
+}
+
+/**
+ * A WebAssembly implementation, shared by `wasm` (one thread) and `wasm-mt` (all cores).
+ *
+ * The module text imports `env.memory` (shared) and exports `run`. The runner lays operands out
+ * in memory 16-byte aligned, then calls `run(...args(shape, ptrs, outPtr, start, end))`; for
+ * `wasm-mt` it splits `[0, parts(shape))` into contiguous ranges, one per worker.
+ *
+ * @example
+ * ```ts
+ * import type { WasmImpl } from "./types.ts";
+ * const impl: WasmImpl = {
+ *   variants: [{}],
+ *   wat: () => `(module (import "env" "memory" (memory 1 65536 shared)) (func (export "run")))`,
+ *   parts: () => 1,
+ *   args: () => [],
+ * };
+ * ```
+ */
+export interface WasmImpl {
+  /** The search space; `[{}]` when there is nothing to tune. */
+  readonly variants: readonly Variant[];
+  /** WAT text for a variant (assembled with SIMD and threads enabled). */
+  wat(variant: Variant): string;
+  /** Number of independent work items (rows, blocks) the op can be split into. */
+  parts(shape: Shape, variant: Variant): number;
+  /** Arguments of `run` for the work items `[start, end)`. */
+  args(
+    shape: Shape,
+    inputPtrs: readonly number[],
+    outPtr: number,
+    start: number,
+    end: number,
+    variant: Variant,
+  ): number[];
+}
+
+/**
+ * One WGSL program to dispatch.
+ *
+ * Bindings, group 0: operands `0..n-1` as `var<storage, read>`, the output at `n` as
+ * `var<storage, read_write>`, and, when `uniforms` is given, a `var<uniform>` at `n + 1`.
+ *
+ * @example
+ * ```ts
+ * import type { WgslProgram } from "./types.ts";
+ * const p: WgslProgram = { code: "...", workgroups: [4, 1, 1], key: "add|wg=64" };
+ * ```
+ */
+export interface WgslProgram {
+  /** Complete WGSL source with an `@compute` entry point named `main`. */
+  readonly code: string;
+  /** Workgroup counts to dispatch. */
+  readonly workgroups: readonly [number, number, number];
+  /** Uniform block contents (dims etc.), 16-byte padded by the runner. */
+  readonly uniforms?: Uint32Array;
+  /** Cache key folding in every parameter that changes `code` (not the uniforms). */
+  readonly key: string;
+}
+
+/**
+ * The WebGPU implementation of an op.
+ *
+ * @example
+ * ```ts
+ * import type { WebGpuImpl } from "./types.ts";
+ * const impl: WebGpuImpl = {
+ *   variants: [{ wg: 64 }],
+ *   program: (_shape, _dtype, v) => ({ code: "...", workgroups: [1, 1, 1], key: `x|${v.wg}` }),
+ * };
+ * ```
+ */
+export interface WebGpuImpl {
+  /** The search space. */
+  readonly variants: readonly Variant[];
+  /** Adapter features a dtype needs, e.g. `{ f16: ["shader-f16"] }`. */
+  readonly features?: Partial<Record<Dtype, readonly GPUFeatureName[]>>;
+  /** Why this variant cannot run this shape (e.g. a tile larger than the problem), or null. */
+  unsupported?(shape: Shape, dtype: Dtype, variant: Variant): string | null;
+  /** The program for a shape, dtype and variant. */
+  program(shape: Shape, dtype: Dtype, variant: Variant): WgslProgram;
+}
+
+/**
+ * Everything gpucal knows about one op: what it computes, what it costs, how to sweep it, and its
+ * implementations. Adding an op is adding one file that exports one of these and listing it in
+ * `kernels/catalog.ts`.
+ *
+ * @example
+ * ```ts
+ * import { matmul } from "./matmul.ts";
+ * console.log(matmul.flops({ m: 2, k: 3, n: 4 })); // 48
+ * ```
+ */
+export interface OpSpec {
+  /** Stable name used in reports and on the command line, e.g. `"matmul"`. */
+  readonly name: string;
+  /** One line for people. */
+  readonly summary: string;
+  /** The seeds' complexity class. */
+  readonly complexity: Complexity;
+  /** Names of the shape's dimensions, in display order. */
+  readonly dims: readonly string[];
+  /** Dtypes this op supports on at least one backend. */
+  readonly dtypes: readonly Dtype[];
+  /** The sweep axis. */
+  readonly axis: SizeAxis;
+  /** Floating-point operations of one run. */
+  flops(shape: Shape): number;
+  /** Minimum bytes one run must read and write. */
+  bytes(shape: Shape, dtype: Dtype): number;
+  /** Random operands (never zeros) in the dtype's storage format. */
+  inputs(shape: Shape, dtype: Dtype, rng: Rng): OpInputs;
+  /** The exact answer, computed in float64 from the same (rounded) operands. */
+  reference(shape: Shape, dtype: Dtype, inputs: OpInputs): Float64Array;
+  /** Largest acceptable error, relative to the reference's scale (see `calibrate/verify.ts`). */
+  tolerance(shape: Shape, dtype: Dtype): number;
+  /** Implementations; `wasm` serves both `wasm` and `wasm-mt`. */
+  readonly impls: {
+    readonly js?: JsImpl;
+    readonly wasm?: WasmImpl;
+    readonly webgpu?: WebGpuImpl;
+  };
+}
+
+/**
+ * Formats a shape in its op's dimension order: `512x512x512`.
+ *
+ * @param op The op whose dims give the order.
+ * @param shape The shape.
+ * @returns The shape as text.
+ * @example
+ * ```ts
+ * import { formatShape } from "./types.ts";
+ * import { matmul } from "./matmul.ts";
+ * console.log(formatShape(matmul, { m: 2, k: 3, n: 4 })); // "2x3x4"
+ * ```
+ */
+export function formatShape(op: Pick<OpSpec, "dims">, shape: Shape): string {
+  return op.dims.map((d) => shape[d]).join("x");
+}
