@@ -4,7 +4,15 @@
  *
  * @module
  */
-import type { Backend, Dtype, OpInputs, OpSpec, Residency, Shape, Variant } from "../kernels/types.ts";
+import type {
+  Backend,
+  Dtype,
+  OpInputs,
+  OpSpec,
+  Residency,
+  Shape,
+  Variant,
+} from "../kernels/types.ts";
 
 /**
  * Thrown by {@linkcode Runner.prepare} when a case cannot run here (a missing feature, a buffer

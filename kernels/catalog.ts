@@ -33,7 +33,9 @@ export const OPS: readonly OpSpec[] = [matmul, add, mul, fma];
 export function getOp(name: string): OpSpec {
   const op = OPS.find((o) => o.name === name);
   if (!op) {
-    throw new RangeError(`Unknown op "${name}": known ops are ${OPS.map((o) => o.name).join(", ")}`);
+    throw new RangeError(
+      `Unknown op "${name}": known ops are ${OPS.map((o) => o.name).join(", ")}`,
+    );
   }
   return op;
 }

@@ -31,7 +31,11 @@ export type ElementwiseKind = "add" | "mul" | "fma";
  * console.log(ELEMENTWISE_ARITY.add); // 2
  * ```
  */
-export const ELEMENTWISE_ARITY: Readonly<Record<ElementwiseKind, number>> = { add: 2, mul: 2, fma: 3 };
+export const ELEMENTWISE_ARITY: Readonly<Record<ElementwiseKind, number>> = {
+  add: 2,
+  mul: 2,
+  fma: 3,
+};
 
 function length(shape: Shape): number {
   const n = shape.n;
@@ -67,7 +71,11 @@ function elementwise(kind: ElementwiseKind, summary: string): OpSpec {
       return out;
     },
     tolerance: (_s, dtype) => (dtype === "f16" ? 2e-3 : 1e-6),
-    impls: { js: elementwiseJs(kind), wasm: elementwiseWasm(kind), webgpu: elementwiseWebGpu(kind) },
+    impls: {
+      js: elementwiseJs(kind),
+      wasm: elementwiseWasm(kind),
+      webgpu: elementwiseWebGpu(kind),
+    },
   };
 }
 

@@ -47,7 +47,10 @@ export const matmul: OpSpec = {
   },
   inputs: (s, dtype, rng) => {
     const { m, k, n } = dims(s);
-    return { arrays: [randomFloats(m * k, dtype, rng), randomFloats(k * n, dtype, rng)], outputLength: m * n };
+    return {
+      arrays: [randomFloats(m * k, dtype, rng), randomFloats(k * n, dtype, rng)],
+      outputLength: m * n,
+    };
   },
   reference: (s, _dtype, inputs) => {
     const { m, k, n } = dims(s);

@@ -1,0 +1,320 @@
+/**
+ * `measure()`: verify a kernel against its reference, then time it until the median is known to
+ * ±2 % (or a budget is spent). `measureMany()` does the same for several cases with their samples
+ * interleaved, so that drift on a noisy machine hits every backend alike.
+ *
+ * @module
+ */
+import { getOp } from "../kernels/catalog.ts";
+import { seededRng } from "../kernels/_random.ts";
+import {
+  type Backend,
+  type OpSpec,
+  type Residency,
+  type Variant,
+  variantId,
+} from "../kernels/types.ts";
+import type { MeasureIdentity, MeasureRequest, MeasureResult } from "./result.ts";
+import { type Prepared, type Runner, UnsupportedError } from "./runner.ts";
+import { DEFAULT_STOPPING, type StoppingRule, stopReason, summarize } from "./stats.ts";
+import { verifyOutput } from "./verify.ts";
+
+/**
+ * Where `measure()` gets a backend's runner: a runner, or the reason the backend is unavailable
+ * here (e.g. "No WebGPU adapter").
+ */
+export type RunnerSource = (backend: Backend) => Promise<Runner | string>;
+
+/**
+ * Options of {@linkcode measure} and {@linkcode measureMany}.
+ *
+ * @example
+ * ```ts
+ * import type { MeasureOptions } from "./measure.ts";
+ * const o: MeasureOptions = { seed: 7, stopping: { budgetMs: 500 } };
+ * ```
+ */
+export interface MeasureOptions {
+  /** Runners to use; by default each backend's runner is opened for the call and closed after. */
+  readonly runners?: RunnerSource;
+  /** Seed of the random operands; each case derives its own fresh operands from it. */
+  readonly seed?: number;
+  /** Overrides of the stopping rule (per case). */
+  readonly stopping?: Partial<StoppingRule>;
+  /** Smallest batch duration worth timing, ms: short kernels are repeated to reach it. */
+  readonly minBatchMs?: number;
+  /** Aborts sampling; cases measured so far are returned with what they have. */
+  readonly signal?: AbortSignal;
+}
+
+/** Device-resident batches aim at this long, so the ~11 ms sync is small against them. */
+const RESIDENT_BATCH_MS = 100;
+/** Most dispatches recorded into one device-resident batch. */
+const MAX_RESIDENT_REPS = 256;
+/** CPU and end-to-end batches aim at this long by default, well above timer resolution. */
+const DEFAULT_MIN_BATCH_MS = 2;
+
+let seedCounter = 0x9e3779b9;
+
+function resolveVariant(
+  op: OpSpec,
+  backend: Backend,
+  requested: MeasureRequest["variant"],
+): Variant | string {
+  const impl = backend === "js"
+    ? op.impls.js
+    : backend === "webgpu"
+    ? op.impls.webgpu
+    : op.impls.wasm;
+  if (!impl) return `${op.name} has no ${backend} implementation`;
+  const variants = impl.variants;
+  if (requested === undefined) return variants[0] ?? {};
+  const id = typeof requested === "string" ? requested : variantId(requested);
+  const found = variants.find((v) => variantId(v) === id);
+  if (!found) {
+    throw new RangeError(
+      `Unknown variant "${id}" of ${op.name} on ${backend}: known variants are ${
+        variants.map(variantId).join("; ")
+      }`,
+    );
+  }
+  return found;
+}
+
+interface LiveCase {
+  identity: MeasureIdentity;
+  prepared: Prepared;
+  reps: number;
+  wall: number[];
+  gpu: number[];
+  elapsedMs: number;
+  done: boolean;
+  compileMs: number;
+  maxRelError: number;
+  flops: number;
+  bytes: number;
+}
+
+async function defaultRunnerSource(): Promise<{ source: RunnerSource; close(): Promise<void> }> {
+  const { openRunner } = await import("./runners/mod.ts");
+  const open = new Map<Backend, Promise<Runner | string>>();
+  return {
+    source: (backend) => {
+      let r = open.get(backend);
+      if (!r) open.set(backend, r = openRunner(backend));
+      return r;
+    },
+    close: async () => {
+      for (const r of open.values()) {
+        const runner = await r;
+        if (typeof runner !== "string") await runner.close();
+      }
+    },
+  };
+}
+
+async function prepareCase(
+  req: MeasureRequest,
+  source: RunnerSource,
+  seed: number,
+): Promise<LiveCase | MeasureResult> {
+  const op = getOp(req.op);
+  const residency: Residency = req.backend === "webgpu"
+    ? req.residency ?? "end-to-end"
+    : "end-to-end";
+  const variant = resolveVariant(op, req.backend, req.variant);
+  const identity: MeasureIdentity = {
+    op: op.name,
+    shape: req.shape,
+    dtype: req.dtype,
+    backend: req.backend,
+    variant: typeof variant === "string" ? "default" : variantId(variant),
+    residency,
+  };
+  if (typeof variant === "string") return { ...identity, state: "unsupported", reason: variant };
+  if (!op.dtypes.includes(req.dtype)) {
+    return {
+      ...identity,
+      state: "unsupported",
+      reason: `${op.name} does not support ${req.dtype}: it supports ${op.dtypes.join(", ")}`,
+    };
+  }
+  const runner = await source(req.backend);
+  if (typeof runner === "string") return { ...identity, state: "unsupported", reason: runner };
+
+  const inputs = op.inputs(req.shape, req.dtype, seededRng(seed));
+  let prepared: Prepared;
+  try {
+    prepared = await runner.prepare(op, req.shape, req.dtype, variant, inputs, residency);
+  } catch (e) {
+    if (e instanceof UnsupportedError) {
+      return { ...identity, state: "unsupported", reason: e.message };
+    }
+    return { ...identity, state: "failed", error: `Cannot prepare: ${errorText(e)}` };
+  }
+  try {
+    const out = await prepared.output();
+    const check = verifyOutput(
+      out,
+      op.reference(req.shape, req.dtype, inputs),
+      op.tolerance(req.shape, req.dtype),
+    );
+    if (!check.ok) {
+      prepared.dispose();
+      return {
+        ...identity,
+        state: "failed",
+        error: check.message ?? "Wrong result",
+        maxRelError: check.maxRelError,
+      };
+    }
+    return {
+      identity,
+      prepared,
+      reps: 1,
+      wall: [],
+      gpu: [],
+      elapsedMs: 0,
+      done: false,
+      compileMs: prepared.compileMs,
+      maxRelError: check.maxRelError,
+      flops: op.flops(req.shape),
+      bytes: op.bytes(req.shape, req.dtype),
+    };
+  } catch (e) {
+    prepared.dispose();
+    return { ...identity, state: "failed", error: errorText(e) };
+  }
+}
+
+function errorText(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}
+
+/** One untimed warm-up batch, then the batch size that makes a batch long enough to time well. */
+async function warmUp(c: LiveCase, minBatchMs: number): Promise<void> {
+  const first = await c.prepared.time(1);
+  const perRun = Math.max(first.wallMs, 1e-4);
+  if (c.identity.residency === "device-resident") {
+    c.reps = Math.min(MAX_RESIDENT_REPS, Math.max(4, Math.ceil(RESIDENT_BATCH_MS / perRun)));
+  } else {
+    c.reps = Math.max(1, Math.ceil(minBatchMs / perRun));
+  }
+}
+
+function finish(c: LiveCase, rule: StoppingRule): MeasureResult {
+  c.prepared.dispose();
+  if (c.wall.length === 0) {
+    return { ...c.identity, state: "failed", error: "Aborted before any sample was taken" };
+  }
+  const wall = summarize(c.wall);
+  const gpu = c.gpu.length === c.wall.length ? summarize(c.gpu) : undefined;
+  const seconds = wall.median / 1000;
+  return {
+    ...c.identity,
+    state: "ok",
+    wall,
+    ...(gpu ? { gpu } : {}),
+    compileMs: c.compileMs,
+    maxRelError: c.maxRelError,
+    flops: c.flops,
+    bytes: c.bytes,
+    gflops: c.flops / seconds / 1e9,
+    gbps: c.bytes / seconds / 1e9,
+    noisy: wall.relCi > rule.targetRelCi,
+  };
+}
+
+/**
+ * Measures several cases with their samples interleaved round-robin: each is verified first (a
+ * wrong answer is `failed` and never timed), warmed up, then sampled in turn until each meets its
+ * stopping rule.
+ *
+ * @param requests The cases.
+ * @param options Runners, seed, stopping rule, abort signal.
+ * @returns One result per request, in order.
+ * @throws {RangeError} for an unknown op or variant.
+ * @example
+ * ```ts ignore
+ * import { measureMany } from "./measure.ts";
+ * const [js, wasm] = await measureMany([
+ *   { op: "add", shape: { n: 1 << 16 }, dtype: "f32", backend: "js" },
+ *   { op: "add", shape: { n: 1 << 16 }, dtype: "f32", backend: "wasm" },
+ * ]);
+ * ```
+ */
+export async function measureMany(
+  requests: readonly MeasureRequest[],
+  options: MeasureOptions = {},
+): Promise<MeasureResult[]> {
+  const rule: StoppingRule = { ...DEFAULT_STOPPING, ...options.stopping };
+  const minBatchMs = options.minBatchMs ?? DEFAULT_MIN_BATCH_MS;
+  const owned = options.runners ? null : await defaultRunnerSource();
+  const source = options.runners ?? owned!.source;
+  const results: (MeasureResult | LiveCase)[] = [];
+  try {
+    for (const req of requests) {
+      const seed = options.seed !== undefined
+        ? options.seed + results.length
+        : (seedCounter = (seedCounter + 0x6d2b79f5) >>> 0);
+      results.push(await prepareCase(req, source, seed));
+    }
+    const live = results.filter((r): r is LiveCase => "prepared" in r);
+    for (const c of live) {
+      try {
+        await warmUp(c, minBatchMs);
+      } catch (e) {
+        c.done = true;
+        results[results.indexOf(c)] = failedCase(c, e);
+      }
+    }
+    while (!options.signal?.aborted) {
+      const pending = live.filter((c) => !c.done);
+      if (pending.length === 0) break;
+      for (const c of pending) {
+        if (options.signal?.aborted) break;
+        try {
+          const t = await c.prepared.time(c.reps);
+          c.elapsedMs += t.wallMs;
+          c.wall.push(t.wallMs / c.reps);
+          if (t.gpuMs !== undefined) c.gpu.push(t.gpuMs / c.reps);
+          if (stopReason(c.wall, c.elapsedMs, rule) !== null) c.done = true;
+        } catch (e) {
+          c.done = true;
+          results[results.indexOf(c)] = failedCase(c, e);
+        }
+      }
+    }
+    return results.map((r) => ("prepared" in r ? finish(r, rule) : r));
+  } finally {
+    for (const r of results) if ("prepared" in r) r.prepared.dispose();
+    await owned?.close();
+  }
+}
+
+function failedCase(c: LiveCase, e: unknown): MeasureResult {
+  c.prepared.dispose();
+  return { ...c.identity, state: "failed", error: `Failed while timing: ${errorText(e)}` };
+}
+
+/**
+ * Verifies one kernel against its float64 reference and, when right, times it.
+ *
+ * @param request What to measure: op, shape, dtype, backend, variant, residency.
+ * @param options Runners, seed, stopping rule, abort signal.
+ * @returns `ok` with wall (and GPU) statistics, `failed` with the error, or `unsupported`.
+ * @throws {RangeError} for an unknown op or variant.
+ * @example
+ * ```ts ignore
+ * import { measure } from "./measure.ts";
+ * const r = await measure({ op: "matmul", shape: { m: 256, k: 256, n: 256 }, dtype: "f32", backend: "wasm" });
+ * if (r.state === "ok") console.log(`${r.gflops.toFixed(1)} GFLOP/s`);
+ * ```
+ */
+export async function measure(
+  request: MeasureRequest,
+  options: MeasureOptions = {},
+): Promise<MeasureResult> {
+  const [result] = await measureMany([request], options);
+  return result!;
+}

@@ -1,0 +1,176 @@
+/**
+ * Robust statistics for timing samples: order statistics, a distribution-free confidence interval
+ * for the median, and the stopping rule that decides when a measurement has enough samples.
+ *
+ * @module
+ */
+import type { SampleStats } from "./result.ts";
+
+/** Relative 95 % confidence half-width of the median that ends sampling early. */
+export const TARGET_REL_CI = 0.02;
+/** Fewest samples a measurement takes, whatever its spread. */
+export const MIN_SAMPLES = 7;
+/** Most samples a measurement takes, whatever its spread. */
+export const MAX_SAMPLES = 200;
+
+/**
+ * The `q` quantile (0..1) of sorted values, linearly interpolated.
+ *
+ * @param sorted Values in ascending order (not checked).
+ * @param q Quantile in [0, 1].
+ * @returns The quantile, or NaN for no values.
+ * @example
+ * ```ts
+ * import { quantile } from "./stats.ts";
+ * console.log(quantile([1, 2, 3, 4], 0.5)); // 2.5
+ * ```
+ */
+export function quantile(sorted: readonly number[], q: number): number {
+  if (sorted.length === 0) return NaN;
+  const pos = Math.min(Math.max(q, 0), 1) * (sorted.length - 1);
+  const lo = Math.floor(pos);
+  const hi = Math.ceil(pos);
+  const a = sorted[lo]!;
+  return a + (sorted[hi]! - a) * (pos - lo);
+}
+
+/**
+ * The median of unsorted values.
+ *
+ * @param values The values.
+ * @returns The median, or NaN for no values.
+ * @example
+ * ```ts
+ * import { median } from "./stats.ts";
+ * console.log(median([5, 1, 3])); // 3
+ * ```
+ */
+export function median(values: readonly number[]): number {
+  return quantile([...values].sort((a, b) => a - b), 0.5);
+}
+
+/**
+ * Half-width of a 95 % confidence interval for the median of sorted values.
+ *
+ * Distribution-free: the interval between the order statistics at ranks n/2 ∓ 1.96·√n/2
+ * (binomial normal approximation), interpolated. Timing samples are skewed and heavy-tailed, so no
+ * normality is assumed. With fewer than 3 samples the whole range is the interval.
+ *
+ * @param sorted Samples in ascending order.
+ * @returns The half-width (same unit as the samples).
+ * @example
+ * ```ts
+ * import { medianCiHalfWidth } from "./stats.ts";
+ * const flat = Array.from({ length: 20 }, () => 1);
+ * console.log(medianCiHalfWidth(flat)); // 0
+ * ```
+ */
+export function medianCiHalfWidth(sorted: readonly number[]): number {
+  const n = sorted.length;
+  if (n === 0) return NaN;
+  if (n < 3) return (sorted[n - 1]! - sorted[0]!) / 2;
+  const spread = 1.96 * Math.sqrt(n) / 2;
+  const lo = quantile(sorted, Math.max(0, (n / 2 - spread) / (n - 1)));
+  const hi = quantile(sorted, Math.min(1, (n / 2 + spread) / (n - 1)));
+  return (hi - lo) / 2;
+}
+
+/**
+ * Summarises samples: median, p10, p90, MAD, extremes and the median's confidence half-width.
+ *
+ * @param samples Timing samples (any order).
+ * @returns The summary.
+ * @throws {RangeError} when there are no samples or one is not a finite number.
+ * @example
+ * ```ts
+ * import { summarize } from "./stats.ts";
+ * const s = summarize([1.0, 1.1, 0.9, 1.0, 5.0]);
+ * console.log(s.median, s.max); // 1 5
+ * ```
+ */
+export function summarize(samples: readonly number[]): SampleStats {
+  if (samples.length === 0) throw new RangeError("Cannot summarize zero samples");
+  for (const s of samples) {
+    if (!Number.isFinite(s)) throw new RangeError(`Cannot summarize a non-finite sample: ${s}`);
+  }
+  const sorted = [...samples].sort((a, b) => a - b);
+  const med = quantile(sorted, 0.5);
+  const deviations = sorted.map((x) => Math.abs(x - med)).sort((a, b) => a - b);
+  const ciHalfWidth = medianCiHalfWidth(sorted);
+  return {
+    n: sorted.length,
+    median: med,
+    p10: quantile(sorted, 0.1),
+    p90: quantile(sorted, 0.9),
+    mad: quantile(deviations, 0.5),
+    min: sorted[0]!,
+    max: sorted[sorted.length - 1]!,
+    ciHalfWidth,
+    relCi: med > 0 ? ciHalfWidth / med : Infinity,
+  };
+}
+
+/**
+ * Knobs of the stopping rule; defaults in {@linkcode DEFAULT_STOPPING}.
+ *
+ * @example
+ * ```ts
+ * import { DEFAULT_STOPPING, type StoppingRule } from "./stats.ts";
+ * const quick: StoppingRule = { ...DEFAULT_STOPPING, budgetMs: 300 };
+ * ```
+ */
+export interface StoppingRule {
+  /** Stop once the median's relative 95 % CI half-width is at most this. */
+  readonly targetRelCi: number;
+  /** Never stop before this many samples (unless the budget is spent). */
+  readonly minSamples: number;
+  /** Always stop at this many samples. */
+  readonly maxSamples: number;
+  /** Stop once this much time went into sampling, ms. */
+  readonly budgetMs: number;
+}
+
+/**
+ * The default stopping rule: 2 % relative CI, 7 to 200 samples, 2 s per measurement.
+ *
+ * @example
+ * ```ts
+ * import { DEFAULT_STOPPING } from "./stats.ts";
+ * console.log(DEFAULT_STOPPING.targetRelCi); // 0.02
+ * ```
+ */
+export const DEFAULT_STOPPING: StoppingRule = {
+  targetRelCi: TARGET_REL_CI,
+  minSamples: MIN_SAMPLES,
+  maxSamples: MAX_SAMPLES,
+  budgetMs: 2000,
+};
+
+/**
+ * Why sampling stops, or null to go on.
+ *
+ * @param samples Samples so far.
+ * @param elapsedMs Time spent sampling so far, ms.
+ * @param rule The stopping rule.
+ * @returns `"converged"`, `"max-samples"`, `"budget"`, or null.
+ * @example
+ * ```ts
+ * import { DEFAULT_STOPPING, stopReason } from "./stats.ts";
+ * const steady = Array.from({ length: 10 }, () => 2);
+ * console.log(stopReason(steady, 5, DEFAULT_STOPPING)); // "converged"
+ * ```
+ */
+export function stopReason(
+  samples: readonly number[],
+  elapsedMs: number,
+  rule: StoppingRule,
+): "converged" | "max-samples" | "budget" | null {
+  if (samples.length >= rule.maxSamples) return "max-samples";
+  if (samples.length >= rule.minSamples) {
+    const sorted = [...samples].sort((a, b) => a - b);
+    const med = quantile(sorted, 0.5);
+    if (med > 0 && medianCiHalfWidth(sorted) / med <= rule.targetRelCi) return "converged";
+  }
+  if (elapsedMs >= rule.budgetMs && samples.length >= Math.min(3, rule.minSamples)) return "budget";
+  return null;
+}
