@@ -218,8 +218,10 @@ export interface JsImpl {
  * A WebAssembly implementation, shared by `wasm` (one thread) and `wasm-mt` (all cores).
  *
  * The module text imports `env.memory` (shared) and exports `run`. The runner lays operands out
- * in memory 16-byte aligned, then calls `run(...args(shape, ptrs, outPtr, start, end))`; for
- * `wasm-mt` it splits `[0, parts(shape))` into contiguous ranges, one per worker.
+ * in memory 16-byte aligned, then calls `run(...args(shape, ptrs, outPtr, start, end, variant,
+ * dtype))`; for `wasm-mt` it splits `[0, parts(shape))` into contiguous ranges, one per worker.
+ * `wat` and `args` get the dtype because one op may need a different module per dtype (gemv's
+ * q8/q4 weights); ops with one module for every dtype simply ignore it.
  *
  * @example
  * ```ts
@@ -235,8 +237,10 @@ export interface JsImpl {
 export interface WasmImpl {
   /** The search space; `[{}]` when there is nothing to tune. */
   readonly variants: readonly Variant[];
-  /** WAT text for a variant (assembled with SIMD and threads enabled). */
-  wat(variant: Variant): string;
+  /** Why this variant cannot run this shape and dtype (e.g. f16 on the CPU), or null. */
+  unsupported?(shape: Shape, dtype: Dtype, variant: Variant): string | null;
+  /** WAT text for a variant and dtype (assembled with SIMD and threads enabled). */
+  wat(variant: Variant, dtype: Dtype): string;
   /** Number of independent work items (rows, blocks) the op can be split into. */
   parts(shape: Shape, variant: Variant): number;
   /** Arguments of `run` for the work items `[start, end)`. */
@@ -247,6 +251,7 @@ export interface WasmImpl {
     start: number,
     end: number,
     variant: Variant,
+    dtype: Dtype,
   ): number[];
 }
 
