@@ -1,0 +1,370 @@
+/**
+ * Opens the WebGPU adapter and device Deno gives us and describes them: name, backend, whether it
+ * is a software rasteriser, its features and the limits that bound our kernels.
+ *
+ * No adapter is not an error: {@linkcode openGpu} says why and returns null, and gpucal measures
+ * the CPU backends only.
+ *
+ * @module
+ */
+
+/** Native graphics APIs wgpu can sit on. */
+export type GpuApi = "vulkan" | "gl" | "metal" | "dx12" | "unknown";
+
+/**
+ * The adapter limits that bound gpucal's kernels and buffers.
+ *
+ * @example
+ * ```ts
+ * import type { GpuLimits } from "./device.ts";
+ * function fits(l: GpuLimits, bytes: number) { return bytes <= l.maxStorageBufferBindingSize; }
+ * ```
+ */
+export interface GpuLimits {
+  readonly maxBufferSize: number;
+  readonly maxStorageBufferBindingSize: number;
+  readonly maxStorageBuffersPerShaderStage: number;
+  readonly maxComputeWorkgroupsPerDimension: number;
+  readonly maxComputeInvocationsPerWorkgroup: number;
+  readonly maxComputeWorkgroupSizeX: number;
+  readonly maxComputeWorkgroupSizeY: number;
+  readonly maxComputeWorkgroupStorageSize: number;
+}
+
+/**
+ * What an adapter is, as reports record it.
+ *
+ * @example
+ * ```ts
+ * import type { GpuInfo } from "./device.ts";
+ * function label(i: GpuInfo) { return `${i.description} (${i.backend}${i.software ? ", software" : ""})`; }
+ * ```
+ */
+export interface GpuInfo {
+  /** Driver's name for the device, e.g. `"llvmpipe (LLVM 15.0.6, 256 bits)"`; may be empty. */
+  readonly description: string;
+  /** PCI vendor id or name as the adapter reports it; often partly empty on Deno. */
+  readonly vendor: string;
+  readonly architecture: string;
+  readonly device: string;
+  /** The graphics API underneath wgpu. */
+  readonly backend: GpuApi;
+  /** `env`: read from `DENO_WEBGPU_BACKEND`; `inferred`: guessed from the OS and the features. */
+  readonly backendSource: "env" | "inferred";
+  /** Why the backend is what it is, for people reading a report. */
+  readonly backendEvidence: string;
+  /** True for CPU rasterisers (llvmpipe, lavapipe, SwiftShader, WARP) and fallback adapters. */
+  readonly software: boolean;
+  readonly isFallbackAdapter: boolean;
+  /** Subgroup sizes when the adapter reports them (Deno does). */
+  readonly subgroupMinSize?: number;
+  readonly subgroupMaxSize?: number;
+  /** Every adapter feature, sorted. */
+  readonly features: readonly string[];
+  readonly limits: GpuLimits;
+}
+
+/**
+ * Why and when the device was lost.
+ *
+ * @example
+ * ```ts
+ * import type { GpuLoss } from "./device.ts";
+ * const l: GpuLoss = { reason: "destroyed", message: "" };
+ * ```
+ */
+export interface GpuLoss {
+  /** `"destroyed"` after `device.destroy()`, `"unknown"` for a driver reset or crash. */
+  readonly reason: string;
+  readonly message: string;
+}
+
+/**
+ * An open adapter and device.
+ *
+ * @example
+ * ```ts ignore
+ * import { openGpu } from "./device.ts";
+ * const gpu = await openGpu();
+ * if (gpu) {
+ *   console.log(gpu.info.description);
+ *   gpu.device.destroy();
+ * }
+ * ```
+ */
+export interface GpuHandle {
+  readonly adapter: GPUAdapter;
+  readonly device: GPUDevice;
+  readonly info: GpuInfo;
+  /** Resolves when the device is lost (destroyed included). */
+  readonly lost: Promise<GpuLoss>;
+  /** The loss once it happened, else null. */
+  readonly loss: GpuLoss | null;
+  /** Opens a fresh adapter and device with the same options, e.g. after a loss. */
+  reopen(): Promise<GpuHandle | null>;
+}
+
+/** The part of `navigator.gpu` {@linkcode openGpu} uses, so tests can pass a stand-in. */
+export interface GpuEntry {
+  requestAdapter(options?: GPURequestAdapterOptions): Promise<GPUAdapter | null>;
+}
+
+/**
+ * Options of {@linkcode openGpu}.
+ *
+ * @example
+ * ```ts
+ * import type { OpenGpuOptions } from "./device.ts";
+ * const quiet: OpenGpuOptions = { onUnavailable: () => {} };
+ * ```
+ */
+export interface OpenGpuOptions {
+  /** Where to get adapters; `navigator.gpu` when absent. Pass `null` to mean "no WebGPU". */
+  readonly gpu?: GpuEntry | null;
+  readonly powerPreference?: GPUPowerPreference;
+  /** Told why there is no GPU; `console.warn` when absent. */
+  readonly onUnavailable?: (reason: string) => void;
+  /** Reads environment variables; `Deno.env.get` (permission-safe) when absent. */
+  readonly env?: (name: string) => string | undefined;
+  /** Operating system; `Deno.build.os` when absent. */
+  readonly os?: string;
+}
+
+/** Environment variable Deno reads to choose wgpu backends. */
+export const BACKEND_ENV = "DENO_WEBGPU_BACKEND";
+
+const SOFTWARE_NAMES = /llvmpipe|lavapipe|softpipe|swiftshader|\bwarp\b|basic render/i;
+
+/**
+ * Opens an adapter and a device with every feature and the adapter's real limits (not the
+ * WebGPU defaults, which would cap buffers at 128 MiB and workgroups at 256 invocations).
+ *
+ * @param options Where to get adapters, and how to report their absence.
+ * @returns The handle, or null when there is no WebGPU or no adapter (after calling
+ *   `onUnavailable` with the reason).
+ * @throws {Error} when an adapter exists but `requestDevice` fails.
+ * @example
+ * ```ts ignore
+ * import { openGpu } from "./device.ts";
+ * const gpu = await openGpu({ onUnavailable: (why) => console.log(`CPU only: ${why}`) });
+ * console.log(gpu?.info.backend ?? "cpu-only");
+ * gpu?.device.destroy();
+ * ```
+ */
+export async function openGpu(options: OpenGpuOptions = {}): Promise<GpuHandle | null> {
+  const warn = options.onUnavailable ?? ((reason: string) => console.warn(reason));
+  const entry = options.gpu === undefined ? defaultGpuEntry() : options.gpu;
+  if (!entry) {
+    warn("No WebGPU: navigator.gpu is missing, measuring CPU backends only");
+    return null;
+  }
+  let adapter: GPUAdapter | null;
+  try {
+    adapter = await entry.requestAdapter(
+      options.powerPreference ? { powerPreference: options.powerPreference } : undefined,
+    );
+  } catch (e) {
+    warn(
+      `No WebGPU adapter: requestAdapter() threw "${errorText(e)}", measuring CPU backends only`,
+    );
+    return null;
+  }
+  if (!adapter) {
+    warn(
+      `No WebGPU adapter: requestAdapter() returned null (${BACKEND_ENV}=` +
+        `"${readEnv(options)(BACKEND_ENV) ?? ""}"), measuring CPU backends only`,
+    );
+    return null;
+  }
+  const device = await adapter.requestDevice({
+    requiredFeatures: [...adapter.features] as GPUFeatureName[],
+    requiredLimits: numericLimits(adapter.limits),
+  });
+  const info = describeAdapter(adapter, {
+    env: readEnv(options),
+    os: options.os ?? Deno.build.os,
+  });
+  let loss: GpuLoss | null = null;
+  const lost = device.lost.then((l) => {
+    loss = { reason: String(l.reason ?? "unknown"), message: l.message ?? "" };
+    return loss;
+  });
+  return {
+    adapter,
+    device,
+    info,
+    lost,
+    get loss() {
+      return loss;
+    },
+    reopen: () => openGpu(options),
+  };
+}
+
+/**
+ * Every numeric limit of an adapter, as `requiredLimits` for `requestDevice`.
+ *
+ * @param limits The adapter's limits.
+ * @returns Limit name to value.
+ * @example
+ * ```ts
+ * import { numericLimits } from "./device.ts";
+ * const fake = { maxBufferSize: 1 << 30 } as unknown as GPUSupportedLimits;
+ * console.log(numericLimits(fake).maxBufferSize); // 1073741824
+ * ```
+ */
+export function numericLimits(limits: GPUSupportedLimits): Record<string, number> {
+  const out: Record<string, number> = {};
+  // The limits are prototype getters, so `Object.keys` sees none of them.
+  for (const name in limits) {
+    const value = (limits as unknown as Record<string, unknown>)[name];
+    if (typeof value === "number") out[name] = value;
+  }
+  return out;
+}
+
+/**
+ * Describes an adapter: names, backend (from `DENO_WEBGPU_BACKEND` or inferred), software or
+ * not, features and limits.
+ *
+ * @param adapter The adapter (a stand-in with `info`, `features` and `limits` is enough).
+ * @param context How to read the environment and which OS this is.
+ * @returns The description.
+ * @example
+ * ```ts
+ * import { describeAdapter } from "./device.ts";
+ * const adapter = {
+ *   info: { description: "llvmpipe (LLVM 15.0.6, 256 bits)", vendor: "", architecture: "", device: "" },
+ *   features: new Set(["shader-f16"]),
+ *   limits: { maxBufferSize: 1 << 30 },
+ * } as unknown as GPUAdapter;
+ * const info = describeAdapter(adapter, { env: () => undefined, os: "linux" });
+ * console.log(info.backend, info.software); // "vulkan" true
+ * ```
+ */
+export function describeAdapter(
+  adapter: Pick<GPUAdapter, "info" | "features" | "limits">,
+  context: { env: (name: string) => string | undefined; os: string },
+): GpuInfo {
+  const raw = adapter.info as GPUAdapterInfo & {
+    subgroupMinSize?: number;
+    subgroupMaxSize?: number;
+    isFallbackAdapter?: boolean;
+  };
+  const features = [...adapter.features].map(String).sort();
+  const description = raw.description ?? "";
+  const isFallbackAdapter = raw.isFallbackAdapter === true ||
+    (adapter as { isFallbackAdapter?: boolean }).isFallbackAdapter === true;
+  const backend = chooseBackend(context.env(BACKEND_ENV), context.os, features);
+  const limits = numericLimits(adapter.limits);
+  const limit = (name: keyof GpuLimits) => limits[name] ?? 0;
+  return {
+    description,
+    vendor: raw.vendor ?? "",
+    architecture: raw.architecture ?? "",
+    device: raw.device ?? "",
+    ...backend,
+    software: isFallbackAdapter || SOFTWARE_NAMES.test(description),
+    isFallbackAdapter,
+    ...(typeof raw.subgroupMinSize === "number" ? { subgroupMinSize: raw.subgroupMinSize } : {}),
+    ...(typeof raw.subgroupMaxSize === "number" ? { subgroupMaxSize: raw.subgroupMaxSize } : {}),
+    features,
+    limits: {
+      maxBufferSize: limit("maxBufferSize"),
+      maxStorageBufferBindingSize: limit("maxStorageBufferBindingSize"),
+      maxStorageBuffersPerShaderStage: limit("maxStorageBuffersPerShaderStage"),
+      maxComputeWorkgroupsPerDimension: limit("maxComputeWorkgroupsPerDimension"),
+      maxComputeInvocationsPerWorkgroup: limit("maxComputeInvocationsPerWorkgroup"),
+      maxComputeWorkgroupSizeX: limit("maxComputeWorkgroupSizeX"),
+      maxComputeWorkgroupSizeY: limit("maxComputeWorkgroupSizeY"),
+      maxComputeWorkgroupStorageSize: limit("maxComputeWorkgroupStorageSize"),
+    },
+  };
+}
+
+const API_NAMES: Readonly<Record<string, GpuApi>> = {
+  vulkan: "vulkan",
+  vk: "vulkan",
+  gl: "gl",
+  opengl: "gl",
+  gles: "gl",
+  metal: "metal",
+  mtl: "metal",
+  dx12: "dx12",
+  d3d12: "dx12",
+};
+
+function chooseBackend(
+  envValue: string | undefined,
+  os: string,
+  features: readonly string[],
+): Pick<GpuInfo, "backend" | "backendSource" | "backendEvidence"> {
+  const listed = (envValue ?? "").split(",").map((s) => s.trim().toLowerCase()).filter(Boolean);
+  const only = listed.length === 1 ? API_NAMES[listed[0]!] : undefined;
+  if (only) {
+    return { backend: only, backendSource: "env", backendEvidence: `${BACKEND_ENV}=${envValue}` };
+  }
+  const inferred = inferBackend(os, features);
+  const because = listed.length > 1 ? `${BACKEND_ENV}=${envValue} lists several; ` : "";
+  return { ...inferred, backendEvidence: because + inferred.backendEvidence };
+}
+
+function inferBackend(
+  os: string,
+  features: readonly string[],
+): Pick<GpuInfo, "backend" | "backendSource" | "backendEvidence"> {
+  if (os === "darwin") {
+    return { backend: "metal", backendSource: "inferred", backendEvidence: "macOS has Metal only" };
+  }
+  if (os === "windows") {
+    return {
+      backend: "dx12",
+      backendSource: "inferred",
+      backendEvidence: "wgpu prefers DX12 on Windows",
+    };
+  }
+  if (
+    os === "linux" || os === "freebsd" || os === "netbsd" || os === "openbsd" || os === "android"
+  ) {
+    // Mesa's GL driver exposes ETC2 but no shader-f16; its Vulkan drivers the other way round.
+    // Only that combination is evidence enough to say GL; anything else is wgpu's first choice.
+    const has = (f: string) => features.includes(f);
+    if (has("texture-compression-etc2") && !has("shader-f16")) {
+      return {
+        backend: "gl",
+        backendSource: "inferred",
+        backendEvidence: "texture-compression-etc2 without shader-f16 looks like GL",
+      };
+    }
+    return {
+      backend: "vulkan",
+      backendSource: "inferred",
+      backendEvidence: "wgpu tries Vulkan first on Linux",
+    };
+  }
+  return {
+    backend: "unknown",
+    backendSource: "inferred",
+    backendEvidence: `no rule for OS "${os}"`,
+  };
+}
+
+function defaultGpuEntry(): GpuEntry | null {
+  return (globalThis.navigator as { gpu?: GpuEntry } | undefined)?.gpu ?? null;
+}
+
+function readEnv(options: OpenGpuOptions): (name: string) => string | undefined {
+  if (options.env) return options.env;
+  return (name) => {
+    try {
+      return Deno.env.get(name);
+    } catch {
+      // Without --allow-env the variable is unknowable; treat it as unset.
+      return undefined;
+    }
+  };
+}
+
+function errorText(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}

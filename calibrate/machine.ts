@@ -1,0 +1,201 @@
+/**
+ * Describes the machine a calibration runs on (CPU, cores, memory, OS, Deno) and names it with a
+ * stable fingerprint, so reports from the same machine and adapter land in the same file.
+ *
+ * Needs `--allow-read=/proc/cpuinfo`, `--allow-sys=osRelease,systemMemoryInfo` and `--allow-env`;
+ * whatever is denied becomes `"unknown"` (or null) instead of an error.
+ *
+ * @module
+ */
+
+/**
+ * The machine, as reports record it.
+ *
+ * @example
+ * ```ts
+ * import type { MachineInfo } from "./machine.ts";
+ * function label(m: MachineInfo) { return `${m.cpuModel} ×${m.cores}, ${m.os}/${m.arch}`; }
+ * ```
+ */
+export interface MachineInfo {
+  /** CPU model name from /proc/cpuinfo, or `"unknown"`. */
+  readonly cpuModel: string;
+  /** Logical cores (`navigator.hardwareConcurrency`). */
+  readonly cores: number;
+  /** Total memory in bytes, or null when denied. */
+  readonly memoryBytes: number | null;
+  /** `Deno.build.os`: `linux`, `darwin`, `windows`... */
+  readonly os: string;
+  /** Kernel release (`Deno.osRelease()`), or `"unknown"`. */
+  readonly osRelease: string;
+  /** `Deno.build.arch`: `x86_64` or `aarch64`. */
+  readonly arch: string;
+  readonly denoVersion: string;
+  readonly v8Version: string;
+}
+
+/**
+ * The part of an adapter description that tells adapters apart in a fingerprint.
+ *
+ * @example
+ * ```ts
+ * import type { AdapterIdentity } from "./machine.ts";
+ * const a: AdapterIdentity = { description: "llvmpipe", vendor: "65541", backend: "gl" };
+ * ```
+ */
+export interface AdapterIdentity {
+  readonly description: string;
+  readonly vendor: string;
+  readonly backend: string;
+}
+
+/** Where Linux tells the CPU's model name. */
+const CPUINFO_PATH = "/proc/cpuinfo";
+
+/** Keys that carry a CPU's name in /proc/cpuinfo on x86, Arm, POWER and RISC-V. */
+const CPU_NAME_KEYS = ["model name", "Model", "Hardware", "cpu model", "cpu", "uarch"];
+
+const UNKNOWN = "unknown";
+
+/**
+ * Describes this machine, degrading to `"unknown"`/null for whatever a permission hides.
+ *
+ * @returns The description.
+ * @example
+ * ```ts ignore
+ * import { describeMachine } from "./machine.ts";
+ * const m = await describeMachine();
+ * console.log(m.cpuModel, m.cores);
+ * ```
+ */
+export async function describeMachine(): Promise<MachineInfo> {
+  return {
+    cpuModel: await readCpuModel(),
+    cores: navigator.hardwareConcurrency ?? 1,
+    memoryBytes: permitted(() => Deno.systemMemoryInfo().total) ?? null,
+    os: Deno.build.os,
+    osRelease: permitted(() => Deno.osRelease()) ?? UNKNOWN,
+    arch: Deno.build.arch,
+    denoVersion: Deno.version.deno,
+    v8Version: Deno.version.v8,
+  };
+}
+
+/**
+ * The CPU's model name from /proc/cpuinfo text.
+ *
+ * @param cpuinfo The file's text.
+ * @returns The name, or `"unknown"` when no known key is present.
+ * @example
+ * ```ts
+ * import { parseCpuModel } from "./machine.ts";
+ * console.log(parseCpuModel("processor\t: 0\nmodel name\t: Intel(R) Xeon(R)\n")); // "Intel(R) Xeon(R)"
+ * ```
+ */
+export function parseCpuModel(cpuinfo: string): string {
+  const fields = new Map<string, string>();
+  for (const line of cpuinfo.split("\n")) {
+    const colon = line.indexOf(":");
+    if (colon < 0) continue;
+    const key = line.slice(0, colon).trim();
+    const value = line.slice(colon + 1).trim();
+    if (value && !fields.has(key)) fields.set(key, value);
+  }
+  for (const key of CPU_NAME_KEYS) {
+    const value = fields.get(key);
+    if (value) return value.replace(/\s+/g, " ");
+  }
+  return UNKNOWN;
+}
+
+/**
+ * A stable short hash of what makes measurements comparable: CPU model, cores, memory in GiB,
+ * OS, arch and the adapter's description, vendor and backend (so one machine's Vulkan and GL
+ * adapters get different fingerprints). Deno's version is left out: it is recorded, not identity.
+ *
+ * @param machine The machine.
+ * @param adapter The adapter, or null for CPU-only.
+ * @returns 16 lowercase hex digits (the start of a SHA-256).
+ * @example
+ * ```ts
+ * import { machineFingerprint, type MachineInfo } from "./machine.ts";
+ * const m: MachineInfo = {
+ *   cpuModel: "Xeon", cores: 2, memoryBytes: 8 * 2 ** 30, os: "linux", osRelease: "6.1",
+ *   arch: "x86_64", denoVersion: "2.9.6", v8Version: "14.0",
+ * };
+ * console.log((await machineFingerprint(m, null)).length); // 16
+ * ```
+ */
+export async function machineFingerprint(
+  machine: MachineInfo,
+  adapter: AdapterIdentity | null,
+): Promise<string> {
+  const parts = [
+    machine.cpuModel,
+    String(machine.cores),
+    machine.memoryBytes === null ? UNKNOWN : `${Math.round(machine.memoryBytes / 2 ** 30)}GiB`,
+    machine.os,
+    machine.arch,
+    adapter ? `${adapter.description}|${adapter.vendor}|${adapter.backend}` : "cpu-only",
+  ];
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(parts.join("\n")));
+  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("").slice(
+    0,
+    16,
+  );
+}
+
+/**
+ * A file-name-safe name for a machine and adapter: `<adapter>-<backend>-<arch>-<hash8>`, or
+ * `cpu-only-<arch>-<hash8>` without an adapter.
+ *
+ * @param machine The machine.
+ * @param adapter The adapter, or null for CPU-only.
+ * @param fingerprint The {@linkcode machineFingerprint} of the two.
+ * @returns The slug, e.g. `llvmpipe-vulkan-x86_64-3f2a9c1e`.
+ * @example
+ * ```ts
+ * import { machineSlug, type MachineInfo } from "./machine.ts";
+ * const m = { arch: "x86_64" } as MachineInfo;
+ * const a = { description: "llvmpipe (LLVM 15.0.6, 256 bits)", vendor: "", backend: "vulkan" };
+ * console.log(machineSlug(m, a, "3f2a9c1e00112233")); // "llvmpipe-vulkan-x86_64-3f2a9c1e"
+ * ```
+ */
+export function machineSlug(
+  machine: Pick<MachineInfo, "arch">,
+  adapter: AdapterIdentity | null,
+  fingerprint: string,
+): string {
+  const hash = fingerprint.slice(0, 8);
+  if (!adapter) return `cpu-only-${slugify(machine.arch)}-${hash}`;
+  // The parenthesised tail of a driver name is versions and widths, not identity worth a file name.
+  const name = slugify(adapter.description.replace(/\(.*$/, "")).slice(0, 32).replace(/-+$/, "") ||
+    slugify(adapter.vendor) || "gpu";
+  return `${name}-${slugify(adapter.backend)}-${slugify(machine.arch)}-${hash}`;
+}
+
+function slugify(text: string): string {
+  return text.toLowerCase().replace(/[^a-z0-9_]+/g, "-").replace(/^-+|-+$/g, "");
+}
+
+async function readCpuModel(): Promise<string> {
+  try {
+    return parseCpuModel(await Deno.readTextFile(CPUINFO_PATH));
+  } catch (e) {
+    if (isDenied(e) || e instanceof Deno.errors.NotFound) return UNKNOWN;
+    throw e;
+  }
+}
+
+function permitted<T>(read: () => T): T | undefined {
+  try {
+    return read();
+  } catch (e) {
+    if (isDenied(e)) return undefined;
+    throw e;
+  }
+}
+
+function isDenied(e: unknown): boolean {
+  return e instanceof Deno.errors.PermissionDenied || e instanceof Deno.errors.NotCapable;
+}
