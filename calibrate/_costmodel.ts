@@ -1,0 +1,352 @@
+/**
+ * Private core of the cost model `t = t0 + smoothmax(flops / F, bytes / B)`: prediction, one
+ * robust fit of a given structure, and the choice of structure. `fit.ts` wraps it with
+ * cross-validation and the report shape; `crossover.ts` refits with it when bootstrapping.
+ *
+ * Parameters are logs (ln t0 in ms, ln of ms per flop, ln of ms per byte), so every rate and the
+ * overhead stay positive without constraints.
+ *
+ * @module
+ */
+import { median } from "./stats.ts";
+import { type Loss, robustLeastSquares } from "./_numeric.ts";
+
+/**
+ * Exponent of the p-norm smooth maximum. With p = 4 the model overshoots the hard maximum by at
+ * most 2^(1/4) − 1 ≈ 19 % where both terms are equal and by < 1 % once one term is 3× the other:
+ * a smooth ridge, as cache and overlap effects make real machines, while staying close to the
+ * roofline elsewhere. Log-sum-exp was rejected because its overshoot depends on the time unit.
+ */
+export const SMOOTHMAX_P = 4;
+
+/** Which rate terms a model has. */
+export type ModelKind = "compute" | "memory" | "both";
+
+/** A fitted model in log parameters; a term absent from `kind` has its log set to -Infinity. */
+export interface ModelParams {
+  readonly kind: ModelKind;
+  /** ln of the fixed overhead, ms. */
+  readonly lnT0: number;
+  /** ln of ms per flop (-Infinity without a compute term). */
+  readonly lnCf: number;
+  /** ln of ms per byte (-Infinity without a memory term). */
+  readonly lnCb: number;
+}
+
+/** One size of a series: its work and its median time. */
+export interface WorkPoint {
+  readonly flops: number;
+  readonly bytes: number;
+  readonly ms: number;
+  readonly weight?: number;
+}
+
+/** Result of fitting one structure. */
+export interface KindFit {
+  readonly params: ModelParams;
+  /** Robust scale of the log residuals (≥ {@linkcode SIGMA_FLOOR}). */
+  readonly sigma: number;
+}
+
+/** Smallest robust scale of log residuals: timing noise below 1 % is not believed. */
+export const SIGMA_FLOOR = 0.01;
+
+/** Flops per byte above which a constant-intensity series is called compute-bound. */
+export const RIDGE_FLOP_PER_BYTE = 4;
+
+/** Below this spread of flops/bytes across the points, F and B cannot be told apart. */
+export const MIN_INTENSITY_SPREAD = 2;
+
+const LN_T0_BOUNDS: [number, number] = [Math.log(1e-7), Math.log(1e7)];
+const LN_C_BOUNDS: [number, number] = [Math.log(1e-21), Math.log(1e3)];
+
+/**
+ * The smooth maximum (A^p + B^p)^(1/p) and the share (A/S)^p of the first term.
+ *
+ * @example
+ * ```ts
+ * import { smoothMax } from "./_costmodel.ts";
+ * console.log(smoothMax(1, 0).value); // 1
+ * ```
+ */
+export function smoothMax(a: number, b: number): { value: number; shareA: number } {
+  const m = Math.max(a, b);
+  if (m === 0) return { value: 0, shareA: 0.5 };
+  const pa = (a / m) ** SMOOTHMAX_P;
+  const pb = (b / m) ** SMOOTHMAX_P;
+  return { value: m * (pa + pb) ** (1 / SMOOTHMAX_P), shareA: pa / (pa + pb) };
+}
+
+/**
+ * Predicted time (ms) of a model for some work.
+ *
+ * @example
+ * ```ts
+ * import { modelMs } from "./_costmodel.ts";
+ * const p = { kind: "compute", lnT0: Math.log(0.01), lnCf: Math.log(1e-6), lnCb: -Infinity } as const;
+ * console.log(modelMs(p, 1e6, 0)); // 1.01
+ * ```
+ */
+export function modelMs(params: ModelParams, flops: number, bytes: number): number {
+  return Math.exp(params.lnT0) +
+    smoothMax(Math.exp(params.lnCf) * flops, Math.exp(params.lnCb) * bytes).value;
+}
+
+/**
+ * Log parameters from reported figures (the inverse of what `fit.ts` reports).
+ *
+ * @example
+ * ```ts
+ * import { paramsFromRates } from "./_costmodel.ts";
+ * console.log(paramsFromRates(10, null, 5).kind); // "memory"
+ * ```
+ */
+export function paramsFromRates(
+  t0Us: number,
+  gflops: number | null,
+  gbps: number | null,
+): ModelParams {
+  const kind = gflops === null ? "memory" : gbps === null ? "compute" : "both";
+  return {
+    kind,
+    lnT0: Math.log(t0Us / 1000),
+    lnCf: gflops === null ? -Infinity : Math.log(1e-6 / gflops),
+    lnCb: gbps === null ? -Infinity : Math.log(1e-6 / gbps),
+  };
+}
+
+function toVector(p: ModelParams): Float64Array {
+  if (p.kind === "compute") return Float64Array.of(p.lnT0, p.lnCf);
+  if (p.kind === "memory") return Float64Array.of(p.lnT0, p.lnCb);
+  return Float64Array.of(p.lnT0, p.lnCf, p.lnCb);
+}
+
+function fromVector(kind: ModelKind, x: Float64Array): ModelParams {
+  const lnT0 = x[0]!;
+  if (kind === "compute") return { kind, lnT0, lnCf: x[1]!, lnCb: -Infinity };
+  if (kind === "memory") return { kind, lnT0, lnCf: -Infinity, lnCb: x[1]! };
+  return { kind, lnT0, lnCf: x[1]!, lnCb: x[2]! };
+}
+
+/** Log residuals ln(predicted / measured) of a model on points. */
+export function logResiduals(params: ModelParams, points: readonly WorkPoint[]): number[] {
+  return points.map((p) => Math.log(modelMs(params, p.flops, p.bytes) / p.ms));
+}
+
+function robustScale(residuals: readonly number[]): number {
+  return Math.max(1.4826 * median(residuals.map(Math.abs)), SIGMA_FLOOR);
+}
+
+function run(
+  points: readonly WorkPoint[],
+  kind: ModelKind,
+  start: ModelParams,
+  loss: Loss,
+  scale: number,
+): { params: ModelParams; objective: number } {
+  const k = kind === "both" ? 3 : 2;
+  const lower = new Float64Array(k).fill(LN_C_BOUNDS[0]);
+  const upper = new Float64Array(k).fill(LN_C_BOUNDS[1]);
+  lower[0] = LN_T0_BOUNDS[0];
+  upper[0] = LN_T0_BOUNDS[1];
+  const weights = Float64Array.from(points, (p) => p.weight ?? 1);
+  const lnMs = points.map((p) => Math.log(p.ms));
+  const { x, objective } = robustLeastSquares(
+    {
+      n: points.length,
+      k,
+      evaluate(v, r, jac) {
+        const t0 = Math.exp(v[0]!);
+        const cf = kind === "memory" ? 0 : Math.exp(v[1]!);
+        const cb = kind === "compute" ? 0 : Math.exp(v[kind === "both" ? 2 : 1]!);
+        for (let i = 0; i < points.length; i++) {
+          const p = points[i]!;
+          const s = smoothMax(cf * p.flops, cb * p.bytes);
+          const pred = t0 + s.value;
+          r[i] = Math.log(pred) - lnMs[i]!;
+          if (jac === null) continue;
+          jac[i * k] = t0 / pred;
+          if (kind === "compute") jac[i * k + 1] = s.value / pred;
+          else if (kind === "memory") jac[i * k + 1] = s.value / pred;
+          else {
+            jac[i * k + 1] = s.value * s.shareA / pred;
+            jac[i * k + 2] = s.value * (1 - s.shareA) / pred;
+          }
+        }
+      },
+    },
+    toVector(start),
+    { loss, scale, weights, lower, upper },
+  );
+  return { params: fromVector(kind, x), objective };
+}
+
+/**
+ * Fits one structure robustly: least squares from each start, then Huber (δ = 1.345 σ̂), then
+ * Tukey's biweight (c = 4.685 σ̂) so an outlying size ends with no influence, σ̂ re-estimated from
+ * the median absolute log residual between stages.
+ *
+ * @param points The series (at least as many points as parameters).
+ * @param kind The structure.
+ * @param starts Starting parameters of that kind.
+ * @param sigma A known robust scale: skips the least-squares and Huber stages and runs Tukey's
+ *   biweight from the first start only (a warm refit, as in cross-validation and bootstrap).
+ * @returns The fit and its robust scale.
+ * @example
+ * ```ts
+ * import { fitKind, initialStarts } from "./_costmodel.ts";
+ * const pts = [1e6, 1e7, 1e8].map((f) => ({ flops: f, bytes: f, ms: 0.01 + f * 1e-6 }));
+ * const fit = fitKind(pts, "compute", initialStarts(pts, "compute"));
+ * console.log(Math.exp(fit.params.lnCf).toPrecision(3)); // "1.00e-6"
+ * ```
+ */
+export function fitKind(
+  points: readonly WorkPoint[],
+  kind: ModelKind,
+  starts: readonly ModelParams[],
+  sigma?: number,
+): KindFit {
+  if (sigma !== undefined) {
+    const warm = run(points, kind, starts[0]!, "tukey", 4.685 * sigma);
+    return { params: warm.params, sigma };
+  }
+  let best: { params: ModelParams; objective: number } | null = null;
+  for (const start of starts) {
+    const candidate = run(points, kind, start, "l2", 1);
+    if (best === null || candidate.objective < best.objective) best = candidate;
+  }
+  if (best === null) throw new RangeError("Cannot fit a cost model without a start: pass one");
+  const lsSigma = robustScale(logResiduals(best.params, points));
+  const huber = run(points, kind, best.params, "huber", 1.345 * lsSigma);
+  const huberSigma = robustScale(logResiduals(huber.params, points));
+  const tukey = run(points, kind, huber.params, "tukey", 4.685 * huberSigma);
+  return { params: tukey.params, sigma: huberSigma };
+}
+
+/**
+ * Deterministic starting points for a structure, from the data alone.
+ *
+ * @example
+ * ```ts
+ * import { initialStarts } from "./_costmodel.ts";
+ * const pts = [{ flops: 1, bytes: 1, ms: 1 }, { flops: 10, bytes: 10, ms: 2 }];
+ * console.log(initialStarts(pts, "memory").length); // 2
+ * ```
+ */
+export function initialStarts(points: readonly WorkPoint[], kind: ModelKind): ModelParams[] {
+  const minMs = Math.min(...points.map((p) => p.ms));
+  const rate = (t0: number, work: (p: WorkPoint) => number): number => {
+    const byWork = [...points].sort((a, b) => work(a) - work(b));
+    const upper = byWork.slice(Math.floor(byWork.length / 2)).filter((p) => work(p) > 0);
+    return Math.log(median(upper.map((p) => Math.max(p.ms - t0, 0.5 * p.ms) / work(p))));
+  };
+  return [0.5, 0.05].map((f) => {
+    const t0 = f * minMs;
+    return {
+      kind,
+      lnT0: Math.log(t0),
+      lnCf: kind === "memory" ? -Infinity : rate(t0, (p) => p.flops),
+      lnCb: kind === "compute" ? -Infinity : rate(t0, (p) => p.bytes),
+    };
+  });
+}
+
+/**
+ * Starts for the two-term model from the single-term fits: each single-term fit with the missing
+ * term set to explain half the excess time at the point where it is most likely to matter.
+ */
+function bothStarts(
+  points: readonly WorkPoint[],
+  compute: ModelParams,
+  memory: ModelParams,
+): ModelParams[] {
+  const byIntensity = [...points].sort((a, b) => a.flops / a.bytes - b.flops / b.bytes);
+  const low = byIntensity[0]!;
+  const high = byIntensity[byIntensity.length - 1]!;
+  const half = (p: WorkPoint, lnT0: number, work: number) =>
+    Math.log(Math.max(0.5 * (p.ms - Math.exp(lnT0)), 0.05 * p.ms) / work);
+  return [
+    {
+      kind: "both",
+      lnT0: compute.lnT0,
+      lnCf: compute.lnCf,
+      lnCb: half(low, compute.lnT0, low.bytes),
+    },
+    {
+      kind: "both",
+      lnT0: memory.lnT0,
+      lnCf: half(high, memory.lnT0, high.flops),
+      lnCb: memory.lnCb,
+    },
+  ];
+}
+
+/**
+ * Fits every structure the data can identify and keeps the one with the lowest BIC, computed on
+ * the Tukey loss at a common scale (so an outlier costs every candidate the same). Simpler
+ * structures win ties.
+ *
+ * When flops/bytes hardly varies across the points (spread < {@linkcode MIN_INTENSITY_SPREAD}),
+ * the data cannot tell F from B: only one single-term model is fitted, compute when the
+ * intensity exceeds {@linkcode RIDGE_FLOP_PER_BYTE} flops per byte, memory otherwise. A series
+ * with zero flops (or zero bytes) only gets the memory (or compute) model.
+ *
+ * @param points The series, at least 2 points with positive times.
+ * @returns The chosen fit.
+ * @example
+ * ```ts
+ * import { fitBest } from "./_costmodel.ts";
+ * const pts = [1e3, 1e4, 1e5, 1e6].map((n) => ({ flops: n, bytes: 12 * n, ms: 0.02 + n * 12e-7 }));
+ * console.log(fitBest(pts).params.kind); // "memory"
+ * ```
+ */
+export function fitBest(points: readonly WorkPoint[]): KindFit {
+  const kinds = candidateKinds(points);
+  const fits = new Map<ModelKind, KindFit>();
+  for (const kind of kinds) {
+    if (kind !== "both") fits.set(kind, fitKind(points, kind, initialStarts(points, kind)));
+  }
+  const compute = fits.get("compute");
+  const memory = fits.get("memory");
+  if (kinds.includes("both") && compute && memory) {
+    fits.set("both", fitKind(points, "both", bothStarts(points, compute.params, memory.params)));
+  }
+  const flexible = fits.get("both") ?? [...fits.values()][0]!;
+  const cutoff = 4.685 * flexible.sigma;
+  const n = points.length;
+  let chosen: KindFit | null = null;
+  let chosenBic = Infinity;
+  for (const kind of kinds) {
+    const fit = fits.get(kind)!;
+    const loss = logResiduals(fit.params, points).reduce(
+      (s, r, i) => s + (points[i]!.weight ?? 1) * tukeyRho(r, cutoff),
+      0,
+    );
+    const k = kind === "both" ? 3 : 2;
+    const bic = n * Math.log(Math.max(2 * loss / n, 1e-12)) + k * Math.log(n);
+    if (bic < chosenBic) {
+      chosen = fit;
+      chosenBic = bic;
+    }
+  }
+  return chosen!;
+}
+
+function tukeyRho(r: number, c: number): number {
+  if (Math.abs(r) >= c) return c * c / 6;
+  const u = 1 - (r / c) ** 2;
+  return c * c / 6 * (1 - u * u * u);
+}
+
+function candidateKinds(points: readonly WorkPoint[]): ModelKind[] {
+  if (points.every((p) => p.flops === 0)) return ["memory"];
+  if (points.every((p) => p.bytes === 0)) return ["compute"];
+  if (points.some((p) => p.flops === 0)) return ["memory"];
+  if (points.some((p) => p.bytes === 0)) return ["compute"];
+  const intensity = points.map((p) => p.flops / p.bytes);
+  const spread = Math.max(...intensity) / Math.min(...intensity);
+  if (spread < MIN_INTENSITY_SPREAD) {
+    return [median(intensity) > RIDGE_FLOP_PER_BYTE ? "compute" : "memory"];
+  }
+  return points.length >= 4 ? ["compute", "memory", "both"] : ["compute", "memory"];
+}
