@@ -210,6 +210,8 @@ export interface SizeAxis {
 export interface JsImpl {
   /** The search space; `[{}]` when there is nothing to tune. */
   readonly variants: readonly Variant[];
+  /** Why this variant cannot run this shape and dtype (e.g. f16 on the CPU), or null. */
+  unsupported?(shape: Shape, dtype: Dtype, variant: Variant): string | null;
   /** Compute `out` from `ins`. */
   run(ins: readonly HostArray[], out: Float32Array, shape: Shape, variant: Variant): void;
 }
