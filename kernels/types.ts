@@ -255,13 +255,29 @@ export interface WasmImpl {
     variant: Variant,
     dtype: Dtype,
   ): number[];
+  /**
+   * For reductions across parts (`sum`, `dot`): how many f32 slots the output region needs,
+   * when more than the op's `outputLength` (e.g. the result then one partial per part). The
+   * runner reserves that many f32 at `outPtr` and reads back only the first `outputLength`.
+   * Absent: exactly `outputLength`.
+   */
+  outputSlots?(shape: Shape, variant: Variant): number;
+  /**
+   * For reductions across parts: folds what the parts wrote into the output. The runner calls it
+   * once per run, on its own thread, after every part of the run has finished (on `wasm-mt`:
+   * after all workers are done), inside the timed region. `memory` views the whole module memory
+   * as f32 and `outPtr` is a byte address, so the output is `memory[outPtr / 4]`. Absent: the
+   * parts write the output themselves.
+   */
+  finish?(memory: Float32Array, outPtr: number, shape: Shape, variant: Variant): void;
 }
 
 /**
  * One WGSL program to dispatch.
  *
  * Bindings, group 0: operands `0..n-1` as `var<storage, read>`, the output at `n` as
- * `var<storage, read_write>`, and, when `uniforms` is given, a `var<uniform>` at `n + 1`.
+ * `var<storage, read_write>`, when `uniforms` is given, a `var<uniform>` at `n + 1`, and, when
+ * `scratchBytes` is given, a `var<storage, read_write>` scratch buffer at `n + 2`.
  *
  * @example
  * ```ts
@@ -278,6 +294,13 @@ export interface WgslProgram {
   readonly uniforms?: Uint32Array;
   /** Cache key folding in every parameter that changes `code` (not the uniforms). */
   readonly key: string;
+  /**
+   * Bytes of a scratch storage buffer bound at `n + 2` (e.g. per-workgroup partial sums and an
+   * atomic counter, so the last workgroup of a single dispatch can fold a reduction). The runner
+   * zero-fills it once when it creates it and never clears it between runs: a program must leave
+   * it as it found it (reset its counters). Absent: no scratch binding.
+   */
+  readonly scratchBytes?: number;
 }
 
 /**
