@@ -17,6 +17,7 @@ import type {
 } from "../../kernels/types.ts";
 import type { GpuHandle } from "../device.ts";
 import { type BatchTiming, type Prepared, type Runner, UnsupportedError } from "../runner.ts";
+import { withWatchdog } from "./_watchdog.ts";
 
 /**
  * Options of {@linkcode createWebGpuRunner}.
@@ -224,7 +225,11 @@ async function prepareWebGpu(
     device.queue.submit([first.finish()]);
     const invalid = await device.popErrorScope();
     if (invalid) throw new Error(`WebGPU rejected ${op.name} (${program.key}): ${invalid.message}`);
-    await watchdog(device.queue.onSubmittedWorkDone(), settings.watchdogMs, "the first dispatch");
+    await withWatchdog(
+      device.queue.onSubmittedWorkDone(),
+      settings.watchdogMs,
+      "the first dispatch",
+    );
     const compileMs = performance.now() - started;
 
     const timestamps = device.features.has("timestamp-query")
@@ -234,7 +239,7 @@ async function prepareWebGpu(
     const readback = async (encoder: GPUCommandEncoder, what: string) => {
       encoder.copyBufferToBuffer(output, 0, staging, 0, outBytes);
       device.queue.submit([encoder.finish()]);
-      await watchdog(staging.mapAsync(GPUMapMode.READ, 0, outBytes), settings.watchdogMs, what);
+      await withWatchdog(staging.mapAsync(GPUMapMode.READ, 0, outBytes), settings.watchdogMs, what);
       hostOut.set(new Uint8Array(staging.getMappedRange(0, outBytes)));
       staging.unmap();
     };
@@ -242,6 +247,7 @@ async function prepareWebGpu(
       operandSets[set]!.forEach((buffer, i) => device.queue.writeBuffer(buffer, 0, uploads[i]!));
 
     let disposed = false;
+    let verifications = 0;
     const alive = () => {
       if (disposed) {
         throw new Error(
@@ -256,16 +262,13 @@ async function prepareWebGpu(
     };
     const checked = async <T>(run: () => Promise<T>): Promise<T> => {
       device.pushErrorScope("validation");
-      let result: T;
-      try {
-        result = await run();
-      } finally {
-        const invalid = await device.popErrorScope();
-        if (invalid) {
-          throw new Error(`WebGPU rejected ${op.name} (${program.key}): ${invalid.message}`);
-        }
+      const outcome = await run().then((value) => ({ value }), (error: unknown) => ({ error }));
+      const invalid = await device.popErrorScope();
+      if (invalid) {
+        throw new Error(`WebGPU rejected ${op.name} (${program.key}): ${invalid.message}`);
       }
-      return result;
+      if ("error" in outcome) throw outcome.error;
+      return outcome.value;
     };
 
     return {
@@ -273,11 +276,13 @@ async function prepareWebGpu(
       output: () =>
         checked(async () => {
           alive();
-          upload(0);
+          // Successive calls go through every operand copy, so verification covers them all.
+          const set = verifications++ % copies;
+          upload(set);
           const encoder = device.createCommandEncoder();
           // A kernel that skips elements must not pass verification on a previous run's output.
           encoder.clearBuffer(output);
-          dispatch(encoder, pipeline, groups[0]!, program.workgroups);
+          dispatch(encoder, pipeline, groups[set]!, program.workgroups);
           await readback(encoder, "the verification readback");
           return toFloat32(hostOut, inputs.outputLength, dtype);
         }),
@@ -322,7 +327,7 @@ async function prepareWebGpu(
           if (timestamps) timestamps.resolve(encoder, reps);
           device.queue.submit([encoder.finish()]);
           if (!timestamps) {
-            await watchdog(
+            await withWatchdog(
               device.queue.onSubmittedWorkDone(),
               settings.watchdogMs,
               `${reps} device-resident runs`,
@@ -501,7 +506,7 @@ class TimestampPool {
   /** Sum of the runs' GPU times, ms, or null when the timestamps are not usable (zero or backwards). */
   async read(runs: number, watchdogMs: number): Promise<number | null> {
     const readable = this.#readable!;
-    await watchdog(
+    await withWatchdog(
       readable.mapAsync(GPUMapMode.READ, 0, 2 * runs * 8),
       watchdogMs,
       "the timestamp readback",
@@ -517,24 +522,6 @@ class TimestampPool {
     readable.unmap();
     return usable && totalNs > 0n ? Number(totalNs) / 1e6 : null;
   }
-}
-
-function watchdog<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const expired = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () =>
-        reject(
-          new Error(
-            `WebGPU did not finish ${what} within ${
-              ms / 1000
-            } s: the device may be hung, raise watchdogMs or shrink the case`,
-          ),
-        ),
-      ms,
-    );
-  });
-  return Promise.race([promise, expired]).finally(() => clearTimeout(timer));
 }
 
 function hostBytes(array: HostArray): Uint8Array<ArrayBuffer> {
