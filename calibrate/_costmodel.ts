@@ -84,7 +84,7 @@ export function smoothMax(a: number, b: number): { value: number; shareA: number
  * ```ts
  * import { modelMs } from "./_costmodel.ts";
  * const p = { kind: "compute", lnT0: Math.log(0.01), lnCf: Math.log(1e-6), lnCb: -Infinity } as const;
- * console.log(modelMs(p, 1e6, 0)); // 1.01
+ * console.log(modelMs(p, 1e6, 0).toFixed(2)); // "1.01"
  * ```
  */
 export function modelMs(params: ModelParams, flops: number, bytes: number): number {
@@ -133,7 +133,16 @@ export function logResiduals(params: ModelParams, points: readonly WorkPoint[]):
   return points.map((p) => Math.log(modelMs(params, p.flops, p.bytes) / p.ms));
 }
 
-function robustScale(residuals: readonly number[]): number {
+/**
+ * Robust scale of log residuals: 1.4826 × median |r|, at least {@linkcode SIGMA_FLOOR}.
+ *
+ * @example
+ * ```ts
+ * import { robustScale } from "./_costmodel.ts";
+ * console.log(robustScale([0.1, -0.1, 0.1]).toFixed(3)); // "0.148"
+ * ```
+ */
+export function robustScale(residuals: readonly number[]): number {
   return Math.max(1.4826 * median(residuals.map(Math.abs)), SIGMA_FLOOR);
 }
 
@@ -197,7 +206,7 @@ function run(
  * import { fitKind, initialStarts } from "./_costmodel.ts";
  * const pts = [1e6, 1e7, 1e8].map((f) => ({ flops: f, bytes: f, ms: 0.01 + f * 1e-6 }));
  * const fit = fitKind(pts, "compute", initialStarts(pts, "compute"));
- * console.log(Math.exp(fit.params.lnCf).toPrecision(3)); // "1.00e-6"
+ * console.log(Math.exp(fit.params.lnCf).toPrecision(3)); // "0.00000100"
  * ```
  */
 export function fitKind(

@@ -222,7 +222,7 @@ function crossValidate(
  *   t0Us: 10, gflops: null, gbps: 5, points: 6, sizeRange: [1, 1e6], rmsLogError: 0.02,
  *   cvMape: 0.03, cvMaxError: 0.06,
  * };
- * console.log(predictMs(fit, 1e6, 12e6)); // 2.41
+ * console.log(predictMs(fit, 1e6, 12e6).toFixed(2)); // "2.41"
  * ```
  */
 export function predictMs(fit: CostFit, flops: number, bytes: number): number {
