@@ -1,0 +1,574 @@
+/**
+ * Tokens per second of an LLM from measured device rates: a roofline of the decode built from
+ * gemv bandwidth, matmul throughput, per-dispatch cost and the synchronisation round trip. Every
+ * term is bytes or FLOPs that follow from the architecture, divided by a measured rate; there
+ * are no fudge factors, and every term names the figure it came from.
+ *
+ * Decode, one step (one token for each of `batch` sequences, at position `context`, the slowest
+ * step of a full context):
+ *
+ * - weights: streamed bytes / gemv bandwidth at the weights' dtype, once per step for the whole
+ *   batch; when 2 × params × batch FLOPs at the matmul rate take longer, that bounds instead;
+ * - KV cache: the cache for `context` tokens × batch / gemv bandwidth at the cache's dtype;
+ * - dispatch: kernels per step ({@linkcode KERNELS_PER_LAYER} × layers + {@linkcode MODEL_KERNELS})
+ *   × the per-dispatch cost;
+ * - sync: one round trip per step, plus the token ids up and down the host link;
+ * - comm (sharded plans): see `comm.ts` and `shards.ts`.
+ *
+ * Prefill: 2 × streamed params × prompt tokens × batch FLOPs plus causal attention
+ * (2 × headDim × n(n + 1) per head and layer) at the matmul rate, plus the same dispatch and
+ * sync terms once for the whole prompt. Pipeline stages are not overlapped (no micro-batching).
+ *
+ * @module
+ */
+import type { Dtype } from "../../kernels/types.ts";
+import { allReduceMs, describeLink, sendMs } from "./comm.ts";
+import { KERNELS_PER_LAYER, MODEL_KERNELS } from "./decode_kernels.ts";
+import {
+  activationBytes,
+  BYTES_PER_WEIGHT,
+  defaultKvDtype,
+  type FitCheck,
+  fitCheck,
+  KV_READ_DTYPE,
+  kvCacheBytes,
+  type KvDtype,
+  type MemoryBreakdown,
+  positiveInteger,
+  type Quant,
+  WEIGHT_DTYPE,
+} from "./memory.ts";
+import type { ModelSpec } from "./presets.ts";
+import { type ParallelPlan, shardMemory, shardSlices, type Strategy } from "./shards.ts";
+
+export { KERNELS_PER_LAYER, MODEL_KERNELS };
+
+/**
+ * Where a number came from, weakest last (see notes/report_shape.md).
+ *
+ * @example
+ * ```ts
+ * import type { Provenance } from "./estimate.ts";
+ * const p: Provenance = "measured";
+ * ```
+ */
+export type Provenance = "measured" | "fitted" | "extrapolated" | "borrowed";
+
+const PROVENANCE_ORDER: readonly Provenance[] = ["measured", "fitted", "extrapolated", "borrowed"];
+
+/**
+ * A rate with its provenance: the same shape as a report's `Figure`, so report figures pass
+ * straight in.
+ *
+ * @example
+ * ```ts
+ * import type { RateFigure } from "./estimate.ts";
+ * const f: RateFigure = { value: 9.5, unit: "GB/s", tag: "measured", source: "gemv q4 webgpu k=4096" };
+ * ```
+ */
+export interface RateFigure {
+  /** null when it could not be obtained; then `reason` says why. */
+  readonly value: number | null;
+  readonly unit: string;
+  readonly tag: Provenance;
+  readonly ci?: readonly [number, number];
+  readonly source?: string;
+  readonly reason?: string;
+}
+
+/**
+ * What one device was measured to do, the estimates' only input about hardware.
+ *
+ * @example
+ * ```ts
+ * import type { DeviceRates, RateFigure } from "./estimate.ts";
+ * const fig = (value: number, unit: string): RateFigure => ({ value, unit, tag: "measured" });
+ * const rates: DeviceRates = {
+ *   name: "llvmpipe",
+ *   memoryBytes: 8e9,
+ *   matmulGflops: { f32: fig(40, "GFLOP/s") },
+ *   gemvGBps: { f32: fig(6, "GB/s"), q4: fig(3, "GB/s") },
+ *   perDispatchUs: fig(60, "us"),
+ *   syncRoundTripMs: fig(11, "ms"),
+ *   hostLinkGBps: { upload: fig(2, "GB/s"), readback: fig(1.5, "GB/s") },
+ * };
+ * ```
+ */
+export interface DeviceRates {
+  /** Device name, for sources and plans. */
+  readonly name: string;
+  /** Memory the device can give the model, bytes. */
+  readonly memoryBytes: number;
+  /** Device-resident matmul throughput per operand dtype, GFLOP/s. */
+  readonly matmulGflops: Readonly<{ f32?: RateFigure; f16?: RateFigure }>;
+  /** Device-resident gemv (matrix · vector) bandwidth per weight dtype, GB/s. */
+  readonly gemvGBps: Readonly<Partial<Record<Dtype, RateFigure>>>;
+  /** Cost of one more dispatch inside a submit, µs. */
+  readonly perDispatchUs: RateFigure;
+  /** Submit-and-wait round trip, ms. */
+  readonly syncRoundTripMs: RateFigure;
+  /** Host ↔ device copy bandwidth, GB/s. */
+  readonly hostLinkGBps: Readonly<{ upload: RateFigure; readback: RateFigure }>;
+}
+
+/**
+ * A rate the estimate needs is missing (null or absent) or unusable.
+ *
+ * @example
+ * ```ts
+ * import { MissingRateError } from "./estimate.ts";
+ * const e = new MissingRateError("llvmpipe", "gemvGBps.q4", "not measured");
+ * console.log(e instanceof RangeError); // true
+ * ```
+ */
+export class MissingRateError extends RangeError {
+  /** The device. */
+  readonly device: string;
+  /** The figure's path in {@linkcode DeviceRates}, e.g. `"gemvGBps.q4"`. */
+  readonly figure: string;
+
+  /**
+   * @param device The device's name.
+   * @param figure The figure's path.
+   * @param why What is wrong with it.
+   */
+  constructor(device: string, figure: string, why: string) {
+    super(
+      `Cannot estimate on device "${device}": "${figure}" ${why}; calibrate it or choose a ` +
+        `quantization whose kernels were measured`,
+    );
+    this.name = "MissingRateError";
+    this.device = device;
+    this.figure = figure;
+  }
+}
+
+/**
+ * Options of {@linkcode estimateTokensPerSec}.
+ *
+ * @example
+ * ```ts
+ * import type { EstimateOptions } from "./estimate.ts";
+ * const o: EstimateOptions = { context: 4096, batch: 1, promptTokens: 512 };
+ * ```
+ */
+export interface EstimateOptions {
+  /** Tokens per sequence in the KV cache when the step runs. */
+  readonly context: number;
+  /** Sequences decoded together. */
+  readonly batch: number;
+  /** Prompt length for prefill; `context` when absent. */
+  readonly promptTokens?: number;
+  /** KV cache element type; `defaultKvDtype(quant)` when absent. */
+  readonly kvDtype?: KvDtype;
+  /** How the model is spread; `{ strategy: "none" }` when absent. */
+  readonly plan?: ParallelPlan;
+}
+
+/**
+ * One decode step, ms. The step's time is max(weightsStreamMs, matmulMs) + kvReadMs +
+ * dispatchMs + syncMs + commMs; for a tensor-parallel plan the device terms are those of the
+ * slowest device, for a pipeline the sums over stages.
+ *
+ * @example
+ * ```ts
+ * import type { DecodeBreakdown } from "./estimate.ts";
+ * const b: DecodeBreakdown = {
+ *   weightsStreamMs: 5, matmulMs: 0.1, kvReadMs: 0.5, dispatchMs: 1, syncMs: 0.2, commMs: 0,
+ *   totalMs: 6.7, bound: "bandwidth",
+ * };
+ * ```
+ */
+export interface DecodeBreakdown {
+  readonly weightsStreamMs: number;
+  /** 2 × streamed params × batch at the matmul rate, the compute floor of the weight pass. */
+  readonly matmulMs: number;
+  readonly kvReadMs: number;
+  readonly dispatchMs: number;
+  readonly syncMs: number;
+  readonly commMs: number;
+  readonly totalMs: number;
+  /** Which of weightsStreamMs and matmulMs set the weight pass. */
+  readonly bound: "bandwidth" | "compute";
+}
+
+/**
+ * The prompt pass, ms: matmulMs + attentionMs + dispatchMs + syncMs + commMs.
+ *
+ * @example
+ * ```ts
+ * import type { PrefillBreakdown } from "./estimate.ts";
+ * const b: PrefillBreakdown = { matmulMs: 80, attentionMs: 4, dispatchMs: 1, syncMs: 0.2, commMs: 0, totalMs: 85.2 };
+ * ```
+ */
+export interface PrefillBreakdown {
+  readonly matmulMs: number;
+  readonly attentionMs: number;
+  readonly dispatchMs: number;
+  readonly syncMs: number;
+  readonly commMs: number;
+  readonly totalMs: number;
+}
+
+/**
+ * Memory of one device in a plan and whether it fits.
+ *
+ * @example
+ * ```ts
+ * import type { DeviceMemory } from "./estimate.ts";
+ * ```
+ */
+export interface DeviceMemory {
+  readonly device: string;
+  readonly breakdown: MemoryBreakdown;
+  readonly fit: FitCheck;
+}
+
+/**
+ * What {@linkcode estimateTokensPerSec} predicts.
+ *
+ * @example
+ * ```ts
+ * import type { TokensPerSecEstimate } from "./estimate.ts";
+ * const show = (e: TokensPerSecEstimate) => `${e.decodeTokensPerSec.toFixed(1)} tok/s`;
+ * ```
+ */
+export interface TokensPerSecEstimate {
+  readonly model: string;
+  readonly quant: Quant;
+  readonly kvDtype: KvDtype;
+  readonly strategy: Strategy;
+  /** Device names in plan order. */
+  readonly devices: readonly string[];
+  readonly context: number;
+  readonly batch: number;
+  readonly promptTokens: number;
+  /** Prompt tokens × batch per second of prefill. */
+  readonly prefillTokensPerSec: number;
+  /** Generated tokens per second over the batch: batch / step time. */
+  readonly decodeTokensPerSec: number;
+  /** One decode step (which yields one token per sequence), by term. */
+  readonly perTokenMs: DecodeBreakdown;
+  /** The prompt pass, by term. */
+  readonly prefillMs: PrefillBreakdown;
+  /** Uploading the held weights over the host link (devices in parallel), ms. */
+  readonly loadMs: number;
+  /** {@linkcode KERNELS_PER_LAYER}.length. */
+  readonly kernelsPerLayer: number;
+  /** Kernel launches per decode step on the busiest device. */
+  readonly kernelsPerStep: number;
+  /** Memory per device, in plan order. */
+  readonly memory: readonly DeviceMemory[];
+  /** Which measured figure each term came from, one line per term and figure. */
+  readonly sources: readonly string[];
+  /** The weakest provenance among the figures used, never stronger than "fitted" (it is a model's prediction). */
+  readonly tag: Provenance;
+}
+
+class Ledger {
+  readonly #sources = new Set<string>();
+  #weakest = 1;
+
+  use(
+    term: string,
+    device: string,
+    path: string,
+    fig: RateFigure | undefined,
+    units: readonly string[],
+  ): number {
+    if (!fig) throw new MissingRateError(device, path, "was not measured");
+    if (fig.value === null) {
+      throw new MissingRateError(device, path, `has no value (${fig.reason ?? "no reason given"})`);
+    }
+    if (!units.includes(fig.unit)) {
+      throw new MissingRateError(device, path, `is in "${fig.unit}", expected "${units[0]}"`);
+    }
+    if (!(fig.value > 0) || !Number.isFinite(fig.value)) {
+      throw new MissingRateError(device, path, `is ${fig.value}, expected a positive number`);
+    }
+    this.#weakest = Math.max(this.#weakest, PROVENANCE_ORDER.indexOf(fig.tag));
+    this.#sources.add(
+      `${term}: ${device} ${path} = ${fig.value} ${fig.unit} (${fig.tag}${
+        fig.source ? `; ${fig.source}` : ""
+      })`,
+    );
+    return fig.value;
+  }
+
+  note(line: string): void {
+    this.#sources.add(line);
+  }
+
+  get sources(): string[] {
+    return [...this.#sources];
+  }
+
+  get tag(): Provenance {
+    return PROVENANCE_ORDER[this.#weakest] ?? "borrowed";
+  }
+}
+
+const GBPS = ["GB/s"] as const;
+const GFLOPS = ["GFLOP/s"] as const;
+const US = ["us", "µs"] as const;
+const MS = ["ms"] as const;
+/** Bytes of one token id (u32) on the host link. */
+const TOKEN_ID_BYTES = 4;
+/**
+ * Bytes of one (max logit, index) pair: a tensor-parallel lm head ends with an all-reduce of
+ * these to find the next token across the vocabulary slices.
+ *
+ * @example
+ * ```ts
+ * import { ARGMAX_PAIR_BYTES } from "./estimate.ts";
+ * console.log(ARGMAX_PAIR_BYTES); // 8
+ * ```
+ */
+export const ARGMAX_PAIR_BYTES = 8;
+
+function matmulRate(ledger: Ledger, term: string, rates: DeviceRates, quant: Quant): number {
+  const f16 = rates.matmulGflops.f16;
+  if (quant !== "f32" && f16 && f16.value !== null) {
+    return ledger.use(term, rates.name, "matmulGflops.f16", f16, GFLOPS);
+  }
+  if (quant !== "f32") {
+    ledger.note(`${term}: ${rates.name} has no f16 matmul figure; f32 matmul rate used`);
+  }
+  return ledger.use(term, rates.name, "matmulGflops.f32", rates.matmulGflops.f32, GFLOPS);
+}
+
+function kvBandwidth(ledger: Ledger, rates: DeviceRates, kvDtype: KvDtype): number {
+  const dtype = KV_READ_DTYPE[kvDtype];
+  const fig = rates.gemvGBps[dtype];
+  if (dtype !== "f32" && (!fig || fig.value === null)) {
+    ledger.note(`kvReadMs: ${rates.name} has no ${dtype} gemv figure; f32 gemv bandwidth used`);
+    return ledger.use("kvReadMs", rates.name, "gemvGBps.f32", rates.gemvGBps.f32, GBPS);
+  }
+  return ledger.use("kvReadMs", rates.name, `gemvGBps.${dtype}`, fig, GBPS);
+}
+
+function planDevices(
+  plan: ParallelPlan,
+  devices: DeviceRates | readonly DeviceRates[],
+): DeviceRates[] {
+  const want = plan.strategy === "none"
+    ? 1
+    : plan.strategy === "tensor-parallel"
+    ? plan.ways
+    : plan.layersPerStage.length;
+  if (!Array.isArray(devices)) return Array.from({ length: want }, () => devices as DeviceRates);
+  const list = devices as readonly DeviceRates[];
+  if (list.length !== want) {
+    throw new RangeError(
+      `Plan "${plan.strategy}" needs ${want} device rate set(s), got ${list.length}; pass one ` +
+        `DeviceRates to use it for every device, or one per device`,
+    );
+  }
+  return [...list];
+}
+
+/**
+ * Estimates prefill and decode tokens per second of a model on measured devices.
+ *
+ * @param model The model.
+ * @param quant The weight quantization.
+ * @param devicesOrRates One device's rates (used for every device of the plan), or one per device
+ *   in plan order.
+ * @param opts Context, batch, prompt length, KV dtype and plan.
+ * @returns The estimate with its per-term breakdown and sources.
+ * @throws {MissingRateError} when a figure the estimate needs is missing, null or in the wrong unit.
+ * @throws {RangeError} when context, batch or prompt length is not a positive integer, the prompt
+ *   is longer than the context, or the plan cannot split the model.
+ * @example
+ * ```ts
+ * import { estimateTokensPerSec, type RateFigure } from "./estimate.ts";
+ * import { getPreset } from "./presets.ts";
+ * const fig = (value: number, unit: string): RateFigure => ({ value, unit, tag: "measured" });
+ * const rates = {
+ *   name: "gpu", memoryBytes: 24e9,
+ *   matmulGflops: { f32: fig(20000, "GFLOP/s"), f16: fig(80000, "GFLOP/s") },
+ *   gemvGBps: { f16: fig(800, "GB/s"), q4: fig(700, "GB/s") },
+ *   perDispatchUs: fig(5, "us"), syncRoundTripMs: fig(0.05, "ms"),
+ *   hostLinkGBps: { upload: fig(25, "GB/s"), readback: fig(25, "GB/s") },
+ * };
+ * const e = estimateTokensPerSec(getPreset("llama-3-8b"), "int4", rates, { context: 4096, batch: 1 });
+ * console.log(e.decodeTokensPerSec > 50); // true
+ * ```
+ */
+export function estimateTokensPerSec(
+  model: ModelSpec,
+  quant: Quant,
+  devicesOrRates: DeviceRates | readonly DeviceRates[],
+  opts: EstimateOptions,
+): TokensPerSecEstimate {
+  const context = positiveInteger("context", opts.context);
+  const batch = positiveInteger("batch", opts.batch);
+  const promptTokens = positiveInteger("promptTokens", opts.promptTokens ?? context);
+  if (promptTokens > context) {
+    throw new RangeError(
+      `"promptTokens" (${promptTokens}) exceeds "context" (${context}); raise the context`,
+    );
+  }
+  const kvDtype = opts.kvDtype ?? defaultKvDtype(quant);
+  const plan: ParallelPlan = opts.plan ?? { strategy: "none" };
+  const slices = shardSlices(model, plan);
+  const devices = planDevices(plan, devicesOrRates);
+  const ledger = new Ledger();
+  const bpw = BYTES_PER_WEIGHT[quant];
+  const weightDtype = WEIGHT_DTYPE[quant];
+  const actBytes = activationBytes(quant);
+
+  const perDevice = slices.map((slice, i) => {
+    const rates = devices[i]!;
+    const gemv = ledger.use(
+      "weightsStreamMs",
+      rates.name,
+      `gemvGBps.${weightDtype}`,
+      rates.gemvGBps[weightDtype],
+      GBPS,
+    );
+    const weightsStreamMs = slice.streamedParams * bpw / (gemv * 1e6);
+    const decodeFlopRate = matmulRate(ledger, "matmulMs", rates, quant);
+    const matmulMs = 2 * slice.streamedParams * batch / (decodeFlopRate * 1e6);
+    const kvBytes = kvCacheBytes(model, kvDtype, context, batch, slice.layerCount, slice.kvHeads);
+    const kvReadMs = kvBytes / (kvBandwidth(ledger, rates, kvDtype) * 1e6);
+    const dispatchUs = ledger.use(
+      "dispatchMs",
+      rates.name,
+      "perDispatchUs",
+      rates.perDispatchUs,
+      US,
+    );
+    const dispatchMs = slice.kernels * dispatchUs / 1000;
+    const prefillRate = matmulRate(ledger, "prefill matmulMs", rates, quant);
+    const prefillMatmulMs = 2 * slice.streamedParams * promptTokens * batch / (prefillRate * 1e6);
+    const attentionFlops = 2 * model.headDim * promptTokens * (promptTokens + 1) * slice.heads *
+      slice.layerCount * batch;
+    const attentionMs = attentionFlops / (prefillRate * 1e6);
+    const memory = shardMemory(model, quant, slice, { context, batch, kvDtype });
+    const upload = ledger.use(
+      "loadMs",
+      rates.name,
+      "hostLinkGBps.upload",
+      rates.hostLinkGBps.upload,
+      GBPS,
+    );
+    return {
+      rates,
+      slice,
+      weightsStreamMs,
+      matmulMs,
+      kvReadMs,
+      dispatchMs,
+      decodeMs: Math.max(weightsStreamMs, matmulMs) + kvReadMs + dispatchMs,
+      prefillMatmulMs,
+      attentionMs,
+      prefillMs: prefillMatmulMs + attentionMs + dispatchMs,
+      loadMs: memory.weightsBytes / (upload * 1e6),
+      memory: { device: rates.name, breakdown: memory, fit: fitCheck(memory, rates.memoryBytes) },
+    };
+  });
+
+  const first = perDevice[0]!;
+  const last = perDevice[perDevice.length - 1]!;
+  const syncRoundTrip = ledger.use(
+    "syncMs",
+    last.rates.name,
+    "syncRoundTripMs",
+    last.rates.syncRoundTripMs,
+    MS,
+  );
+  const up = ledger.use(
+    "syncMs",
+    first.rates.name,
+    "hostLinkGBps.upload",
+    first.rates.hostLinkGBps.upload,
+    GBPS,
+  );
+  const down = ledger.use(
+    "syncMs",
+    last.rates.name,
+    "hostLinkGBps.readback",
+    last.rates.hostLinkGBps.readback,
+    GBPS,
+  );
+  const idsDown = batch * TOKEN_ID_BYTES / (down * 1e6);
+  const decodeSyncMs = syncRoundTrip + batch * TOKEN_ID_BYTES / (up * 1e6) + idsDown;
+  const prefillSyncMs = syncRoundTrip + promptTokens * batch * TOKEN_ID_BYTES / (up * 1e6) +
+    idsDown;
+
+  let decodeCommMs = 0;
+  let prefillCommMs = 0;
+  if (plan.strategy === "tensor-parallel") {
+    const p = plan.ways;
+    const link = plan.interconnect;
+    const allReduces = 2 * model.layers;
+    decodeCommMs = allReduces * allReduceMs(link, model.hidden * batch * actBytes, p) +
+      allReduceMs(link, batch * ARGMAX_PAIR_BYTES, p);
+    prefillCommMs =
+      allReduces * allReduceMs(link, model.hidden * promptTokens * batch * actBytes, p) +
+      allReduceMs(link, batch * ARGMAX_PAIR_BYTES, p);
+    ledger.note(
+      `commMs: ${allReduces + 1} ring all-reduces per step over ${p} devices on ${
+        describeLink(link)
+      }`,
+    );
+  } else if (plan.strategy === "pipeline-parallel") {
+    const link = plan.interconnect;
+    const boundaries = plan.layersPerStage.length - 1;
+    decodeCommMs = boundaries * sendMs(link, model.hidden * batch * actBytes);
+    prefillCommMs = boundaries * sendMs(link, model.hidden * promptTokens * batch * actBytes);
+    ledger.note(
+      `commMs: ${boundaries} stage boundary transfer(s) per step on ${describeLink(link)}`,
+    );
+  }
+
+  const pipeline = plan.strategy === "pipeline-parallel";
+  const critical = perDevice.reduce((a, b) => (b.decodeMs > a.decodeMs ? b : a));
+  const sum = (f: (d: typeof first) => number) => perDevice.reduce((a, d) => a + f(d), 0);
+  const pick = (f: (d: typeof first) => number) => (pipeline ? sum(f) : f(critical));
+  const weightsStreamMs = pick((d) => d.weightsStreamMs);
+  const matmulMs = pick((d) => d.matmulMs);
+  const decodeDeviceMs = pick((d) => d.decodeMs);
+  const decodeTotal = decodeDeviceMs + decodeSyncMs + decodeCommMs;
+  const prefillCritical = perDevice.reduce((a, b) => (b.prefillMs > a.prefillMs ? b : a));
+  const pickPrefill = (f: (d: typeof first) => number) => (pipeline ? sum(f) : f(prefillCritical));
+  const prefillTotal = pickPrefill((d) => d.prefillMs) + prefillSyncMs + prefillCommMs;
+
+  return {
+    model: model.name,
+    quant,
+    kvDtype,
+    strategy: plan.strategy,
+    devices: devices.map((d) => d.name),
+    context,
+    batch,
+    promptTokens,
+    prefillTokensPerSec: promptTokens * batch * 1000 / prefillTotal,
+    decodeTokensPerSec: batch * 1000 / decodeTotal,
+    perTokenMs: {
+      weightsStreamMs,
+      matmulMs,
+      kvReadMs: pick((d) => d.kvReadMs),
+      dispatchMs: pick((d) => d.dispatchMs),
+      syncMs: decodeSyncMs,
+      commMs: decodeCommMs,
+      totalMs: decodeTotal,
+      bound: weightsStreamMs >= matmulMs ? "bandwidth" : "compute",
+    },
+    prefillMs: {
+      matmulMs: pickPrefill((d) => d.prefillMatmulMs),
+      attentionMs: pickPrefill((d) => d.attentionMs),
+      dispatchMs: pickPrefill((d) => d.dispatchMs),
+      syncMs: prefillSyncMs,
+      commMs: prefillCommMs,
+      totalMs: prefillTotal,
+    },
+    loadMs: Math.max(...perDevice.map((d) => d.loadMs)),
+    kernelsPerLayer: KERNELS_PER_LAYER.length,
+    kernelsPerStep: Math.max(...perDevice.map((d) => d.slice.kernels)),
+    memory: perDevice.map((d) => d.memory),
+    sources: ledger.sources,
+    tag: ledger.tag,
+  };
+}
