@@ -165,7 +165,8 @@ async function prepareCase(
         ...identity,
         state: "failed",
         error: check.message ?? "Wrong result",
-        maxRelError: check.maxRelError,
+        // NaN outputs and length mismatches have no finite error to record.
+        ...(Number.isFinite(check.maxRelError) ? { maxRelError: check.maxRelError } : {}),
       };
     }
     return {

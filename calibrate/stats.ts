@@ -106,7 +106,8 @@ export function summarize(samples: readonly number[]): SampleStats {
     min: sorted[0]!,
     max: sorted[sorted.length - 1]!,
     ciHalfWidth,
-    relCi: med > 0 ? ciHalfWidth / med : Infinity,
+    // A zero median (e.g. coarse GPU timestamps) has no relative spread worth a JSON Infinity.
+    relCi: med > 0 ? ciHalfWidth / med : ciHalfWidth > 0 ? 1 : 0,
   };
 }
 

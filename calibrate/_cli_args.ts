@@ -1,0 +1,105 @@
+/**
+ * Shared command-line plumbing: strict flag parsing whose errors name the flag and exit with
+ * code 2, and list/number/enum flag readers.
+ *
+ * @module
+ */
+import { parseArgs, type ParseArgsConfig } from "node:util";
+
+/**
+ * A command-line mistake: the message names the flag and says what is accepted. CLIs print it
+ * with their usage line and exit with code 2.
+ *
+ * @example
+ * ```ts
+ * import { UsageError } from "./_cli_args.ts";
+ * const e = new UsageError('Unknown flag "--fast": see --help');
+ * console.log(e.name); // "UsageError"
+ * ```
+ */
+export class UsageError extends Error {
+  /** @param message What is wrong and what to do. */
+  constructor(message: string) {
+    super(message);
+    this.name = "UsageError";
+  }
+}
+
+/**
+ * Parses `args` strictly: unknown flags and missing values become a {@linkcode UsageError}.
+ *
+ * @param args The arguments (without the program name).
+ * @param options The flags, as for `node:util` `parseArgs`.
+ * @returns The parsed flag values and positionals.
+ * @throws {UsageError} on an unknown flag, a missing value, or a stray positional.
+ * @example
+ * ```ts
+ * import { parseFlags } from "./_cli_args.ts";
+ * const { values } = parseFlags(["--quick"], { quick: { type: "boolean" } });
+ * console.log(values.quick); // true
+ * ```
+ */
+export function parseFlags<T extends NonNullable<ParseArgsConfig["options"]>>(
+  args: readonly string[],
+  options: T,
+  allowPositionals = false,
+): ReturnType<typeof parseArgs<{ options: T; allowPositionals: boolean; strict: true }>> {
+  try {
+    return parseArgs({ args: [...args], options, allowPositionals, strict: true });
+  } catch (e) {
+    const message = e instanceof Error ? e.message.replace(/\. To specify.*$/s, "") : String(e);
+    throw new UsageError(`${message.replace(/\.$/, "")}: see --help`);
+  }
+}
+
+/**
+ * Reads a comma-separated list flag and checks every item against the allowed values.
+ *
+ * @param flag The flag's name, for messages (e.g. `"--backends"`).
+ * @param value The raw value, or undefined when the flag is absent.
+ * @param allowed The accepted items.
+ * @returns The items, or undefined when the flag is absent.
+ * @throws {UsageError} naming the flag and the bad item.
+ * @example
+ * ```ts
+ * import { listFlag } from "./_cli_args.ts";
+ * console.log(listFlag("--dtypes", "f32,f16", ["f32", "f16"])); // ["f32", "f16"]
+ * ```
+ */
+export function listFlag<T extends string>(
+  flag: string,
+  value: string | undefined,
+  allowed: readonly T[],
+): T[] | undefined {
+  if (value === undefined) return undefined;
+  const items = value.split(",").map((s) => s.trim()).filter((s) => s.length > 0);
+  if (items.length === 0) throw new UsageError(`${flag} needs at least one value`);
+  for (const item of items) {
+    if (!allowed.includes(item as T)) {
+      throw new UsageError(`${flag}: "${item}" is not one of ${allowed.join(", ")}`);
+    }
+  }
+  return items as T[];
+}
+
+/**
+ * Reads a positive number flag, with an optional unit suffix `s` (seconds) or `%`.
+ *
+ * @param flag The flag's name, for messages.
+ * @param value The raw value, or undefined when absent.
+ * @returns The number, or undefined when absent.
+ * @throws {UsageError} when the value is not a positive finite number.
+ * @example
+ * ```ts
+ * import { positiveNumberFlag } from "./_cli_args.ts";
+ * console.log(positiveNumberFlag("--budget", "90s")); // 90
+ * ```
+ */
+export function positiveNumberFlag(flag: string, value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value.replace(/(s|%)$/, ""));
+  if (!Number.isFinite(n) || n <= 0) {
+    throw new UsageError(`${flag} must be a positive number, got "${value}"`);
+  }
+  return n;
+}

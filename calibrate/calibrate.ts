@@ -1,0 +1,417 @@
+/**
+ * `calibrate()`: sweeps every op over sizes, dtypes, backends and variants on this machine, fits
+ * cost models and crossovers, and writes the report — atomically after every op, so an
+ * interrupted or over-budget run keeps what it measured and `--resume` continues it.
+ *
+ * @module
+ */
+import { OPS } from "../kernels/catalog.ts";
+import {
+  type Backend,
+  BACKENDS,
+  type Dtype,
+  type OpSpec,
+  type Residency,
+  type Shape,
+  type Variant,
+  variantId,
+} from "../kernels/types.ts";
+import type { Measurement, Report } from "../reports/schema.ts";
+import { writeJsonAtomic } from "../reports/atomic.ts";
+import { nextRefinementSizes } from "./analyze.ts";
+import { openGpu } from "./device.ts";
+import { describeMachine, machineFingerprint, machineSlug } from "./machine.ts";
+import { measureMany, type RunnerSource } from "./measure.ts";
+import { type CalibrationPlan, planFor } from "./plan.ts";
+import type { ProgressEvent } from "./progress.ts";
+import type { MeasureRequest, MeasureResult } from "./result.ts";
+import type { Runner } from "./runner.ts";
+import { openRunner } from "./runners/mod.ts";
+import { measureSystem } from "./system.ts";
+import { assembleReport, type RunContext } from "./assemble.ts";
+
+/**
+ * Options of {@linkcode calibrate}.
+ *
+ * @example
+ * ```ts
+ * import type { CalibrateOptions } from "./calibrate.ts";
+ * const o: CalibrateOptions = { quick: true, ops: ["matmul"], backends: ["wasm", "webgpu"] };
+ * ```
+ */
+export interface CalibrateOptions {
+  /** A short run (~1 min): fewer sizes, smaller budgets per measurement. */
+  readonly quick?: boolean;
+  /** Ops to calibrate (default: all in the catalog). */
+  readonly ops?: readonly string[];
+  /** Dtypes to calibrate (default: all each op supports). */
+  readonly dtypes?: readonly Dtype[];
+  /** Backends to calibrate (default: all). */
+  readonly backends?: readonly Backend[];
+  /** Wall-clock budget in seconds; when spent the report is written with `complete: false`. */
+  readonly budgetS?: number;
+  /** Report path; the default is `reports/<machine-slug>.json`. */
+  readonly out?: string;
+  /** A previous report of this machine to continue: finished measurements are not redone. */
+  readonly resume?: Report;
+  /** Where `resume` came from, for the report's provenance. */
+  readonly resumePath?: string;
+  /** Aborting it (Ctrl-C) stops measuring and writes a partial report. */
+  readonly signal?: AbortSignal;
+  /** Told of every step. */
+  readonly onProgress?: (event: ProgressEvent) => void;
+  /** The command line, for the report's provenance. */
+  readonly command?: readonly string[];
+}
+
+/**
+ * What {@linkcode calibrate} returns.
+ *
+ * @example
+ * ```ts
+ * import type { CalibrationResult } from "./calibrate.ts";
+ * function where(r: CalibrationResult) { return r.path; }
+ * ```
+ */
+export interface CalibrationResult {
+  /** The report as written. */
+  readonly report: Report;
+  /** Where it was written. */
+  readonly path: string;
+}
+
+function measurementKey(m: {
+  op: string;
+  dtype: string;
+  backend: string;
+  variant: string;
+  residency: string;
+  shape: Shape;
+}): string {
+  const dims = Object.keys(m.shape).sort().map((k) => `${k}=${m.shape[k]}`).join(",");
+  return `${m.op}|${m.dtype}|${m.backend}|${m.variant}|${m.residency}|${dims}`;
+}
+
+function implFor(op: OpSpec, backend: Backend) {
+  return backend === "js" ? op.impls.js : backend === "webgpu" ? op.impls.webgpu : op.impls.wasm;
+}
+
+function residenciesFor(backend: Backend): Residency[] {
+  return backend === "webgpu" ? ["end-to-end", "device-resident"] : ["end-to-end"];
+}
+
+/**
+ * Calibrates this machine and writes the report.
+ *
+ * @param options What to calibrate, budget, output, resume, progress, abort signal.
+ * @returns The report and where it was written.
+ * @throws {RangeError} for an unknown op name.
+ * @example
+ * ```ts ignore
+ * import { calibrate } from "./calibrate.ts";
+ * const { report, path } = await calibrate({ quick: true, ops: ["add"] });
+ * console.log(path, report.crossovers.length);
+ * ```
+ */
+export async function calibrate(options: CalibrateOptions = {}): Promise<CalibrationResult> {
+  const started = performance.now();
+  const elapsedS = () => (performance.now() - started) / 1000;
+  const emit = options.onProgress ?? (() => {});
+  const warnings: string[] = [...(options.resume?.provenance.warnings ?? [])];
+  const warn = (message: string) => {
+    warnings.push(message);
+    emit({ kind: "warning", message, elapsedS: elapsedS() });
+  };
+
+  const machine = await describeMachine();
+  const gpu = options.backends && !options.backends.includes("webgpu")
+    ? null
+    : await openGpu({ onUnavailable: (why) => warn(`No WebGPU adapter (${why}): CPU-only`) });
+  const fingerprint = await machineFingerprint(machine, gpu?.info ?? null);
+  const slug = machineSlug(machine, gpu?.info ?? null, fingerprint);
+  const path = options.out ?? `reports/${slug}.json`;
+  if (options.resume && options.resume.fingerprint !== fingerprint) {
+    throw new RangeError(
+      `Cannot resume "${
+        options.resumePath ?? "report"
+      }": it was measured on another machine or adapter (fingerprint ${options.resume.fingerprint}, this one is ${fingerprint})`,
+    );
+  }
+
+  const budgetMs = options.budgetS !== undefined ? options.budgetS * 1000 : Infinity;
+  const budgetOver = new AbortController();
+  const budgetTimer = Number.isFinite(budgetMs)
+    ? setTimeout(() => budgetOver.abort(), budgetMs)
+    : undefined;
+  const signal = options.signal
+    ? AbortSignal.any([options.signal, budgetOver.signal])
+    : budgetOver.signal;
+
+  const runners = new Map<Backend, Promise<Runner | string>>();
+  let currentGpu = gpu;
+  const source: RunnerSource = (backend) => {
+    let r = runners.get(backend);
+    if (!r) {
+      r = backend === "webgpu"
+        ? (currentGpu
+          ? openRunnerOn(currentGpu)
+          : Promise.resolve("No WebGPU adapter on this machine"))
+        : openRunner(backend);
+      runners.set(backend, r);
+    }
+    return r;
+  };
+
+  const measurements: Measurement[] = [...(options.resume?.measurements ?? [])];
+  const done = new Map<string, Measurement>(measurements.map((m) => [measurementKey(m), m]));
+  let seq = measurements.reduce((s, m) => Math.max(s, m.seq + 1), 0);
+  const plan: CalibrationPlan = planFor({
+    quick: options.quick ?? false,
+    ops: options.ops ? options.ops.map((n) => OPS.find((o) => o.name === n) ?? unknownOp(n)) : OPS,
+    dtypes: options.dtypes ?? null,
+    backends: options.backends ?? BACKENDS,
+  });
+  let progressDone = 0;
+  let progressTotal = plan.estimatedCases;
+
+  const context = (): RunContext => ({
+    machine,
+    gpu: currentGpu?.info ?? null,
+    fingerprint,
+    slug,
+    quick: options.quick ?? false,
+    budgetS: options.budgetS ?? null,
+    command: options.command ?? [],
+    resumedFrom: options.resumePath ?? null,
+    warnings,
+    startedAt: new Date(Date.now() - (performance.now() - started)),
+    durationS: elapsedS() + (options.resume?.provenance.durationS ?? 0),
+  });
+  let system = options.resume?.system ?? null;
+  const save = async (complete: boolean, stopReason: Report["provenance"]["stopReason"]) => {
+    const report = assembleReport(context(), measurements, system, complete, stopReason, OPS);
+    await writeJsonAtomic(path, report);
+    emit({
+      kind: "saved",
+      path,
+      complete,
+      measurements: measurements.length,
+      elapsedS: elapsedS(),
+    });
+    return report;
+  };
+
+  /** Measures what is not measured yet, interleaved; records and returns every result. */
+  const run = async (
+    requests: MeasureRequest[],
+    op: OpSpec,
+    stopping: CalibrationPlan["stopping"],
+  ) => {
+    const fresh: MeasureRequest[] = [];
+    const results = new Map<MeasureRequest, MeasureResult | Measurement>();
+    for (const req of requests) {
+      const key = measurementKey({
+        op: req.op,
+        dtype: req.dtype,
+        backend: req.backend,
+        variant: typeof req.variant === "string" ? req.variant : variantId(req.variant ?? {}),
+        residency: req.residency ?? "end-to-end",
+        shape: req.shape,
+      });
+      const prior = done.get(key);
+      if (prior) results.set(req, prior);
+      else fresh.push(req);
+    }
+    if (fresh.length > 0 && !signal.aborted) {
+      const measured = await measureMany(fresh, { runners: source, stopping, signal });
+      measured.forEach((result, i) => {
+        const req = fresh[i]!;
+        if (signal.aborted && result.state === "failed" && /Aborted/.test(result.error)) return;
+        const m = { ...result, size: op.axis.size(req.shape), seq: seq++ } as Measurement;
+        measurements.push(m);
+        done.set(measurementKey(m), m);
+        results.set(req, m);
+        progressDone++;
+        emit({
+          kind: "measured",
+          label: `${op.name} ${req.dtype} ${req.backend}${
+            req.backend === "webgpu" ? ` ${m.residency}` : ""
+          } ${op.axis.size(req.shape)}`,
+          state: m.state,
+          detail: m.state === "ok"
+            ? `${m.wall.median.toPrecision(3)} ms ±${(m.wall.relCi * 100).toFixed(1)} %`
+            : m.state === "failed"
+            ? `FAILED ${m.error}`
+            : `unsupported: ${m.reason}`,
+          done: progressDone,
+          total: Math.max(progressTotal, progressDone),
+          elapsedS: elapsedS(),
+        });
+        if (m.state === "failed" && /lost/i.test(m.error) && currentGpu?.loss) {
+          warn(
+            `WebGPU device lost (${
+              currentGpu.loss.message || currentGpu.loss.reason
+            }); reopened it`,
+          );
+          void reopenGpu();
+        }
+      });
+    }
+    return requests.map((r) => results.get(r));
+  };
+
+  const reopenGpu = async () => {
+    const old = currentGpu;
+    runners.delete("webgpu");
+    currentGpu = old ? await old.reopen() : null;
+  };
+
+  let stopReason: Report["provenance"]["stopReason"] = "finished";
+  let finalReport: Report;
+  try {
+    if (system === null && !signal.aborted) {
+      emit({
+        kind: "phase",
+        phase: "system figures",
+        done: progressDone,
+        total: progressTotal,
+        elapsedS: elapsedS(),
+      });
+      system = await measureSystem(currentGpu, { quick: options.quick ?? false, signal });
+    }
+    for (const job of plan.jobs) {
+      if (signal.aborted) break;
+      const { op, dtype } = job;
+      emit({
+        kind: "phase",
+        phase: `${op.name} ${dtype}`,
+        done: progressDone,
+        total: progressTotal,
+        elapsedS: elapsedS(),
+      });
+      const backends = job.backends.filter((b) => implFor(op, b) !== undefined);
+
+      // Variant search at the anchor sizes: full search there, then only the best few elsewhere.
+      const chosen = new Map<Backend, Variant[]>();
+      for (const backend of backends) {
+        const variants = implFor(op, backend)!.variants;
+        if (variants.length <= plan.keepVariants) {
+          chosen.set(backend, [...variants]);
+          continue;
+        }
+        const scores = new Map<string, number>();
+        for (const size of job.anchors) {
+          const shape = op.axis.shape(size);
+          const reqs = variants.flatMap((v) =>
+            residenciesFor(backend).slice(-1).map((residency) => ({
+              op: op.name,
+              shape,
+              dtype,
+              backend,
+              variant: v,
+              residency,
+            }))
+          );
+          const results = await run(reqs, op, plan.searchStopping);
+          results.forEach((r, i) => {
+            const id = variantId(variants[i]!);
+            const ms = r?.state === "ok" ? r.wall.median : Infinity;
+            scores.set(id, (scores.get(id) ?? 0) + Math.log(ms));
+          });
+        }
+        const ranked = [...variants].sort((a, b) =>
+          (scores.get(variantId(a)) ?? Infinity) - (scores.get(variantId(b)) ?? Infinity)
+        );
+        chosen.set(backend, ranked.slice(0, plan.keepVariants));
+      }
+
+      // The grid, growing until the fastest backend's rate has converged or runs get too long.
+      const stopped = new Set<Backend>();
+      const lastMs = new Map<string, { size: number; ms: number }>();
+      const tooLong = (backend: Backend, residency: Residency, size: number) => {
+        const last = lastMs.get(`${backend}|${residency}`);
+        if (!last) return false;
+        const work = (s: number) =>
+          Math.max(op.flops(op.axis.shape(s)), op.bytes(op.axis.shape(s), dtype));
+        return last.ms * (work(size) / work(last.size)) > plan.maxCaseMs;
+      };
+      for (const size of job.sizes) {
+        if (signal.aborted) break;
+        const shape = op.axis.shape(size);
+        const reqs: MeasureRequest[] = [];
+        for (const backend of backends) {
+          if (stopped.has(backend)) continue;
+          for (const residency of residenciesFor(backend)) {
+            if (tooLong(backend, residency, size)) continue;
+            for (const v of chosen.get(backend) ?? []) {
+              reqs.push({ op: op.name, shape, dtype, backend, variant: v, residency });
+            }
+          }
+        }
+        if (reqs.length === 0) break;
+        const results = await run(reqs, op, plan.stopping);
+        results.forEach((r, i) => {
+          const req = reqs[i]!;
+          if (r?.state === "unsupported" && req.backend !== "webgpu") stopped.add(req.backend);
+          if (r?.state === "ok") {
+            const key = `${req.backend}|${r.residency}`;
+            const prev = lastMs.get(key);
+            if (!prev || prev.size !== size || r.wall.median < prev.ms) {
+              lastMs.set(key, { size, ms: r.wall.median });
+            }
+          }
+        });
+        if (job.converged(measurements, size)) break;
+      }
+
+      // Refinement: bisect where the fastest backend changes, until bracketed within ±10 %.
+      for (let round = 0; round < plan.refineRounds && !signal.aborted; round++) {
+        const sizes = nextRefinementSizes(measurements, op, dtype);
+        if (sizes.length === 0) break;
+        progressTotal += sizes.length * backends.length;
+        const reqs: MeasureRequest[] = [];
+        for (const { size, backends: pair, residency } of sizes) {
+          for (const backend of pair) {
+            if (!backends.includes(backend)) continue;
+            for (const v of (chosen.get(backend) ?? []).slice(0, 1)) {
+              reqs.push({
+                op: op.name,
+                shape: op.axis.shape(size),
+                dtype,
+                backend,
+                variant: v,
+                residency: backend === "webgpu" ? residency : "end-to-end",
+              });
+            }
+          }
+        }
+        await run(reqs, op, plan.stopping);
+      }
+      await save(false, "interrupted");
+    }
+    if (options.signal?.aborted) stopReason = "interrupted";
+    else if (budgetOver.signal.aborted) stopReason = "budget";
+  } catch (e) {
+    stopReason = "error";
+    warn(`Calibration stopped by an error: ${e instanceof Error ? e.message : String(e)}`);
+    throw e;
+  } finally {
+    clearTimeout(budgetTimer);
+    finalReport = await save(stopReason === "finished", stopReason);
+    for (const r of runners.values()) {
+      const runner = await r;
+      if (typeof runner !== "string") await runner.close();
+    }
+    if (currentGpu && !currentGpu.loss) currentGpu.device.destroy();
+  }
+  return { report: finalReport, path };
+}
+
+async function openRunnerOn(gpu: NonNullable<Awaited<ReturnType<typeof openGpu>>>) {
+  const { createWebGpuRunner } = await import("./runners/webgpu.ts");
+  return createWebGpuRunner(gpu);
+}
+
+function unknownOp(name: string): never {
+  throw new RangeError(`Unknown op "${name}": known ops are ${OPS.map((o) => o.name).join(", ")}`);
+}

@@ -1,0 +1,128 @@
+/**
+ * `deno task calibrate`: measures this machine and writes `reports/<machine>.json`.
+ *
+ * @module
+ */
+import { OPS } from "../kernels/catalog.ts";
+import { BACKENDS, DTYPES } from "../kernels/types.ts";
+import { loadReport } from "../reports/load.ts";
+import { listFlag, parseFlags, positiveNumberFlag, UsageError } from "./_cli_args.ts";
+import { calibrate, type CalibrateOptions } from "./calibrate.ts";
+import { progressPrinter } from "./progress.ts";
+import { formatSummary } from "./summary.ts";
+
+const HELP = `Usage: deno task calibrate [options]
+
+Measures this machine's WebGPU adapter and CPU backends (js, wasm, wasm-mt), fits cost models and
+crossover thresholds, and writes a calibration report (JSON) atomically after every op.
+
+Options:
+  --quick              A short run (about a minute): fewer sizes, smaller budgets
+  --ops LIST           Ops to calibrate, comma-separated (default: all): ${
+  OPS.map((o) => o.name).join(",")
+}
+  --dtypes LIST        Dtypes (default: all each op supports): ${DTYPES.join(",")}
+  --backends LIST      Backends (default: all): ${BACKENDS.join(",")}
+  --budget SECONDS     Stop after this long and write a partial report (complete: false)
+  --out PATH           Report path (default: reports/<machine-slug>.json)
+  --resume PATH        Continue a partial report of this machine without redoing its measurements
+  --json               Machine-readable progress: one JSON object per line on stdout
+  -h, --help           Show this help
+
+Ctrl-C stops measuring and writes what was measured (complete: false); --resume continues it.
+Exit codes: 0 done, 1 calibration error, 2 bad flags or unusable --resume report, 130 interrupted.`;
+
+async function main(args: string[]): Promise<number> {
+  let options: CalibrateOptions;
+  let json = false;
+  try {
+    const { values } = parseFlags(args, {
+      quick: { type: "boolean" },
+      ops: { type: "string" },
+      dtypes: { type: "string" },
+      backends: { type: "string" },
+      budget: { type: "string" },
+      out: { type: "string" },
+      resume: { type: "string" },
+      json: { type: "boolean" },
+      help: { type: "boolean", short: "h" },
+    });
+    if (values.help) {
+      console.log(HELP);
+      return 0;
+    }
+    json = values.json ?? false;
+    const ops = listFlag("--ops", values.ops, OPS.map((o) => o.name));
+    const dtypes = listFlag("--dtypes", values.dtypes, DTYPES);
+    const backends = listFlag("--backends", values.backends, BACKENDS);
+    const budgetS = positiveNumberFlag("--budget", values.budget);
+    let resume: CalibrateOptions["resume"];
+    if (values.resume !== undefined) {
+      try {
+        resume = await loadReport(values.resume);
+      } catch (e) {
+        throw new UsageError(
+          `--resume: cannot use "${values.resume}": ${e instanceof Error ? e.message : e}`,
+        );
+      }
+    }
+    options = {
+      quick: values.quick ?? false,
+      ...(ops ? { ops } : {}),
+      ...(dtypes ? { dtypes } : {}),
+      ...(backends ? { backends } : {}),
+      ...(budgetS !== undefined ? { budgetS } : {}),
+      ...(values.out !== undefined ? { out: values.out } : {}),
+      ...(resume ? { resume, resumePath: values.resume! } : {}),
+      command: ["deno", "task", "calibrate", ...args],
+    };
+  } catch (e) {
+    if (e instanceof UsageError) {
+      console.error(`error: ${e.message}\n\nUsage: deno task calibrate [options] (see --help)`);
+      return 2;
+    }
+    throw e;
+  }
+
+  const mode = json ? "json" : Deno.stderr.isTerminal() ? "tty" : "plain";
+  const interrupt = new AbortController();
+  const onSigint = () => {
+    if (interrupt.signal.aborted) Deno.exit(130);
+    console.error(
+      "\nInterrupted: finishing the current measurement and saving (Ctrl-C again to quit now)",
+    );
+    interrupt.abort();
+  };
+  Deno.addSignalListener("SIGINT", onSigint);
+  try {
+    const { report, path } = await calibrate({
+      ...options,
+      signal: interrupt.signal,
+      onProgress: progressPrinter(mode),
+    });
+    if (json) {
+      console.log(JSON.stringify({ kind: "done", path, complete: report.provenance.complete }));
+    } else {
+      console.error("");
+      console.log(formatSummary(report, path));
+    }
+    return interrupt.signal.aborted ? 130 : 0;
+  } catch (e) {
+    if (e instanceof RangeError) {
+      console.error(`error: ${e.message}`);
+      return 2;
+    }
+    if (e instanceof Deno.errors.NotCapable || e instanceof Deno.errors.PermissionDenied) {
+      console.error(
+        `error: ${e.message}\nThe calibrate task may write under reports/ only; for another --out, run calibrate/cli.ts with --allow-write=<that folder>`,
+      );
+      return 2;
+    }
+    console.error(`error: calibration failed: ${e instanceof Error ? e.stack ?? e.message : e}`);
+    return 1;
+  } finally {
+    Deno.removeSignalListener("SIGINT", onSigint);
+  }
+}
+
+if (import.meta.main) Deno.exit(await main(Deno.args));

@@ -1,0 +1,180 @@
+/**
+ * The calibration plan: which (op, dtype) jobs run, over which sizes, with which backends, and the
+ * budgets per measurement. Pure: the same options give the same plan.
+ *
+ * @module
+ */
+import type { Backend, Dtype, OpSpec } from "../kernels/types.ts";
+import type { Measurement } from "../reports/schema.ts";
+import type { StoppingRule } from "./stats.ts";
+import { geometricGrid, rateConverged } from "./sweep.ts";
+
+/** Host bytes one case may touch in a full run; beyond, sizes stop growing. */
+const FULL_MAX_BYTES = 256 * 2 ** 20;
+/** Host bytes one case may touch in a quick run. */
+const QUICK_MAX_BYTES = 48 * 2 ** 20;
+
+/**
+ * One (op, dtype) sweep.
+ *
+ * @example
+ * ```ts
+ * import type { CalibrationJob } from "./plan.ts";
+ * function label(j: CalibrationJob) { return `${j.op.name} ${j.dtype}: ${j.sizes.length} sizes`; }
+ * ```
+ */
+export interface CalibrationJob {
+  readonly op: OpSpec;
+  readonly dtype: Dtype;
+  readonly backends: readonly Backend[];
+  /** Grid sizes in the op's axis units, ascending. */
+  readonly sizes: readonly number[];
+  /** Sizes where every variant is tried. */
+  readonly anchors: readonly number[];
+  /** True once the fastest backend's rate stopped growing by `size`. */
+  converged(measurements: readonly Measurement[], size: number): boolean;
+}
+
+/**
+ * A whole calibration plan.
+ *
+ * @example
+ * ```ts
+ * import { planFor } from "./plan.ts";
+ * import { OPS } from "../kernels/catalog.ts";
+ * const plan = planFor({ quick: true, ops: OPS, dtypes: ["f32"], backends: ["js", "wasm"] });
+ * console.log(plan.jobs.every((j) => j.dtype === "f32")); // true
+ * ```
+ */
+export interface CalibrationPlan {
+  readonly jobs: readonly CalibrationJob[];
+  /** Stopping rule of sweep measurements. */
+  readonly stopping: Partial<StoppingRule>;
+  /** Stopping rule of the variant search (coarser: only the ranking matters). */
+  readonly searchStopping: Partial<StoppingRule>;
+  /** Variants kept per backend after the search. */
+  readonly keepVariants: number;
+  /** A backend stops growing once its next run is predicted to take longer than this, ms. */
+  readonly maxCaseMs: number;
+  /** Bisection rounds refining crossovers. */
+  readonly refineRounds: number;
+  /** Rough count of measurements, for the progress bar. */
+  readonly estimatedCases: number;
+}
+
+/**
+ * What to plan for.
+ *
+ * @example
+ * ```ts
+ * import type { PlanOptions } from "./plan.ts";
+ * import { OPS } from "../kernels/catalog.ts";
+ * const o: PlanOptions = { quick: false, ops: OPS, dtypes: null, backends: ["webgpu"] };
+ * ```
+ */
+export interface PlanOptions {
+  readonly quick: boolean;
+  readonly ops: readonly OpSpec[];
+  /** Null means every dtype each op supports. */
+  readonly dtypes: readonly Dtype[] | null;
+  readonly backends: readonly Backend[];
+}
+
+function sizesFor(op: OpSpec, dtype: Dtype, quick: boolean): number[] {
+  const maxBytes = quick ? QUICK_MAX_BYTES : FULL_MAX_BYTES;
+  const span = Math.log2(op.axis.max / Math.max(op.axis.min, 1));
+  // About 10 grid points in a full run and 5 in a quick one, whatever the axis spans.
+  const factor = 2 ** Math.max(1, Math.round(span / (quick ? 5 : 10)));
+  const start = Math.max(op.axis.min, op.complexity === "matrix" ? 4 : 16);
+  return geometricGrid(start, op.axis.max, { factor }).filter((s) =>
+    op.bytes(op.axis.shape(s), dtype) <= maxBytes
+  );
+}
+
+function hasImpl(op: OpSpec, backend: Backend): boolean {
+  if (backend === "js") return op.impls.js !== undefined;
+  if (backend === "webgpu") return op.impls.webgpu !== undefined;
+  return op.impls.wasm !== undefined;
+}
+
+/**
+ * Plans a calibration.
+ *
+ * @param options Ops, dtypes, backends and whether it is a quick run.
+ * @returns The plan.
+ * @example
+ * ```ts
+ * import { planFor } from "./plan.ts";
+ * import { getOp } from "../kernels/catalog.ts";
+ * const plan = planFor({ quick: false, ops: [getOp("matmul")], dtypes: ["f32"], backends: ["wasm"] });
+ * console.log(plan.jobs[0]!.sizes.length > 4); // true
+ * ```
+ */
+export function planFor(options: PlanOptions): CalibrationPlan {
+  const jobs: CalibrationJob[] = [];
+  let estimatedCases = 0;
+  for (const op of options.ops) {
+    for (const dtype of op.dtypes) {
+      if (options.dtypes && !options.dtypes.includes(dtype)) continue;
+      const backends = options.backends.filter((b) => hasImpl(op, b));
+      if (backends.length === 0) continue;
+      const sizes = sizesFor(op, dtype, options.quick);
+      const anchors = sizes.length > 2
+        ? [sizes[Math.floor(sizes.length / 2)]!, sizes[sizes.length - 2]!]
+        : sizes.slice(-1);
+      jobs.push({
+        op,
+        dtype,
+        backends,
+        sizes,
+        anchors: options.quick ? anchors.slice(-1) : anchors,
+        converged: (measurements, size) => fastestRateConverged(measurements, op, dtype, size),
+      });
+      // webgpu counts twice (two residencies), each backend about twice (kept variants).
+      estimatedCases += sizes.length * (backends.length + (backends.includes("webgpu") ? 1 : 0)) *
+        (options.quick ? 1 : 2);
+    }
+  }
+  return {
+    jobs,
+    stopping: options.quick
+      ? { budgetMs: 150, minSamples: 5, targetRelCi: 0.03 }
+      : { budgetMs: 700, minSamples: 7 },
+    searchStopping: options.quick
+      ? { budgetMs: 80, minSamples: 3, targetRelCi: 0.05 }
+      : { budgetMs: 250, minSamples: 5, targetRelCi: 0.04 },
+    keepVariants: options.quick ? 1 : 2,
+    maxCaseMs: options.quick ? 60 : 400,
+    refineRounds: options.quick ? 1 : 4,
+    estimatedCases,
+  };
+}
+
+/**
+ * Has every backend's rate (work per ms, best variant per size) stopped growing by `upTo`? Then
+ * time grows linearly with work on every backend and no further crossover can appear, so the
+ * grid stops there. Requiring all backends, not only the fastest, keeps a GPU that is still
+ * climbing from being cut off before it overtakes.
+ */
+function fastestRateConverged(
+  measurements: readonly Measurement[],
+  op: OpSpec,
+  dtype: Dtype,
+  upTo: number,
+): boolean {
+  const series = new Map<string, Map<number, number>>();
+  for (const m of measurements) {
+    if (m.op !== op.name || m.dtype !== dtype || m.state !== "ok" || m.size > upTo) continue;
+    const key = `${m.backend}|${m.residency}`;
+    const best = series.get(key) ?? new Map<number, number>();
+    series.set(key, best);
+    best.set(m.size, Math.max(best.get(m.size) ?? 0, Math.max(m.flops, m.bytes) / m.wall.median));
+  }
+  if (series.size === 0) return false;
+  for (const best of series.values()) {
+    const sizes = [...best.keys()].sort((a, b) => a - b);
+    if (sizes[sizes.length - 1] !== upTo) continue; // stopped earlier: too slow to matter
+    if (!rateConverged(sizes, sizes.map((s) => best.get(s)!))) return false;
+  }
+  return true;
+}

@@ -1,0 +1,133 @@
+/**
+ * The readable end of a calibration: crossovers, peak rates, system figures, and what is
+ * extrapolated rather than measured.
+ *
+ * @module
+ */
+import type { Figure, Report } from "../reports/schema.ts";
+
+function fmt(x: number): string {
+  if (x === 0) return "0";
+  const a = Math.abs(x);
+  if (a >= 1e5 || a < 1e-2) return x.toExponential(2);
+  return x.toPrecision(3);
+}
+
+/**
+ * A figure as text: `12.3 GB/s [11.9, 12.6] (measured)` or `— (reason)`.
+ *
+ * @param f The figure.
+ * @returns The text.
+ * @example
+ * ```ts
+ * import { formatFigure } from "./summary.ts";
+ * console.log(formatFigure({ value: 11.2, unit: "ms", tag: "measured" })); // "11.2 ms (measured)"
+ * ```
+ */
+export function formatFigure(f: Figure): string {
+  if (f.value === null) return `— (${f.reason ?? "not measured"})`;
+  const ci = f.ci ? ` [${fmt(f.ci[0])}, ${fmt(f.ci[1])}]` : "";
+  return `${fmt(f.value)} ${f.unit}${ci} (${f.tag})`;
+}
+
+/**
+ * Lays rows out as a left-aligned text table.
+ *
+ * @param header Column titles.
+ * @param rows Cells.
+ * @returns The table.
+ * @example
+ * ```ts
+ * import { textTable } from "./summary.ts";
+ * console.log(textTable(["a", "b"], [["1", "22"]]));
+ * ```
+ */
+export function textTable(header: readonly string[], rows: readonly (readonly string[])[]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
+  const line = (cells: readonly string[]) =>
+    cells.map((c, i) => c.padEnd(widths[i]!)).join("  ").trimEnd();
+  return [line(header), line(widths.map((w) => "-".repeat(w))), ...rows.map(line)].join("\n");
+}
+
+/**
+ * The summary printed at the end of `deno task calibrate`.
+ *
+ * @param report The report.
+ * @param path Where it was written.
+ * @returns The text.
+ * @example
+ * ```ts ignore
+ * import { formatSummary } from "./summary.ts";
+ * console.log(formatSummary(report, "reports/x.json"));
+ * ```
+ */
+export function formatSummary(report: Report, path: string): string {
+  const p = report.provenance;
+  const adapter = report.adapter
+    ? `${report.adapter.description} via ${report.adapter.backend}${
+      report.adapter.software ? " (software)" : ""
+    }`
+    : "none (CPU-only)";
+  const ok = report.measurements.filter((m) => m.state === "ok").length;
+  const failed = report.measurements.filter((m) => m.state === "failed");
+  const lines = [
+    `gpucal calibration of ${report.machine.cpuModel} ×${report.machine.cores}, adapter ${adapter}`,
+    `${p.complete ? "complete" : `INCOMPLETE (${p.stopReason})`} in ${
+      p.durationS.toFixed(0)
+    } s: ${ok} measurements ok, ${failed.length} failed, ${
+      report.measurements.length - ok - failed.length
+    } unsupported`,
+    "",
+    "Crossovers (size where the second backend starts beating the first):",
+    textTable(
+      ["op", "dtype", "residency", "pair", "size", "95% CI", "tag / note"],
+      report.crossovers.map((c) => [
+        c.op,
+        c.dtype,
+        c.residency,
+        c.pair,
+        c.size === null ? "—" : `${fmt(c.size)}`,
+        c.ci ? `[${fmt(c.ci[0])}, ${fmt(c.ci[1])}]` : "",
+        c.size === null ? (c.reason ?? "") : `${c.tag} (${c.unit})`,
+      ]),
+    ),
+    "",
+    "Peak rates:",
+    ...Object.entries(report.system.peakGflops).map(([d, f]) =>
+      `  matmul ${d}: ${formatFigure(f!)}`
+    ),
+    ...Object.entries(report.system.peakGbps).map(([b, f]) =>
+      `  bandwidth ${b}: ${formatFigure(f!)}`
+    ),
+    "",
+    "System:",
+    `  sync round trip  ${formatFigure(report.system.dispatchRoundTripMs)}`,
+    `  per dispatch     ${formatFigure(report.system.perDispatchUs)}`,
+    `  upload           ${formatFigure(report.system.uploadGBps)}`,
+    `  readback         ${formatFigure(report.system.readbackGBps)}`,
+    `  device copy      ${formatFigure(report.system.copyGBps)}`,
+    `  compile          ${formatFigure(report.system.compileMs)}`,
+  ];
+  const extrapolated = report.crossovers.filter((c) => c.tag === "extrapolated");
+  if (extrapolated.length > 0) {
+    lines.push(
+      "",
+      `Extrapolated beyond measured sizes: ${
+        extrapolated.map((c) => `${c.op} ${c.dtype} ${c.pair} ${c.residency}`).join("; ")
+      }`,
+    );
+  }
+  if (failed.length > 0) {
+    lines.push("", "Failed (wrong results are never timed):");
+    for (const m of failed.slice(0, 10)) {
+      lines.push(
+        `  ${m.op} ${m.dtype} ${m.backend} ${m.variant} ${
+          Object.values(m.shape).join("x")
+        }: ${m.error}`,
+      );
+    }
+  }
+  if (p.warnings.length > 0) lines.push("", "Warnings:", ...p.warnings.map((w) => `  ${w}`));
+  lines.push("", `Report: ${path}`);
+  return lines.join("\n");
+}

@@ -1,0 +1,243 @@
+/**
+ * Machine-wide WebGPU figures: the synchronisation round trip, the cost of one more dispatch in a
+ * submission, upload / readback / device-to-device copy bandwidth and pipeline compile time.
+ *
+ * Transfers are timed at two sizes and the bandwidth is the slope between them, so the fixed
+ * ~11 ms synchronisation Deno adds to every transfer does not pose as slow bandwidth.
+ *
+ * @module
+ */
+import type { Figure, SystemFigures } from "../reports/schema.ts";
+import type { GpuHandle } from "./device.ts";
+import { missingSystemFigures } from "./assemble.ts";
+import { quantile, summarize } from "./stats.ts";
+
+/**
+ * Options of {@linkcode measureSystem}.
+ *
+ * @example
+ * ```ts
+ * import type { SystemOptions } from "./system.ts";
+ * const o: SystemOptions = { quick: true };
+ * ```
+ */
+export interface SystemOptions {
+  /** Fewer samples and smaller transfers. */
+  readonly quick?: boolean;
+  /** Stops early; figures not reached are null with a reason. */
+  readonly signal?: AbortSignal;
+}
+
+const TRIVIAL_WGSL = (nonce: number) =>
+  `// ${nonce}
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+@compute @workgroup_size(1) fn main() { out[0] = out[0] + ${nonce % 1000 + 1}u; }`;
+
+async function timeMs(fn: () => Promise<void>): Promise<number> {
+  const t = performance.now();
+  await fn();
+  return performance.now() - t;
+}
+
+async function samples(
+  n: number,
+  fn: () => Promise<void>,
+  signal?: AbortSignal,
+): Promise<number[]> {
+  const out: number[] = [];
+  for (let i = 0; i < n && !signal?.aborted; i++) out.push(await timeMs(fn));
+  return out;
+}
+
+function figure(values: readonly number[], unit: string, source: string): Figure {
+  if (values.length === 0) return { value: null, unit, tag: "measured", reason: "Interrupted" };
+  const s = summarize(values);
+  return {
+    value: s.median,
+    unit,
+    tag: "measured",
+    ci: [s.median - s.ciHalfWidth, s.median + s.ciHalfWidth],
+    source: `${source}; median of ${s.n}`,
+  };
+}
+
+/** Bandwidth from the slope between a small and a large transfer, each a list of ms samples. */
+function slopeFigure(
+  smallBytes: number,
+  small: readonly number[],
+  largeBytes: number,
+  large: readonly number[],
+  source: string,
+): Figure {
+  if (small.length === 0 || large.length === 0) {
+    return { value: null, unit: "GB/s", tag: "measured", reason: "Interrupted" };
+  }
+  const sorted = (v: readonly number[]) => [...v].sort((a, b) => a - b);
+  const s = sorted(small);
+  const l = sorted(large);
+  const gbps = (ds: number, dl: number) =>
+    (largeBytes - smallBytes) / Math.max(dl - ds, 1e-6) / 1e6;
+  const value = gbps(quantile(s, 0.5), quantile(l, 0.5));
+  // The interval pairs the quartiles the pessimistic and the optimistic way round.
+  const lo = gbps(quantile(s, 0.25), quantile(l, 0.75));
+  const hi = gbps(quantile(s, 0.75), quantile(l, 0.25));
+  return {
+    value,
+    unit: "GB/s",
+    tag: "fitted",
+    ci: [Math.min(lo, value), Math.max(hi, value)],
+    source: `${source}: slope between ${smallBytes / 2 ** 20} MiB and ${
+      largeBytes / 2 ** 20
+    } MiB transfers, ${small.length}+${large.length} samples`,
+  };
+}
+
+/**
+ * Measures the system figures on `gpu`; with no adapter, every figure is null with the reason.
+ *
+ * @param gpu The open adapter and device, or null.
+ * @param options Quick mode and abort signal.
+ * @returns The figures (peak rates are left empty: they come from the sweeps).
+ * @example
+ * ```ts ignore
+ * import { openGpu } from "./device.ts";
+ * import { measureSystem } from "./system.ts";
+ * const gpu = await openGpu();
+ * const sys = await measureSystem(gpu, { quick: true });
+ * console.log(sys.dispatchRoundTripMs.value);
+ * ```
+ */
+export async function measureSystem(
+  gpu: GpuHandle | null,
+  options: SystemOptions = {},
+): Promise<SystemFigures> {
+  if (!gpu) return missingSystemFigures("No WebGPU adapter");
+  const { device } = gpu;
+  const { signal } = options;
+  const n = options.quick ? 7 : 15;
+  const made: GPUBuffer[] = [];
+  const buffer = (size: number, usage: number) => {
+    const b = device.createBuffer({ size, usage });
+    made.push(b);
+    return b;
+  };
+  try {
+    const target = buffer(256, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC);
+    const layout = device.createBindGroupLayout({
+      entries: [{ binding: 0, visibility: GPUShaderStage.COMPUTE, buffer: { type: "storage" } }],
+    });
+    const pipelineLayout = device.createPipelineLayout({ bindGroupLayouts: [layout] });
+    const bindGroup = device.createBindGroup({
+      layout,
+      entries: [{ binding: 0, resource: { buffer: target } }],
+    });
+    const makePipeline = (nonce: number) =>
+      device.createComputePipeline({
+        layout: pipelineLayout,
+        compute: {
+          module: device.createShaderModule({ code: TRIVIAL_WGSL(nonce) }),
+          entryPoint: "main",
+        },
+      });
+    const submitDispatches = (pipeline: GPUComputePipeline, count: number) => {
+      const encoder = device.createCommandEncoder();
+      const pass = encoder.beginComputePass();
+      pass.setPipeline(pipeline);
+      pass.setBindGroup(0, bindGroup);
+      for (let i = 0; i < count; i++) pass.dispatchWorkgroups(1);
+      pass.end();
+      device.queue.submit([encoder.finish()]);
+      return device.queue.onSubmittedWorkDone();
+    };
+
+    // Compile: a fresh shader each time (a nonce defeats caches), through its first dispatch.
+    const compile: number[] = [];
+    for (let i = 0; i < (options.quick ? 3 : 5) && !signal?.aborted; i++) {
+      const nonce = Math.floor(Math.random() * 1e9);
+      compile.push(await timeMs(() => submitDispatches(makePipeline(nonce), 1)));
+    }
+    const pipeline = makePipeline(1);
+    await submitDispatches(pipeline, 1);
+
+    const roundTrip = await samples(n, () => submitDispatches(pipeline, 1), signal);
+    const batch = options.quick ? 100 : 400;
+    const batched = await samples(n, () => submitDispatches(pipeline, batch), signal);
+    const perDispatch = batched.map((t, i) =>
+      Math.max(0, (t - (roundTrip[i] ?? t)) / (batch - 1) * 1000)
+    );
+
+    const smallBytes = 4 * 2 ** 20;
+    const largeBytes = (options.quick ? 32 : 64) * 2 ** 20;
+    const src = new Uint8Array(largeBytes);
+    crypto.getRandomValues(src.subarray(0, 65536));
+    const storage = buffer(
+      largeBytes,
+      GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC,
+    );
+    const storage2 = buffer(largeBytes, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST);
+    const staging = buffer(largeBytes, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST);
+    const upload = (bytes: number) => async () => {
+      device.queue.writeBuffer(storage, 0, src, 0, bytes);
+      await device.queue.onSubmittedWorkDone();
+    };
+    const readback = (bytes: number) => async () => {
+      const encoder = device.createCommandEncoder();
+      encoder.copyBufferToBuffer(storage, 0, staging, 0, bytes);
+      device.queue.submit([encoder.finish()]);
+      await staging.mapAsync(GPUMapMode.READ, 0, bytes);
+      new Uint8Array(staging.getMappedRange(0, bytes)).slice();
+      staging.unmap();
+    };
+    const copies = options.quick ? 4 : 8;
+    const copy = (bytes: number) => () => {
+      const encoder = device.createCommandEncoder();
+      for (let i = 0; i < copies; i++) encoder.copyBufferToBuffer(storage, 0, storage2, 0, bytes);
+      device.queue.submit([encoder.finish()]);
+      return device.queue.onSubmittedWorkDone();
+    };
+    const pair = async (make: (bytes: number) => () => Promise<void>) => {
+      const small: number[] = [];
+      const large: number[] = [];
+      for (let i = 0; i < n && !signal?.aborted; i++) {
+        small.push(await timeMs(make(smallBytes)));
+        large.push(await timeMs(make(largeBytes)));
+      }
+      return { small, large };
+    };
+    const up = await pair(upload);
+    const down = await pair(readback);
+    const cp = await pair(copy);
+    return {
+      dispatchRoundTripMs: figure(
+        roundTrip,
+        "ms",
+        "submit of one trivial dispatch + onSubmittedWorkDone",
+      ),
+      perDispatchUs: figure(
+        perDispatch,
+        "us",
+        `(${batch} dispatches − 1 dispatch) / ${batch - 1}, one submit each`,
+      ),
+      uploadGBps: slopeFigure(smallBytes, up.small, largeBytes, up.large, "writeBuffer + sync"),
+      readbackGBps: slopeFigure(
+        smallBytes,
+        down.small,
+        largeBytes,
+        down.large,
+        "copy to MAP_READ buffer + mapAsync + copy out",
+      ),
+      copyGBps: slopeFigure(
+        smallBytes * copies,
+        cp.small,
+        largeBytes * copies,
+        cp.large,
+        `${copies} copyBufferToBuffer in one submit`,
+      ),
+      compileMs: figure(compile, "ms", "new shader module + pipeline + first dispatch + sync"),
+      peakGflops: {},
+      peakGbps: {},
+    };
+  } finally {
+    for (const b of made) b.destroy();
+  }
+}
