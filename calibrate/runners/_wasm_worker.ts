@@ -1,0 +1,71 @@
+/**
+ * The `wasm-mt` worker: instantiates kernels on the shared memory when told to, then serves runs
+ * announced through the control buffer (see `_wasm_control.ts`) without any message per run.
+ *
+ * Waiting uses `Atomics.waitAsync`, so the worker's event loop stays free for the next
+ * {@linkcode LoadMessage} and for termination.
+ *
+ * @module
+ */
+import {
+  GEN,
+  type InitMessage,
+  type LoadedMessage,
+  type LoadMessage,
+  PENDING,
+  SLOT,
+  WorkerSlot,
+} from "./_wasm_control.ts";
+
+type Run = (...args: number[]) => unknown;
+
+const kernels = new Map<number, Run>();
+let memory: WebAssembly.Memory | null = null;
+
+self.onmessage = async (event: MessageEvent<InitMessage | LoadMessage>) => {
+  const message = event.data;
+  if (message.kind === "init") {
+    memory = message.memory;
+    serve(message.control, message.index, message.gen);
+    return;
+  }
+  const reply: LoadedMessage = await load(message);
+  self.postMessage(reply);
+};
+
+async function load({ slot, module }: LoadMessage): Promise<LoadedMessage> {
+  if (!memory) return { kind: "loaded", slot, error: "The worker got a kernel before its memory" };
+  try {
+    const instance = await WebAssembly.instantiate(module, { env: { memory } });
+    const run = instance.exports.run;
+    if (typeof run !== "function") {
+      return { kind: "loaded", slot, error: "The module exports no run()" };
+    }
+    kernels.set(slot, run as Run);
+    return { kind: "loaded", slot };
+  } catch (error) {
+    return { kind: "loaded", slot, error: String(error) };
+  }
+}
+
+async function serve(control: SharedArrayBuffer, index: number, gen: number): Promise<void> {
+  const header = new Int32Array(control);
+  const slot = new WorkerSlot(control, index);
+  let seen = gen;
+  for (;;) {
+    const wait = Atomics.waitAsync(header, GEN, seen);
+    if (wait.async) await wait.value;
+    seen = Atomics.load(header, GEN);
+    const args = slot.args();
+    if (args) {
+      try {
+        const run = kernels.get(Atomics.load(header, SLOT));
+        if (!run) throw new Error(`Worker ${index} has no kernel in slot ${header[SLOT]}`);
+        run(...args);
+      } catch (error) {
+        slot.setError(String(error));
+      }
+    }
+    if (Atomics.sub(header, PENDING, 1) === 1) Atomics.notify(header, PENDING);
+  }
+}

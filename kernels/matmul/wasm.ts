@@ -1,0 +1,286 @@
+/**
+ * WebAssembly SIMD128 matmul: B is packed per (k, n) block into a private scratch memory, then a
+ * register-blocked micro-kernel keeps an `mr`×`nr` tile of C in `v128` locals, broadcasting one
+ * element of A (`v128.load32_splat`) against `nr / 4` vectors of packed B per step of k.
+ *
+ * The scratch memory is the module's own second memory (Wasm multi-memory), so every instance,
+ * and therefore every `wasm-mt` worker, packs into its own copy without the runner knowing.
+ *
+ * @module
+ */
+import type { Shape, Variant, WasmImpl } from "../types.ts";
+
+/** Tile and blocking parameters of one generated kernel. */
+interface Params {
+  /** Rows of C per micro-tile. */
+  readonly mr: number;
+  /** Columns of C per micro-tile, a multiple of 4. */
+  readonly nr: number;
+  /** Depth of one packed block of B. */
+  readonly kc: number;
+  /** Width of one packed block of B, a multiple of `nr`. */
+  readonly nc: number;
+  /** Fused multiply-add (`f32x4.relaxed_madd`) instead of `f32x4.mul` + `f32x4.add`. */
+  readonly fma: boolean;
+}
+
+// Steps of k per trip of the micro-kernel's main loop.
+const K_UNROLL = 4;
+
+function params(variant: Variant): Params {
+  const { mr, nr, kc, nc, fma } = variant;
+  const ok = typeof mr === "number" && mr >= 1 && mr <= 8 && Number.isInteger(mr) &&
+    typeof nr === "number" && nr >= 4 && nr <= 16 && nr % 4 === 0 &&
+    typeof kc === "number" && kc >= K_UNROLL && Number.isInteger(kc) &&
+    typeof nc === "number" && nc >= nr && nc % nr === 0 && typeof fma === "boolean";
+  if (!ok) {
+    throw new RangeError(
+      `Invalid wasm matmul variant ${JSON.stringify(variant)}: ` +
+        "use integers mr in 1..8, nr in {4, 8, 12, 16}, kc >= 4, nc a multiple of nr, and a boolean fma",
+    );
+  }
+  return { mr, nr, kc, nc, fma };
+}
+
+function dims(shape: Shape): { m: number; k: number; n: number } {
+  const { m, k, n } = shape;
+  if (!m || !k || !n) throw new RangeError(`matmul needs m, k and n, got ${JSON.stringify(shape)}`);
+  return { m, k, n };
+}
+
+const range = (n: number): number[] => Array.from({ length: n }, (_, i) => i);
+
+/** `acc += s * b` for one vector of the tile. */
+function madd(p: Params, acc: string, s: string, b: string): string {
+  return p.fma
+    ? `(local.set ${acc} (f32x4.relaxed_madd (local.get ${s}) (local.get ${b}) (local.get ${acc})))`
+    : `(local.set ${acc} (f32x4.add (local.get ${acc}) (f32x4.mul (local.get ${s}) (local.get ${b}))))`;
+}
+
+/** One step of k at byte offset `u` steps into the current A and B positions. */
+function step(p: Params, rows: number, u: number): string {
+  const vecs = p.nr / 4;
+  const out: string[] = [];
+  for (const v of range(vecs)) {
+    out.push(`(local.set $b${v} (v128.load $s offset=${(u * p.nr + v * 4) * 4} (local.get $bp)))`);
+  }
+  for (const r of range(rows)) {
+    out.push(`(local.set $s (v128.load32_splat $m offset=${u * 4} (local.get $a${r})))`);
+    for (const v of range(vecs)) out.push(madd(p, `$c${r}_${v}`, "$s", `$b${v}`));
+  }
+  return out.join("\n");
+}
+
+/** Advances A by `steps` elements and packed B by `steps` rows. */
+function advance(p: Params, rows: number, steps: number): string {
+  const out = range(rows).map((r) =>
+    `(local.set $a${r} (i32.add (local.get $a${r}) (i32.const ${steps * 4})))`
+  );
+  out.push(`(local.set $bp (i32.add (local.get $bp) (i32.const ${steps * p.nr * 4})))`);
+  return out.join("\n");
+}
+
+/** The micro-kernel for `rows` rows: C[rows × w] (+)= A[rows × kc] · Bpanel[kc × nr]. */
+function microKernel(p: Params, rows: number, tile: number): string {
+  const vecs = p.nr / 4;
+  const accs = range(rows).flatMap((r) => range(vecs).map((v) => `$c${r}_${v}`));
+  const store = (full: boolean) =>
+    range(rows).map((r) => {
+      const row =
+        `(local.set $cr (i32.add (local.get $c) (i32.mul (local.get $ldc) (i32.const ${r}))))`;
+      if (full) {
+        return row + range(vecs).map((v) =>
+          `(if (local.get $first)
+             (then (v128.store $m offset=${v * 16} (local.get $cr) (local.get $c${r}_${v})))
+             (else (v128.store $m offset=${v * 16} (local.get $cr)
+               (f32x4.add (v128.load $m offset=${
+            v * 16
+          } (local.get $cr)) (local.get $c${r}_${v})))))`
+        ).join("\n");
+      }
+      // A partial tile goes through scratch so any column count (n % 4 != 0 included) works.
+      return row + range(vecs).map((v) =>
+        `(v128.store $s offset=${
+          tile + (r * p.nr + v * 4) * 4
+        } (i32.const 0) (local.get $c${r}_${v}))`
+      ).join("\n") + `
+        (local.set $j (i32.const 0))
+        (block $cols${r} (loop $col${r}
+          (br_if $cols${r} (i32.ge_u (local.get $j) (local.get $w)))
+          (local.set $x (f32.load $s offset=${tile + r * p.nr * 4}
+            (i32.shl (local.get $j) (i32.const 2))))
+          (local.set $y (i32.add (local.get $cr) (i32.shl (local.get $j) (i32.const 2))))
+          (if (i32.eqz (local.get $first))
+            (then (local.set $x (f32.add (local.get $x) (f32.load $m (local.get $y))))))
+          (f32.store $m (local.get $y) (local.get $x))
+          (local.set $j (i32.add (local.get $j) (i32.const 1)))
+          (br $col${r})))`;
+    }).join("\n");
+  return `
+  (func $mk${rows} (param $a i32) (param $lda i32) (param $bp i32) (param $kc i32)
+      (param $c i32) (param $ldc i32) (param $w i32) (param $first i32)
+    ${range(rows).map((r) => `(local $a${r} i32)`).join(" ")}
+    ${accs.map((a) => `(local ${a} v128)`).join(" ")}
+    ${range(vecs).map((v) => `(local $b${v} v128)`).join(" ")}
+    (local $s v128) (local $cr i32) (local $j i32) (local $x f32) (local $y i32)
+    ${
+    range(rows).map((r) =>
+      `(local.set $a${r} (i32.add (local.get $a) (i32.mul (local.get $lda) (i32.const ${r}))))`
+    ).join("\n")
+  }
+    (block $main_done (loop $main
+      (br_if $main_done (i32.lt_u (local.get $kc) (i32.const ${K_UNROLL})))
+      ${range(K_UNROLL).map((u) => step(p, rows, u)).join("\n")}
+      ${advance(p, rows, K_UNROLL)}
+      (local.set $kc (i32.sub (local.get $kc) (i32.const ${K_UNROLL})))
+      (br $main)))
+    (block $tail_done (loop $tail
+      (br_if $tail_done (i32.eqz (local.get $kc)))
+      ${step(p, rows, 0)}
+      ${advance(p, rows, 1)}
+      (local.set $kc (i32.sub (local.get $kc) (i32.const 1)))
+      (br $tail)))
+    (if (i32.eq (local.get $w) (i32.const ${p.nr}))
+      (then ${store(true)})
+      (else ${store(false)})))`;
+}
+
+/** Packs B[kc × nc] (row stride `ldb` bytes) into panels of `nr` columns, zero-padded. */
+function pack(p: Params): string {
+  const vecs = p.nr / 4;
+  return `
+  (func $pack (param $b i32) (param $ldb i32) (param $kc i32) (param $nc i32)
+    (local $j0 i32) (local $w i32) (local $src i32) (local $q i32) (local $j i32)
+    (local $end i32)
+    (block $panels_done (loop $panels
+      (br_if $panels_done (i32.ge_u (local.get $j0) (local.get $nc)))
+      (local.set $w (i32.sub (local.get $nc) (local.get $j0)))
+      (local.set $src (i32.add (local.get $b) (i32.shl (local.get $j0) (i32.const 2))))
+      (local.set $end (i32.add (local.get $q) (i32.mul (local.get $kc) (i32.const ${p.nr * 4}))))
+      (if (i32.ge_u (local.get $w) (i32.const ${p.nr}))
+        (then
+          (loop $full
+            ${
+    range(vecs).map((v) =>
+      `(v128.store $s offset=${v * 16} (local.get $q) (v128.load $m offset=${
+        v * 16
+      } (local.get $src)))`
+    ).join("\n")
+  }
+            (local.set $src (i32.add (local.get $src) (local.get $ldb)))
+            (local.set $q (i32.add (local.get $q) (i32.const ${p.nr * 4})))
+            (br_if $full (i32.lt_u (local.get $q) (local.get $end)))))
+        (else
+          (loop $part
+            (local.set $j (i32.const 0))
+            (loop $col
+              (f32.store $s (i32.add (local.get $q) (i32.shl (local.get $j) (i32.const 2)))
+                (if (result f32) (i32.lt_u (local.get $j) (local.get $w))
+                  (then (f32.load $m (i32.add (local.get $src) (i32.shl (local.get $j) (i32.const 2)))))
+                  (else (f32.const 0))))
+              (local.set $j (i32.add (local.get $j) (i32.const 1)))
+              (br_if $col (i32.lt_u (local.get $j) (i32.const ${p.nr}))))
+            (local.set $src (i32.add (local.get $src) (local.get $ldb)))
+            (local.set $q (i32.add (local.get $q) (i32.const ${p.nr * 4})))
+            (br_if $part (i32.lt_u (local.get $q) (local.get $end))))))
+      (local.set $j0 (i32.add (local.get $j0) (i32.const ${p.nr})))
+      (br $panels))))`;
+}
+
+/** Calls the micro-kernel for `rows` rows across every panel of the packed block. */
+function panelSweep(p: Params, rows: number): string {
+  return `
+        (local.set $j0 (i32.const 0))
+        (local.set $bp (i32.const 0))
+        (block $sweep_done${rows} (loop $sweep${rows}
+          (br_if $sweep_done${rows} (i32.ge_u (local.get $j0) (local.get $ncb)))
+          (call $mk${rows}
+            (i32.add (local.get $a) (i32.shl (i32.add (i32.mul (local.get $i) (local.get $k)) (local.get $pc)) (i32.const 2)))
+            (local.get $lda) (local.get $bp) (local.get $kcb)
+            (i32.add (local.get $c) (i32.shl
+              (i32.add (i32.mul (local.get $i) (local.get $n)) (i32.add (local.get $jc) (local.get $j0)))
+              (i32.const 2)))
+            (local.get $ldc)
+            (select (i32.const ${p.nr}) (i32.sub (local.get $ncb) (local.get $j0))
+              (i32.ge_u (i32.sub (local.get $ncb) (local.get $j0)) (i32.const ${p.nr})))
+            (i32.eqz (local.get $pc)))
+          (local.set $j0 (i32.add (local.get $j0) (i32.const ${p.nr})))
+          (local.set $bp (i32.add (local.get $bp) (i32.mul (local.get $kcb) (i32.const ${
+    p.nr * 4
+  }))))
+          (br $sweep${rows})))`;
+}
+
+function wat(variant: Variant): string {
+  const p = params(variant);
+  const tile = p.kc * p.nc * 4;
+  const pages = Math.ceil((tile + p.mr * p.nr * 4) / 65536);
+  const remainders = range(p.mr - 1).map((r) => r + 1);
+  return `(module
+  (import "env" "memory" (memory $m 1 65536 shared))
+  (memory $s ${pages})
+  ${range(p.mr).map((r) => microKernel(p, r + 1, tile)).join("\n")}
+  ${pack(p)}
+  (func (export "run") (param $a i32) (param $b i32) (param $c i32)
+      (param $m i32) (param $k i32) (param $n i32) (param $r0 i32) (param $r1 i32)
+    (local $lda i32) (local $ldc i32) (local $jc i32) (local $ncb i32) (local $pc i32)
+    (local $kcb i32) (local $i i32) (local $j0 i32) (local $bp i32) (local $rem i32)
+    (local.set $lda (i32.shl (local.get $k) (i32.const 2)))
+    (local.set $ldc (i32.shl (local.get $n) (i32.const 2)))
+    (block $jc_done (loop $jc_loop
+      (br_if $jc_done (i32.ge_u (local.get $jc) (local.get $n)))
+      (local.set $ncb (select (i32.const ${p.nc}) (i32.sub (local.get $n) (local.get $jc))
+        (i32.ge_u (i32.sub (local.get $n) (local.get $jc)) (i32.const ${p.nc}))))
+      (local.set $pc (i32.const 0))
+      (block $pc_done (loop $pc_loop
+        (br_if $pc_done (i32.ge_u (local.get $pc) (local.get $k)))
+        (local.set $kcb (select (i32.const ${p.kc}) (i32.sub (local.get $k) (local.get $pc))
+          (i32.ge_u (i32.sub (local.get $k) (local.get $pc)) (i32.const ${p.kc}))))
+        (call $pack
+          (i32.add (local.get $b) (i32.shl (i32.add (i32.mul (local.get $pc) (local.get $n)) (local.get $jc)) (i32.const 2)))
+          (local.get $ldc) (local.get $kcb) (local.get $ncb))
+        (local.set $i (local.get $r0))
+        (block $rows_done (loop $rows
+          (br_if $rows_done (i32.gt_u (i32.add (local.get $i) (i32.const ${p.mr})) (local.get $r1)))
+          ${panelSweep(p, p.mr)}
+          (local.set $i (i32.add (local.get $i) (i32.const ${p.mr})))
+          (br $rows)))
+        (local.set $rem (i32.sub (local.get $r1) (local.get $i)))
+        ${
+    remainders.map((r) =>
+      `(if (i32.eq (local.get $rem) (i32.const ${r})) (then ${panelSweep(p, r)}))`
+    ).join("\n")
+  }
+        (local.set $pc (i32.add (local.get $pc) (local.get $kcb)))
+        (br $pc_loop)))
+      (local.set $jc (i32.add (local.get $jc) (local.get $ncb)))
+      (br $jc_loop)))))`;
+}
+
+/**
+ * The matmul WebAssembly implementation. `parts` are blocks of `mr` rows, so `wasm-mt` splits C
+ * by rows; `run(a, b, c, m, k, n, rowStart, rowEnd)`.
+ *
+ * @example
+ * ```ts
+ * import { matmulWasm } from "./wasm.ts";
+ * const v = matmulWasm.variants[0]!;
+ * console.log(matmulWasm.parts({ m: 10, k: 3, n: 3 }, v) > 0); // true
+ * ```
+ */
+export const matmulWasm: WasmImpl = {
+  variants: [
+    { mr: 4, nr: 8, kc: 256, nc: 512, fma: false },
+    { mr: 6, nr: 8, kc: 256, nc: 512, fma: false },
+    { mr: 4, nr: 8, kc: 256, nc: 512, fma: true },
+    { mr: 6, nr: 8, kc: 256, nc: 512, fma: true },
+  ],
+  wat,
+  parts: (shape, variant) => Math.ceil(dims(shape).m / params(variant).mr),
+  args: (shape, [a, b], c, start, end, variant) => {
+    const { m, k, n } = dims(shape);
+    const { mr } = params(variant);
+    if (a === undefined || b === undefined) throw new RangeError("matmul needs two input pointers");
+    return [a, b, c, m, k, n, start * mr, Math.min(m, end * mr)];
+  },
+};
