@@ -61,7 +61,8 @@ const caches = new WeakMap<GPUDevice, DeviceCache>();
  * Creates the `webgpu` runner on an open device.
  *
  * Buffers, bindings (group 0): operands `0..n-1` read-only storage, the output at `n`, the
- * uniforms at `n + 1`. Every storage buffer is zero-padded to a multiple of 16 bytes, so a
+ * uniforms at `n + 1`, a scratch buffer at `n + 2` when the program asks for one (zero-filled once,
+ * at creation). Every storage buffer is zero-padded to a multiple of 16 bytes, so a
  * kernel may view an operand as `array<vec4<T>>` and still reach its tail. The output's WGSL
  * element type is `f16` for f16 ops and `f32` otherwise; `output()` returns f32 either way.
  *
@@ -194,6 +195,9 @@ async function prepareWebGpu(
     const uniform = program.uniforms
       ? make(program.uniforms.byteLength, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST)
       : null;
+    const scratch = program.scratchBytes === undefined
+      ? null
+      : make(program.scratchBytes, GPUBufferUsage.STORAGE);
     const oom = await device.popErrorScope();
     if (oom) {
       throw new UnsupportedError(
@@ -214,10 +218,11 @@ async function prepareWebGpu(
     const groups = operandSets.map((set) =>
       device.createBindGroup({
         layout: pipeline.getBindGroupLayout(0),
-        entries: [...set, output, ...(uniform ? [uniform] : [])].map((buffer, binding) => ({
-          binding,
-          resource: { buffer },
-        })),
+        entries: [
+          ...[...set, output].map((buffer, binding) => ({ binding, resource: { buffer } })),
+          ...(uniform ? [{ binding: set.length + 1, resource: { buffer: uniform } }] : []),
+          ...(scratch ? [{ binding: set.length + 2, resource: { buffer: scratch } }] : []),
+        ],
       })
     );
     const first = device.createCommandEncoder();
@@ -379,10 +384,11 @@ function pipelineFor(
     caches.set(device, cache);
   }
   const hasUniforms = program.uniforms !== undefined;
-  const key = `${program.key}|${dtype}|operands=${operands}|uniforms=${hasUniforms}`;
+  const hasScratch = program.scratchBytes !== undefined;
+  const layoutKey = `operands=${operands}|uniforms=${hasUniforms}|scratch=${hasScratch}`;
+  const key = `${program.key}|${dtype}|${layoutKey}`;
   const cached = cache.pipelines.get(key);
   if (cached) return cached;
-  const layoutKey = `${operands}|${hasUniforms}`;
   let layout = cache.layouts.get(layoutKey);
   if (!layout) {
     // An explicit layout: "auto" would drop bindings a shader does not read and break the bind group.
@@ -404,6 +410,13 @@ function pipelineFor(
         binding: operands + 1,
         visibility: GPUShaderStage.COMPUTE,
         buffer: { type: "uniform" },
+      });
+    }
+    if (hasScratch) {
+      entries.push({
+        binding: operands + 2,
+        visibility: GPUShaderStage.COMPUTE,
+        buffer: { type: "storage" },
       });
     }
     layout = device.createBindGroupLayout({ entries });
@@ -436,17 +449,17 @@ function checkLimits(
       }] of ${op.name} exceeds maxComputeWorkgroupsPerDimension ${perDimension}`,
     );
   }
-  if (inputs.arrays.length + 1 > limits.maxStorageBuffersPerShaderStage) {
+  const storageBindings = inputs.arrays.length + 1 + (program.scratchBytes === undefined ? 0 : 1);
+  if (storageBindings > limits.maxStorageBuffersPerShaderStage) {
     throw new UnsupportedError(
-      `${op.name} binds ${
-        inputs.arrays.length + 1
-      } storage buffers, over maxStorageBuffersPerShaderStage ${limits.maxStorageBuffersPerShaderStage}`,
+      `${op.name} binds ${storageBindings} storage buffers, over maxStorageBuffersPerShaderStage ${limits.maxStorageBuffersPerShaderStage}`,
     );
   }
   const largest = Math.min(limits.maxStorageBufferBindingSize, limits.maxBufferSize);
   const sizes = [
     ...inputs.arrays.map((a, i) => [`operand ${i}`, a.byteLength] as const),
     ["output", inputs.outputLength * (dtype === "f16" ? 2 : 4)] as const,
+    ["scratch", program.scratchBytes ?? 0] as const,
   ];
   for (const [name, bytes] of sizes) {
     if (align(bytes, STORAGE_ALIGN) > largest) {
