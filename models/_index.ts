@@ -1,0 +1,458 @@
+/**
+ * Private: a report re-arranged for fast look-ups. Every model in this folder asks the same
+ * question — "how long does this op take on this backend at this shape, and how do we know?" — and
+ * this index answers it in O(variants) without scanning the report.
+ *
+ * @module
+ */
+import { predictMs } from "../calibrate/fit.ts";
+import { getOp } from "../kernels/catalog.ts";
+import {
+  type Backend,
+  BACKENDS,
+  type Dtype,
+  type OpSpec,
+  type Residency,
+  type Shape,
+} from "../kernels/types.ts";
+import type { CostFit, ProvenanceTag, Report, Tuning } from "../reports/schema.ts";
+
+/** Relative distance within which a measured shape counts as "this shape". */
+export const MEASURED_TOLERANCE = 0.05;
+
+/** The CPU backends: their data always lives on the host. */
+export const CPU_BACKENDS: readonly Backend[] = ["js", "wasm", "wasm-mt"];
+
+/** A measured shape of one backend: the best median over the variants measured there. */
+export interface MeasuredPoint {
+  readonly size: number;
+  readonly shape: Shape;
+  readonly flops: number;
+  readonly bytes: number;
+  readonly variant: string;
+  readonly ms: number;
+  readonly ciHalfWidth: number;
+}
+
+/** What is known about one variant of one backend. */
+export interface VariantSeries {
+  readonly variant: string;
+  readonly fit: CostFit | null;
+  /** Work range the fit covers, widened by {@linkcode MEASURED_TOLERANCE}. */
+  readonly flopsRange: readonly [number, number];
+  readonly bytesRange: readonly [number, number];
+  /** Measured shapes of this variant, by size. */
+  readonly points: readonly MeasuredPoint[];
+}
+
+/** What is known about one backend for one (op, dtype, residency). */
+export interface BackendSeries {
+  readonly backend: Backend;
+  /** Residency of the data behind it (CPU backends are always end-to-end). */
+  readonly residency: Residency;
+  readonly variants: ReadonlyMap<string, VariantSeries>;
+  /** Variants with a fit, for choosing the fastest when tuning says nothing. */
+  readonly fitted: readonly VariantSeries[];
+  /** Best measured variant per shape, by size. */
+  readonly best: readonly MeasuredPoint[];
+  /** Tuning rows of this backend, by `sizeMin`. */
+  readonly tuning: readonly Tuning[];
+}
+
+/** Everything about one (op, dtype, residency). */
+export interface OpTable {
+  readonly op: OpSpec;
+  readonly dtype: Dtype;
+  readonly residency: Residency;
+  /** Backends with something to predict from, in {@linkcode BACKENDS} order. */
+  readonly series: readonly BackendSeries[];
+  /** Backends without, and why. */
+  readonly skipped: Readonly<Partial<Record<Backend, string>>>;
+}
+
+/** One prediction of one backend. */
+export interface Prediction {
+  readonly ms: number;
+  readonly variant: string;
+  readonly provenance: ProvenanceTag;
+  /** The measured point, or the fit, behind the number. */
+  readonly point: MeasuredPoint | null;
+  readonly fit: CostFit | null;
+  /** The two measured points interpolated between when there is neither (else empty). */
+  readonly bracket: readonly MeasuredPoint[];
+}
+
+const NONE: readonly MeasuredPoint[] = Object.freeze([]);
+
+/** The index of a report. */
+export interface ReportIndex {
+  readonly report: Report;
+  /** The table of an (op, dtype, residency), or null when the report has nothing on it. */
+  table(op: string, dtype: Dtype, residency: Residency): OpTable | null;
+}
+
+const cache = new WeakMap<Report, ReportIndex>();
+
+/**
+ * The index of a report, built once per report object.
+ *
+ * @param report A parsed report.
+ * @returns Its index.
+ */
+export function indexReport(report: Report): ReportIndex {
+  let index = cache.get(report);
+  if (index === undefined) {
+    index = buildIndex(report);
+    cache.set(report, index);
+  }
+  return index;
+}
+
+function buildIndex(report: Report): ReportIndex {
+  const tables = new Map<string, Map<string, Map<string, OpTable | null>>>();
+  const index: ReportIndex = {
+    report,
+    table(op, dtype, residency) {
+      let byDtype = tables.get(op);
+      if (byDtype === undefined) tables.set(op, byDtype = new Map());
+      let byResidency = byDtype.get(dtype);
+      if (byResidency === undefined) byDtype.set(dtype, byResidency = new Map());
+      let table = byResidency.get(residency);
+      if (table === undefined) {
+        table = buildTable(report, op, dtype, residency);
+        byResidency.set(residency, table);
+      }
+      return table;
+    },
+  };
+  return index;
+}
+
+function knownOp(name: string): OpSpec | null {
+  try {
+    return getOp(name);
+  } catch {
+    return null;
+  }
+}
+
+function buildTable(
+  report: Report,
+  opName: string,
+  dtype: Dtype,
+  residency: Residency,
+): OpTable | null {
+  const op = knownOp(opName);
+  if (op === null) return null;
+  const series: BackendSeries[] = [];
+  const skipped: Partial<Record<Backend, string>> = {};
+  for (const backend of BACKENDS) {
+    const res: Residency = CPU_BACKENDS.includes(backend) ? "end-to-end" : residency;
+    const built = buildSeries(report, op, dtype, res, backend);
+    if (typeof built === "string") skipped[backend] = built;
+    else series.push(built);
+  }
+  if (series.length === 0) return null;
+  return { op, dtype, residency, series, skipped: Object.freeze(skipped) };
+}
+
+function buildSeries(
+  report: Report,
+  op: OpSpec,
+  dtype: Dtype,
+  residency: Residency,
+  backend: Backend,
+): BackendSeries | string {
+  const same = (r: { op: string; dtype: Dtype; residency: Residency; backend: Backend }) =>
+    r.op === op.name && r.dtype === dtype && r.residency === residency && r.backend === backend;
+  const byVariant = new Map<string, MeasuredPoint[]>();
+  const bestByShape = new Map<string, MeasuredPoint>();
+  let why: string | null = null;
+  for (const m of report.measurements) {
+    if (!same(m)) continue;
+    if (m.state !== "ok") {
+      why ??= m.state === "unsupported" ? m.reason : `failed verification: ${m.error}`;
+      continue;
+    }
+    const point: MeasuredPoint = {
+      size: m.size,
+      shape: m.shape,
+      flops: m.flops,
+      bytes: m.bytes,
+      variant: m.variant,
+      ms: m.wall.median,
+      ciHalfWidth: m.wall.ciHalfWidth,
+    };
+    const list = byVariant.get(m.variant) ?? [];
+    list.push(point);
+    byVariant.set(m.variant, list);
+    const key = op.dims.map((d) => m.shape[d]).join("x");
+    const prev = bestByShape.get(key);
+    if (prev === undefined || point.ms < prev.ms) bestByShape.set(key, point);
+  }
+  const fits = report.fits.filter(same);
+  if (byVariant.size === 0 && fits.length === 0) {
+    return why === null
+      ? `no ${backend} ${residency} measurements of ${op.name} ${dtype} in the report`
+      : `${backend} unavailable: ${why}`;
+  }
+  const names = new Set([...byVariant.keys(), ...fits.map((f) => f.variant)]);
+  const variants = new Map<string, VariantSeries>();
+  for (const variant of names) {
+    const fit = fits.find((f) => f.variant === variant) ?? null;
+    const points = (byVariant.get(variant) ?? []).sort(bySize);
+    variants.set(variant, { variant, fit, points, ...workRanges(op, dtype, fit) });
+  }
+  return {
+    backend,
+    residency,
+    variants,
+    fitted: [...variants.values()].filter((v) => v.fit !== null),
+    best: [...bestByShape.values()].sort(bySize),
+    tuning: report.tuning.filter(same).sort((a, b) => a.sizeMin - b.sizeMin),
+  };
+}
+
+function bySize(a: MeasuredPoint, b: MeasuredPoint): number {
+  return a.size - b.size;
+}
+
+function workRanges(
+  op: OpSpec,
+  dtype: Dtype,
+  fit: CostFit | null,
+): { flopsRange: [number, number]; bytesRange: [number, number] } {
+  if (fit === null) return { flopsRange: [0, -1], bytesRange: [0, -1] };
+  const lo = op.axis.shape(fit.sizeRange[0]);
+  const hi = op.axis.shape(fit.sizeRange[1]);
+  const down = 1 - MEASURED_TOLERANCE;
+  const up = 1 + MEASURED_TOLERANCE;
+  return {
+    flopsRange: [op.flops(lo) * down, op.flops(hi) * up],
+    bytesRange: [op.bytes(lo, dtype) * down, op.bytes(hi, dtype) * up],
+  };
+}
+
+/**
+ * The measured point at (within ±5 % of every dimension of) a shape, or null.
+ *
+ * @param points Points by size.
+ * @param size The shape's size on the op's axis.
+ * @param shape The shape.
+ * @param dims The op's dims.
+ */
+export function measuredAt(
+  points: readonly MeasuredPoint[],
+  size: number,
+  shape: Shape,
+  dims: readonly string[],
+): MeasuredPoint | null {
+  let lo = 0;
+  let hi = points.length;
+  const min = size * (1 - MEASURED_TOLERANCE);
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (points[mid]!.size < min) lo = mid + 1;
+    else hi = mid;
+  }
+  const max = size * (1 + MEASURED_TOLERANCE);
+  for (let i = lo; i < points.length; i++) {
+    const p = points[i]!;
+    if (p.size > max) break;
+    if (sameShape(p.shape, shape, dims)) return p;
+  }
+  return null;
+}
+
+function sameShape(a: Shape, b: Shape, dims: readonly string[]): boolean {
+  for (let i = 0; i < dims.length; i++) {
+    const d = dims[i]!;
+    const x = a[d];
+    const y = b[d];
+    if (x === undefined || y === undefined) return false;
+    if (Math.abs(x - y) > MEASURED_TOLERANCE * Math.max(x, y)) return false;
+  }
+  return true;
+}
+
+/**
+ * Whether some work lies inside a fit's (slightly widened) range.
+ *
+ * @param v The variant.
+ * @param flops Work.
+ * @param bytes Work.
+ */
+export function withinFit(v: VariantSeries, flops: number, bytes: number): boolean {
+  return flops >= v.flopsRange[0] && flops <= v.flopsRange[1] &&
+    bytes >= v.bytesRange[0] && bytes <= v.bytesRange[1];
+}
+
+/**
+ * The tuning row whose size range holds `size`, else the nearest one in log space, else null.
+ *
+ * @param rows Rows by `sizeMin`.
+ * @param size Size on the op axis.
+ */
+export function tuningAt(rows: readonly Tuning[], size: number): Tuning | null {
+  let best: Tuning | null = null;
+  let bestDistance = Infinity;
+  for (let i = 0; i < rows.length; i++) {
+    const row = rows[i]!;
+    if (size >= row.sizeMin && size <= row.sizeMax) return row;
+    const edge = size < row.sizeMin ? row.sizeMin : row.sizeMax;
+    const distance = Math.abs(Math.log(Math.max(size, 1) / Math.max(edge, 1)));
+    if (distance < bestDistance) {
+      best = row;
+      bestDistance = distance;
+    }
+  }
+  return best;
+}
+
+/**
+ * Predicts one backend at a shape: a measurement within ±5 % when there is one, else the tuned
+ * (or fastest fitted) variant's fit, else log-log interpolation between measured sizes.
+ *
+ * @param s The backend's series.
+ * @param dims The op's dims.
+ * @param size Size on the op axis.
+ * @param shape The shape, or null when the work is not a catalog shape (no measurement can match).
+ * @param flops Work of the shape.
+ * @param bytes Work of the shape.
+ * @param variant A variant to predict, or null for the best known.
+ * @returns The prediction, or null when the series cannot predict it.
+ */
+export function predictSeries(
+  s: BackendSeries,
+  dims: readonly string[],
+  size: number,
+  shape: Shape | null,
+  flops: number,
+  bytes: number,
+  variant: string | null,
+): Prediction | null {
+  const chosen = variant === null ? null : s.variants.get(variant);
+  if (chosen === undefined) return null;
+  if (shape !== null) {
+    const point = measuredAt(chosen === null ? s.best : chosen.points, size, shape, dims);
+    if (point !== null) {
+      return {
+        ms: point.ms,
+        variant: point.variant,
+        provenance: "measured",
+        point,
+        fit: null,
+        bracket: NONE,
+      };
+    }
+  }
+  const v = chosen ?? tunedVariant(s, size) ?? fastestFitted(s, flops, bytes);
+  if (v !== null && v.fit !== null) {
+    return {
+      ms: predictMs(v.fit, flops, bytes),
+      variant: v.variant,
+      provenance: withinFit(v, flops, bytes) ? "fitted" : "extrapolated",
+      point: null,
+      fit: v.fit,
+      bracket: NONE,
+    };
+  }
+  return interpolate(v ?? largestSeries(s), size);
+}
+
+function tunedVariant(s: BackendSeries, size: number): VariantSeries | null {
+  if (s.tuning.length === 0) return null;
+  const row = tuningAt(s.tuning, size);
+  const v = row === null ? undefined : s.variants.get(row.best.variant);
+  return v === undefined || v.fit === null ? null : v;
+}
+
+function fastestFitted(s: BackendSeries, flops: number, bytes: number): VariantSeries | null {
+  let best: VariantSeries | null = null;
+  let bestMs = Infinity;
+  for (let i = 0; i < s.fitted.length; i++) {
+    const v = s.fitted[i]!;
+    const ms = predictMs(v.fit!, flops, bytes);
+    if (ms < bestMs) {
+      best = v;
+      bestMs = ms;
+    }
+  }
+  return best;
+}
+
+function largestSeries(s: BackendSeries): VariantSeries | null {
+  let best: VariantSeries | null = null;
+  for (const v of s.variants.values()) {
+    if (best === null || v.points.length > best.points.length) best = v;
+  }
+  return best;
+}
+
+/**
+ * Log-log interpolation of time against size between a variant's measured sizes; outside them,
+ * the slope of the two nearest (tagged extrapolated).
+ */
+function interpolate(v: VariantSeries | null, size: number): Prediction | null {
+  if (v === null || v.points.length === 0) return null;
+  const pts = v.points;
+  if (pts.length === 1) {
+    const p = pts[0]!;
+    return {
+      ms: p.ms,
+      variant: v.variant,
+      provenance: "extrapolated",
+      point: null,
+      fit: null,
+      bracket: [p],
+    };
+  }
+  let i = 1;
+  while (i < pts.length - 1 && pts[i]!.size < size) i++;
+  const a = pts[i - 1]!;
+  const b = pts[i]!;
+  const slope = b.size === a.size ? 0 : Math.log(b.ms / a.ms) / Math.log(b.size / a.size);
+  const ms = a.ms * Math.exp(slope * Math.log(size / a.size));
+  const inside = size >= pts[0]!.size && size <= pts[pts.length - 1]!.size;
+  return {
+    ms,
+    variant: v.variant,
+    provenance: inside ? "fitted" : "extrapolated",
+    point: null,
+    fit: null,
+    bracket: [a, b],
+  };
+}
+
+/**
+ * Elements of an op's output: the product of its dims except the contraction dim `k` (the
+ * catalog's convention: `matmul` is m×k by k×n, elementwise ops have only `n`).
+ *
+ * @param op The op.
+ * @param shape The shape.
+ */
+export function outputElements(op: OpSpec, shape: Shape): number {
+  let product = 1;
+  for (const d of op.dims) if (d !== "k") product *= shape[d] ?? 1;
+  return product;
+}
+
+/**
+ * The smallest axis size whose output has at least `elements` elements (bisection; the output
+ * grows with the size on every catalog axis).
+ *
+ * @param op The op.
+ * @param elements Output elements wanted.
+ */
+export function sizeForElements(op: OpSpec, elements: number): number {
+  let lo = Math.max(1, op.axis.min);
+  if (outputElements(op, op.axis.shape(lo)) >= elements) return lo;
+  let hi = lo * 2;
+  while (outputElements(op, op.axis.shape(hi)) < elements && hi < 2 ** 48) hi *= 2;
+  while (hi - lo > 1) {
+    const mid = Math.floor((lo + hi) / 2);
+    if (outputElements(op, op.axis.shape(mid)) >= elements) hi = mid;
+    else lo = mid;
+  }
+  return hi;
+}

@@ -1,0 +1,421 @@
+/**
+ * Point predictions from a calibration report: how long an op takes on a backend at a shape (with
+ * an interval and where the number comes from), and which variant of a backend to run there.
+ *
+ * @example
+ * ```ts ignore
+ * import { loadReport } from "../reports/load.ts";
+ * import { predictTime } from "./predict.ts";
+ * const report = await loadReport("reports/latest.json");
+ * const t = predictTime(report, { op: "add", shape: { n: 1 << 20 }, dtype: "f32", backend: "wasm" });
+ * console.log(t.ms, t.interval, t.provenance);
+ * ```
+ *
+ * @module
+ */
+import { getOp } from "../kernels/catalog.ts";
+import {
+  type Backend,
+  type Dtype,
+  formatShape,
+  type Residency,
+  type Shape,
+  type Variant,
+} from "../kernels/types.ts";
+import type { ProvenanceTag, Report, Tuning } from "../reports/schema.ts";
+import {
+  type BackendSeries,
+  indexReport,
+  type OpTable,
+  type Prediction,
+  predictSeries,
+  tuningAt,
+} from "./_index.ts";
+
+/** Accuracy assumed for a log-log interpolation whose error cannot be cross-validated. */
+const UNVALIDATED_FACTOR = 2;
+
+/**
+ * What to predict.
+ *
+ * @example
+ * ```ts
+ * import type { PredictRequest } from "./predict.ts";
+ * const r: PredictRequest = {
+ *   op: "matmul", shape: { m: 256, k: 256, n: 256 }, dtype: "f32", backend: "webgpu",
+ *   residency: "device-resident",
+ * };
+ * ```
+ */
+export interface PredictRequest {
+  readonly op: string;
+  readonly shape: Shape;
+  readonly dtype: Dtype;
+  readonly backend: Backend;
+  /** A variant id; the one tuned for this size (or the fastest fitted) when absent. */
+  readonly variant?: string;
+  /** `end-to-end` when absent; CPU backends are always end-to-end. */
+  readonly residency?: Residency;
+}
+
+/**
+ * A predicted time.
+ *
+ * @example
+ * ```ts
+ * import type { TimePrediction } from "./predict.ts";
+ * function show(t: TimePrediction) { return `${t.ms} ms (${t.interval.join("–")}, ${t.provenance})`; }
+ * ```
+ */
+export interface TimePrediction {
+  /** Milliseconds per run. */
+  readonly ms: number;
+  /**
+   * Where the true time should lie: the median's 95 % CI when measured; a factor of
+   * 1 + held-out error (`cvMaxError`, else `cvMape`, else e^(2·rmsLogError) − 1) either way when
+   * fitted, compounded once per doubling of work beyond the fitted range when extrapolated.
+   */
+  readonly interval: readonly [number, number];
+  readonly provenance: ProvenanceTag;
+  /** The variant predicted. */
+  readonly variant: string;
+  /** What the number was derived from, for people. */
+  readonly source: string;
+}
+
+/**
+ * Predicts the time of one op on one backend.
+ *
+ * @param report A parsed report.
+ * @param request Op, shape, dtype, backend, and optionally variant and residency.
+ * @returns The time, its interval, provenance and source.
+ * @throws {RangeError} when the op is unknown, or the report has nothing on this backend or variant.
+ * @example
+ * ```ts ignore
+ * const t = predictTime(report, {
+ *   op: "matmul", shape: { m: 300, k: 300, n: 300 }, dtype: "f32", backend: "wasm",
+ * });
+ * console.log(t.provenance); // "fitted"
+ * ```
+ */
+export function predictTime(report: Report, request: PredictRequest): TimePrediction {
+  const residency = request.residency ?? "end-to-end";
+  const table = tableOf(report, request.op, request.dtype, residency);
+  const s = seriesOf(table, request.backend);
+  const op = table.op;
+  const shape = request.shape;
+  const flops = op.flops(shape);
+  const bytes = op.bytes(shape, request.dtype);
+  const p = predictSeries(
+    s,
+    op.dims,
+    op.axis.size(shape),
+    shape,
+    flops,
+    bytes,
+    request.variant ?? null,
+  );
+  if (p === null) {
+    throw new RangeError(
+      request.variant !== undefined && !s.variants.has(request.variant)
+        ? `Cannot predict variant "${request.variant}" of ${request.backend}: the report has ` +
+          `${[...s.variants.keys()].map((v) => `"${v}"`).join(", ")}`
+        : `Cannot predict ${request.op} on ${request.backend}: the report has no fit or ` +
+          `measurement to predict from`,
+    );
+  }
+  return describe(table, s, p, shape, flops, bytes);
+}
+
+function tableOf(report: Report, op: string, dtype: Dtype, residency: Residency): OpTable {
+  const table = indexReport(report).table(op, dtype, residency);
+  if (table === null) {
+    getOp(op);
+    throw new RangeError(
+      `Cannot predict ${op} ${dtype} ${residency}: the report has no measurement or fit of it; ` +
+        `calibrate it first`,
+    );
+  }
+  return table;
+}
+
+function seriesOf(table: OpTable, backend: Backend): BackendSeries {
+  const s = table.series.find((x) => x.backend === backend);
+  if (s === undefined) {
+    throw new RangeError(
+      `Cannot predict ${table.op.name} ${table.dtype} on "${backend}": ` +
+        `${table.skipped[backend] ?? "not in the report"}`,
+    );
+  }
+  return s;
+}
+
+function describe(
+  table: OpTable,
+  s: BackendSeries,
+  p: Prediction,
+  shape: Shape,
+  flops: number,
+  bytes: number,
+): TimePrediction {
+  const what = `${table.op.name} ${table.dtype} ${s.backend} ${p.variant} ${s.residency}`;
+  const base = { ms: p.ms, provenance: p.provenance, variant: p.variant };
+  if (p.point !== null) {
+    const h = p.point.ciHalfWidth;
+    return {
+      ...base,
+      interval: [Math.max(0, p.ms - h), p.ms + h],
+      source: `measured ${what} at ${formatShape(table.op, p.point.shape)}`,
+    };
+  }
+  if (p.fit !== null) {
+    const f = p.fit;
+    const error = f.cvMaxError ?? f.cvMape ?? Math.expm1(2 * f.rmsLogError);
+    const lo = table.op.axis.shape(f.sizeRange[0]);
+    const hi = table.op.axis.shape(f.sizeRange[1]);
+    const doublings = p.provenance === "extrapolated"
+      ? Math.max(
+        beyond(flops, table.op.flops(lo), table.op.flops(hi)),
+        beyond(bytes, table.op.bytes(lo, table.dtype), table.op.bytes(hi, table.dtype)),
+      )
+      : 0;
+    const factor = (1 + error) ** (1 + doublings);
+    return {
+      ...base,
+      interval: [p.ms / factor, p.ms * factor],
+      source: `cost model of ${what} fitted on ${f.points} sizes ${f.sizeRange[0]}–` +
+        `${f.sizeRange[1]} ${table.op.axis.unit} (held-out error ${(100 * error).toFixed(1)} %)` +
+        (doublings > 0 ? `, ${doublings.toFixed(1)} doublings beyond it` : ""),
+    };
+  }
+  const factor = UNVALIDATED_FACTOR;
+  const sizes = p.bracket.map((b) => b.size).join(" and ");
+  return {
+    ...base,
+    interval: [p.ms / factor, p.ms * factor],
+    source: `log-log interpolation of ${what} between measured sizes ${sizes} ` +
+      `${table.op.axis.unit} (no fit; accuracy unvalidated, interval ×${factor} either way)`,
+  };
+}
+
+/** Doublings of `x` outside `[lo, hi]` (0 inside, or when the range is empty). */
+function beyond(x: number, lo: number, hi: number): number {
+  if (lo <= 0 || hi <= 0 || x <= 0) return 0;
+  if (x < lo) return Math.log2(lo / x);
+  if (x > hi) return Math.log2(x / hi);
+  return 0;
+}
+
+/**
+ * Parses a variant id (`"tile=4,vec4=true,wg=8x8"`) back into parameters; `"default"` is `{}`.
+ *
+ * @param id A variant id from a report.
+ * @returns Its parameters: numbers and booleans where the text is one, strings otherwise.
+ * @example
+ * ```ts
+ * import { variantParams } from "./predict.ts";
+ * console.log(variantParams("tile=4,vec4=true,wg=8x8")); // { tile: 4, vec4: true, wg: "8x8" }
+ * ```
+ */
+export function variantParams(id: string): Variant {
+  if (id === "default" || id === "") return {};
+  const out: Record<string, number | string | boolean> = {};
+  for (const part of id.split(",")) {
+    const eq = part.indexOf("=");
+    const key = eq < 0 ? part : part.slice(0, eq);
+    const text = eq < 0 ? "true" : part.slice(eq + 1);
+    const num = Number(text);
+    out[key] = text === "true"
+      ? true
+      : text === "false"
+      ? false
+      : text !== "" && Number.isFinite(num)
+      ? num
+      : text;
+  }
+  return out;
+}
+
+/**
+ * What to tune.
+ *
+ * @example
+ * ```ts
+ * import type { TuningRequest } from "./predict.ts";
+ * const r: TuningRequest = { op: "matmul", shape: { m: 384, k: 384, n: 384 }, dtype: "f32" };
+ * ```
+ */
+export interface TuningRequest {
+  readonly op: string;
+  readonly shape: Shape;
+  readonly dtype: Dtype;
+  /** The backend to tune; the fastest predicted when absent. */
+  readonly backend?: Backend;
+  /** `end-to-end` when absent. */
+  readonly residency?: Residency;
+}
+
+/**
+ * A variant with its predicted time.
+ *
+ * @example
+ * ```ts
+ * import type { VariantChoice } from "./predict.ts";
+ * const v: VariantChoice = { variant: "tile=4", params: { tile: 4 }, predictedMs: 1.2 };
+ * ```
+ */
+export interface VariantChoice {
+  readonly variant: string;
+  readonly params: Variant;
+  readonly predictedMs: number;
+}
+
+/**
+ * The recommendation of {@linkcode recommendTuning}.
+ *
+ * @example
+ * ```ts
+ * import type { TuningRecommendation } from "./predict.ts";
+ * function params(t: TuningRecommendation) { return t.params; }
+ * ```
+ */
+export interface TuningRecommendation extends VariantChoice {
+  readonly backend: Backend;
+  readonly runnerUp: VariantChoice | null;
+  /** `measured` inside a tuning bucket or at a measured shape, else how the times were obtained. */
+  readonly provenance: ProvenanceTag;
+  readonly source: string;
+}
+
+/**
+ * The best variant (and the runner-up) of a backend at a shape.
+ *
+ * The tuning bucket holding this size (else the nearest in log space, tagged `extrapolated`)
+ * names the best variant and the runner-up; their times come from the variant's measurement at
+ * this shape or its cost model, else from log-log interpolation between the buckets where the
+ * variant was timed. A backend without tuning rows ranks its fitted and measured variants by
+ * predicted time.
+ *
+ * @param report A parsed report.
+ * @param request Op, shape, dtype, and optionally backend and residency.
+ * @returns The recommendation.
+ * @throws {RangeError} when the report has nothing on this op, dtype or backend.
+ * @example
+ * ```ts ignore
+ * const t = recommendTuning(report, {
+ *   op: "matmul", shape: { m: 384, k: 384, n: 384 }, dtype: "f32", backend: "webgpu",
+ *   residency: "device-resident",
+ * });
+ * console.log(t.variant, t.params, t.runnerUp?.variant);
+ * ```
+ */
+export function recommendTuning(report: Report, request: TuningRequest): TuningRecommendation {
+  const residency = request.residency ?? "end-to-end";
+  const table = tableOf(report, request.op, request.dtype, residency);
+  const op = table.op;
+  const shape = request.shape;
+  const size = op.axis.size(shape);
+  const flops = op.flops(shape);
+  const bytes = op.bytes(shape, request.dtype);
+  const predict = (s: BackendSeries, variant: string | null) =>
+    predictSeries(s, op.dims, size, shape, flops, bytes, variant);
+  const s = request.backend !== undefined
+    ? seriesOf(table, request.backend)
+    : fastestSeries(table, (x) => predict(x, null)?.ms ?? Infinity);
+  const at = formatShape(op, shape);
+  const row = tuningAt(s.tuning, size);
+  if (row !== null) return fromTuning(s, row, size, at, (v) => predict(s, v));
+  const ranked = [...s.variants.keys()]
+    .map((v) => predict(s, v))
+    .filter((p): p is Prediction => p !== null)
+    .sort((a, b) => a.ms - b.ms);
+  const best = ranked[0];
+  if (best === undefined) {
+    throw new RangeError(
+      `Cannot recommend a variant of ${s.backend} for ${op.name} at ${at}: the report has no ` +
+        `fit or measurement of it`,
+    );
+  }
+  const second = ranked[1];
+  return {
+    backend: s.backend,
+    ...choice(best.variant, best.ms),
+    runnerUp: second === undefined ? null : choice(second.variant, second.ms),
+    provenance: best.provenance,
+    source: `no tuning sweep of ${s.backend}; ${ranked.length} variant(s) ranked by predicted ` +
+      `time at ${at}`,
+  };
+}
+
+function fastestSeries(table: OpTable, ms: (s: BackendSeries) => number): BackendSeries {
+  let best = table.series[0]!;
+  let bestMs = ms(best);
+  for (const s of table.series) {
+    const t = ms(s);
+    if (t < bestMs) {
+      best = s;
+      bestMs = t;
+    }
+  }
+  return best;
+}
+
+function choice(variant: string, predictedMs: number): VariantChoice {
+  return { variant, params: variantParams(variant), predictedMs };
+}
+
+function fromTuning(
+  s: BackendSeries,
+  row: Tuning,
+  size: number,
+  at: string,
+  predict: (variant: string) => Prediction | null,
+): TuningRecommendation {
+  const inside = size >= row.sizeMin && size <= row.sizeMax;
+  const direct = s.variants.has(row.best.variant) ? predict(row.best.variant) : null;
+  const bestMs = direct?.ms ?? acrossBuckets(s.tuning, row.best.variant, size) ?? row.best.ms;
+  let runnerUp: VariantChoice | null = null;
+  if (row.runnerUp !== null) {
+    const v = row.runnerUp.variant;
+    const ms = (s.variants.has(v) ? predict(v)?.ms : undefined) ??
+      bestMs * row.runnerUp.ms / row.best.ms;
+    runnerUp = choice(v, ms);
+  }
+  const provenance: ProvenanceTag = !inside
+    ? "extrapolated"
+    : direct?.provenance === "extrapolated"
+    ? "extrapolated"
+    : row.tag;
+  return {
+    backend: s.backend,
+    ...choice(row.best.variant, bestMs),
+    runnerUp,
+    provenance,
+    source: `tuning sweep of ${s.backend} over ${row.sizeMin}–${row.sizeMax} ${row.unit}` +
+      (inside ? "" : ` (nearest bucket to ${size})`) + `; times at ${at} from ` +
+      (direct === null ? "the tuning buckets" : `the ${direct.provenance} ${direct.variant} data`),
+  };
+}
+
+/**
+ * The time of a variant at a size from the tuning buckets that timed it, log-log interpolated
+ * between bucket mid-points (geometric); the nearest bucket's time outside them.
+ */
+function acrossBuckets(rows: readonly Tuning[], variant: string, size: number): number | null {
+  const pts: Array<{ size: number; ms: number }> = [];
+  for (const r of rows) {
+    const mid = Math.sqrt(Math.max(r.sizeMin, 1) * Math.max(r.sizeMax, 1));
+    if (r.best.variant === variant) pts.push({ size: mid, ms: r.best.ms });
+    else if (r.runnerUp?.variant === variant) pts.push({ size: mid, ms: r.runnerUp.ms });
+  }
+  if (pts.length === 0) return null;
+  pts.sort((a, b) => a.size - b.size);
+  if (pts.length === 1 || size <= pts[0]!.size) return pts[0]!.ms;
+  if (size >= pts[pts.length - 1]!.size) return pts[pts.length - 1]!.ms;
+  let i = 1;
+  while (pts[i]!.size < size) i++;
+  const a = pts[i - 1]!;
+  const b = pts[i]!;
+  const t = Math.log(size / a.size) / Math.log(b.size / a.size);
+  return a.ms * (b.ms / a.ms) ** t;
+}
