@@ -4,6 +4,7 @@
  * @module
  */
 import { add, fma, mul } from "./elementwise/mod.ts";
+import { gemv } from "./gemv/mod.ts";
 import { matmul } from "./matmul/mod.ts";
 import type { OpSpec } from "./types.ts";
 
@@ -16,7 +17,7 @@ import type { OpSpec } from "./types.ts";
  * console.log(OPS.map((o) => o.name).includes("matmul")); // true
  * ```
  */
-export const OPS: readonly OpSpec[] = [matmul, add, mul, fma];
+export const OPS: readonly OpSpec[] = [matmul, gemv, add, mul, fma];
 
 /**
  * Looks an op up by name.
