@@ -174,7 +174,9 @@ export async function calibrate(options: CalibrateOptions = {}): Promise<Calibra
   let progressDone = 0;
   let progressTotal = plan.estimatedCases;
 
+  const commit = await gitCommit();
   const context = (): RunContext => ({
+    commit,
     machine,
     gpu: currentGpu?.info ?? null,
     fingerprint,
@@ -410,6 +412,24 @@ export async function calibrate(options: CalibrateOptions = {}): Promise<Calibra
 async function openRunnerOn(gpu: NonNullable<Awaited<ReturnType<typeof openGpu>>>) {
   const { createWebGpuRunner } = await import("./runners/webgpu.ts");
   return createWebGpuRunner(gpu);
+}
+
+/** The gpucal checkout's commit, or null (imported from a URL, no git, or not permitted). */
+async function gitCommit(): Promise<string | null> {
+  const dir = new URL("..", import.meta.url);
+  if (dir.protocol !== "file:") return null;
+  try {
+    const out = await new Deno.Command("git", {
+      args: ["rev-parse", "HEAD"],
+      cwd: dir,
+      stdout: "piped",
+      stderr: "null",
+    }).output();
+    const sha = new TextDecoder().decode(out.stdout).trim();
+    return out.success && /^[0-9a-f]{7,64}$/.test(sha) ? sha : null;
+  } catch {
+    return null;
+  }
 }
 
 function unknownOp(name: string): never {

@@ -32,7 +32,18 @@ Options:
 Ctrl-C stops measuring and writes what was measured (complete: false); --resume continues it.
 Exit codes: 0 done, 1 calibration error, 2 bad flags or unusable --resume report, 130 interrupted.`;
 
-async function main(args: string[]): Promise<number> {
+/**
+ * Runs the calibrate command line.
+ *
+ * @param args Flags (without the program name).
+ * @returns The exit code: 0 done, 1 calibration error, 2 bad flags, 130 interrupted.
+ * @example
+ * ```ts ignore
+ * import { main } from "./cli.ts";
+ * Deno.exit(await main(["--quick"]));
+ * ```
+ */
+export async function main(args: string[]): Promise<number> {
   let options: CalibrateOptions;
   let json = false;
   try {

@@ -1,0 +1,91 @@
+import assert from "node:assert/strict";
+import { calibrate } from "../calibrate/calibrate.ts";
+import { main } from "../calibrate/cli.ts";
+import { parseReport } from "../reports/load.ts";
+
+const cpuOnly = { quick: true, ops: ["add"], backends: ["js", "wasm"] as const };
+
+Deno.test("calibrate() writes a valid report with fits and a js→wasm crossover", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const out = `${dir}/report.json`;
+    const { report, path } = await calibrate({ ...cpuOnly, backends: [...cpuOnly.backends], out });
+    assert.equal(path, out);
+    const reread = parseReport(JSON.parse(await Deno.readTextFile(out)));
+    assert.equal(reread.provenance.complete, true);
+    assert.equal(reread.provenance.stopReason, "finished");
+    assert.ok(report.measurements.some((m) => m.state === "ok" && m.backend === "wasm"));
+    assert.ok(report.fits.some((f) => f.backend === "js" && f.op === "add"));
+    const c = report.crossovers.find((x) => x.pair === "js→wasm" && x.op === "add");
+    assert.ok(c, "a js→wasm crossover entry (a size or a reasoned null)");
+    assert.ok(c.size !== null || (c.reason ?? "").length > 0);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("an interrupted calibration keeps what it measured and --resume finishes it", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const out = `${dir}/partial.json`;
+    const stop = new AbortController();
+    let seen = 0;
+    const first = await calibrate({
+      ...cpuOnly,
+      backends: [...cpuOnly.backends],
+      out,
+      signal: stop.signal,
+      onProgress: (e) => {
+        if (e.kind === "measured" && ++seen === 3) stop.abort();
+      },
+    });
+    const partial = parseReport(JSON.parse(await Deno.readTextFile(out)));
+    assert.equal(partial.provenance.complete, false);
+    assert.equal(partial.provenance.stopReason, "interrupted");
+    assert.ok(partial.measurements.length >= 3);
+    assert.equal(first.report.measurements.length, partial.measurements.length);
+
+    const kept = new Set(
+      partial.measurements.map((m) => `${m.seq}|${m.backend}|${m.size}|${m.variant}`),
+    );
+    const { report } = await calibrate({
+      ...cpuOnly,
+      backends: [...cpuOnly.backends],
+      out,
+      resume: partial,
+      resumePath: out,
+    });
+    assert.equal(report.provenance.complete, true);
+    assert.equal(report.provenance.resumedFrom, out);
+    for (const key of kept) {
+      assert.ok(
+        report.measurements.some((m) => `${m.seq}|${m.backend}|${m.size}|${m.variant}` === key),
+        `measurement ${key} was kept, not redone`,
+      );
+    }
+    const keys = report.measurements.map((m) =>
+      `${m.dtype}|${m.backend}|${m.variant}|${m.residency}|${JSON.stringify(m.shape)}`
+    );
+    assert.equal(new Set(keys).size, keys.length, "no measurement was taken twice");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("calibrate's command line refuses bad flags with exit code 2", async () => {
+  const errors: string[] = [];
+  const original = console.error;
+  console.error = (...args: unknown[]) => errors.push(args.join(" "));
+  try {
+    assert.equal(await main(["--fast"]), 2);
+    assert.equal(await main(["--backends", "cuda"]), 2);
+    assert.equal(await main(["--budget", "soon"]), 2);
+    assert.equal(await main(["--resume", "/nonexistent/report.json"]), 2);
+  } finally {
+    console.error = original;
+  }
+  assert.match(errors[0]!, /--fast/);
+  assert.match(errors[1]!, /--backends: "cuda" is not one of/);
+  assert.match(errors[2]!, /--budget must be a positive number, got "soon"/);
+  assert.match(errors[3]!, /--resume/);
+});
