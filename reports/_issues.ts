@@ -91,6 +91,8 @@ function describeIssue(issue: Issue): string {
     case "invalid_format": {
       const want = issue.format === "regex" && issue.pattern !== undefined
         ? `a string matching ${issue.pattern}`
+        : issue.format === "datetime"
+        ? 'an ISO 8601 date-time such as "2026-01-15T10:30:00Z"'
         : `a string in ${issue.format} format`;
       return `expected ${want}, got ${describeValue(issue.input)}`;
     }
