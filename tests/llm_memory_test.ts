@@ -121,7 +121,7 @@ Deno.test("fitCheck() names the part that overflows and by how much", () => {
   // weights + KV = 5,555,784,192 B > 5.5e9 by 55,784,192 B
   const kv = fitCheck(m, 5.5e9);
   assert.equal(kv.limitedBy, "kv-cache");
-  assert.match(kv.message, /KV cache for context 4096 × batch 1 \(0\.54 GB\).* by 0\.06 GB/);
+  assert.match(kv.message, /KV cache for context 4096 × batch 1 \(536\.87 MB\).* by 55\.78 MB/);
   const act = fitCheck(m, 5_556_000_000);
   assert.equal(act.limitedBy, "activations");
   const ok = fitCheck(m, 8e9);

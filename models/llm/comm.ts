@@ -50,7 +50,7 @@ function checkLink(link: Interconnect): void {
  * @example
  * ```ts
  * import { sendMs } from "./comm.ts";
- * console.log(sendMs({ kind: "pcie", gbps: 25, latencyUs: 10 }, 16384)); // 0.01065536
+ * console.log(sendMs({ kind: "pcie", gbps: 25, latencyUs: 10 }, 16384).toFixed(5)); // "0.01066"
  * ```
  */
 export function sendMs(link: Interconnect, bytes: number): number {

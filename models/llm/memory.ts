@@ -365,18 +365,21 @@ export function memoryBreakdown(
 }
 
 /**
- * Formats bytes in decimal gigabytes with two decimals, the unit of every message here.
+ * Formats bytes in decimal units with two decimals: GB from 1 GB up, MB from 1 MB, else kB.
  *
  * @param bytes Bytes.
- * @returns e.g. `"5.02 GB"`.
+ * @returns e.g. `"5.02 GB"`, `"536.87 MB"`.
  * @example
  * ```ts
- * import { formatGB } from "./memory.ts";
- * console.log(formatGB(5018913280)); // "5.02 GB"
+ * import { formatBytes } from "./memory.ts";
+ * console.log(formatBytes(5018913280), formatBytes(1238016)); // "5.02 GB" "1.24 MB"
  * ```
  */
-export function formatGB(bytes: number): string {
-  return `${(bytes / 1e9).toFixed(2)} GB`;
+export function formatBytes(bytes: number): string {
+  const abs = Math.abs(bytes);
+  if (abs >= 1e9) return `${(bytes / 1e9).toFixed(2)} GB`;
+  if (abs >= 1e6) return `${(bytes / 1e6).toFixed(2)} MB`;
+  return `${(bytes / 1e3).toFixed(2)} kB`;
 }
 
 /**
@@ -424,15 +427,15 @@ export function fitCheck(breakdown: MemoryBreakdown, deviceBytes: number): FitCh
   }
   const { weightsBytes: w, kvCacheBytes: kv, activationsBytes: act, totalBytes } = breakdown;
   const base = { deviceBytes, totalBytes, headroomBytes: deviceBytes - totalBytes };
-  const dev = formatGB(deviceBytes);
+  const dev = formatBytes(deviceBytes);
   const kvText = `KV cache for context ${breakdown.context} × batch ${breakdown.batch}`;
   if (w > deviceBytes) {
     return {
       ...base,
       fits: false,
       limitedBy: "weights",
-      message: `Does not fit: weights alone (${formatGB(w)}) exceed the device's ${dev} by ${
-        formatGB(w - deviceBytes)
+      message: `Does not fit: weights alone (${formatBytes(w)}) exceed the device's ${dev} by ${
+        formatBytes(w - deviceBytes)
       }`,
     };
   }
@@ -441,8 +444,9 @@ export function fitCheck(breakdown: MemoryBreakdown, deviceBytes: number): FitCh
       ...base,
       fits: false,
       limitedBy: "kv-cache",
-      message: `Does not fit: weights (${formatGB(w)}) + ${kvText} (${formatGB(kv)}) exceed the ` +
-        `device's ${dev} by ${formatGB(w + kv - deviceBytes)}; shorten the context or batch`,
+      message:
+        `Does not fit: weights (${formatBytes(w)}) + ${kvText} (${formatBytes(kv)}) exceed the ` +
+        `device's ${dev} by ${formatBytes(w + kv - deviceBytes)}; shorten the context or batch`,
     };
   }
   if (totalBytes > deviceBytes) {
@@ -450,16 +454,16 @@ export function fitCheck(breakdown: MemoryBreakdown, deviceBytes: number): FitCh
       ...base,
       fits: false,
       limitedBy: "activations",
-      message: `Does not fit: weights + ${kvText} + activations (${formatGB(act)}) exceed the ` +
-        `device's ${dev} by ${formatGB(totalBytes - deviceBytes)}`,
+      message: `Does not fit: weights + ${kvText} + activations (${formatBytes(act)}) exceed the ` +
+        `device's ${dev} by ${formatBytes(totalBytes - deviceBytes)}`,
     };
   }
   return {
     ...base,
     fits: true,
     limitedBy: null,
-    message: `Fits: ${formatGB(totalBytes)} of the device's ${dev} (${
-      formatGB(deviceBytes - totalBytes)
+    message: `Fits: ${formatBytes(totalBytes)} of the device's ${dev} (${
+      formatBytes(deviceBytes - totalBytes)
     } free)`,
   };
 }

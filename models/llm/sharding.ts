@@ -16,7 +16,7 @@ import {
 } from "./estimate.ts";
 import {
   activationBytes,
-  formatGB,
+  formatBytes,
   type KvDtype,
   type MemoryBreakdown,
   memoryBreakdown,
@@ -270,8 +270,8 @@ function explain(
   if (chosen.strategy === "none") {
     const m = chosen.estimate?.memory[0];
     return `Fits on one device: no sharding needed (${chosen.devices[0]} holds ${
-      formatGB(m?.breakdown.totalBytes ?? 0)
-    } of ${formatGB(m?.fit.deviceBytes ?? 0)})`;
+      formatBytes(m?.breakdown.totalBytes ?? 0)
+    } of ${formatBytes(m?.fit.deviceBytes ?? 0)})`;
   }
   if (chosen.strategy === "tensor-parallel") {
     const versus = rival?.estimate
@@ -345,11 +345,11 @@ export function planSharding(
   const have = pool.reduce((a, d) => a + d.memoryBytes, 0);
   if (memory.weightsBytes + memory.kvCacheBytes > have) {
     throw new ShardingError(
-      `Model "${model.name}" at ${quant} needs ${formatGB(memory.totalBytes)} (weights ${
-        formatGB(memory.weightsBytes)
-      } + KV cache ${formatGB(memory.kvCacheBytes)} + activations ${
-        formatGB(memory.activationsBytes)
-      }) but all ${pool.length} device(s) together have ${formatGB(have)}; use a smaller ` +
+      `Model "${model.name}" at ${quant} needs ${formatBytes(memory.totalBytes)} (weights ${
+        formatBytes(memory.weightsBytes)
+      } + KV cache ${formatBytes(memory.kvCacheBytes)} + activations ${
+        formatBytes(memory.activationsBytes)
+      }) but all ${pool.length} device(s) together have ${formatBytes(have)}; use a smaller ` +
         `quantization, context or batch, or more devices`,
       memory.totalBytes,
       have,
@@ -387,8 +387,10 @@ export function planSharding(
       "; ",
     );
     throw new ShardingError(
-      `Model "${model.name}" at ${quant} (${formatGB(memory.totalBytes)}) fits no split of the ` +
-        `${pool.length} device(s) (${formatGB(have)} together): ${why}`,
+      `Model "${model.name}" at ${quant} (${
+        formatBytes(memory.totalBytes)
+      }) fits no split of the ` +
+        `${pool.length} device(s) (${formatBytes(have)} together): ${why}`,
       memory.totalBytes,
       have,
     );
