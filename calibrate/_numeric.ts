@@ -126,7 +126,9 @@ export function robustLeastSquares(
   const jac = new Float64Array(n * k);
   const rTrial = new Float64Array(n);
   const a = new Float64Array(k * k);
+  const damped = new Float64Array(k * k);
   const g = new Float64Array(k);
+  const step = new Float64Array(k);
   const objectiveOf = (res: Float64Array): number => {
     let s = 0;
     for (let i = 0; i < n; i++) s += (weights?.[i] ?? 1) * rho(loss, res[i]!, scale);
@@ -151,14 +153,15 @@ export function robustLeastSquares(
     for (let p = 0; p < k; p++) for (let q = 0; q < p; q++) a[q * k + p] = a[p * k + q]!;
     let improved = false;
     while (lambda < 1e12) {
-      const damped = Float64Array.from(a);
+      damped.set(a);
       for (let p = 0; p < k; p++) damped[p * k + p]! += lambda * Math.max(a[p * k + p]!, 1e-9);
-      const step = solveLinear(damped, g, k);
-      if (step === null) {
+      if (!solveLinearInto(damped, g, k, step)) {
         lambda *= 10;
         continue;
       }
-      const trial = clampInto(x.map((v, p) => v + step[p]!), lower, upper);
+      const trial = new Float64Array(k);
+      for (let p = 0; p < k; p++) trial[p] = x[p]! + step[p]!;
+      clampInto(trial, lower, upper);
       problem.evaluate(trial, rTrial, null);
       const trialObjective = objectiveOf(rTrial);
       if (trialObjective < objective) {
@@ -196,15 +199,20 @@ function clampInto(x: Float64Array, lower: Float64Array, upper: Float64Array): F
  * ```
  */
 export function solveLinear(a: Float64Array, b: Float64Array, k: number): Float64Array | null {
-  const m = Float64Array.from(a);
-  const x = Float64Array.from(b);
+  const x = new Float64Array(k);
+  return solveLinearInto(Float64Array.from(a), b, k, x) ? x : null;
+}
+
+/** {@linkcode solveLinear} into `x`, destroying `m`; false when singular. */
+function solveLinearInto(m: Float64Array, b: Float64Array, k: number, x: Float64Array): boolean {
+  x.set(b);
   for (let c = 0; c < k; c++) {
     let pivot = c;
     for (let r = c + 1; r < k; r++) {
       if (Math.abs(m[r * k + c]!) > Math.abs(m[pivot * k + c]!)) pivot = r;
     }
     const pv = m[pivot * k + c]!;
-    if (!Number.isFinite(pv) || Math.abs(pv) < 1e-300) return null;
+    if (!Number.isFinite(pv) || Math.abs(pv) < 1e-300) return false;
     if (pivot !== c) {
       for (let q = 0; q < k; q++) {
         const t = m[c * k + q]!;
@@ -226,7 +234,7 @@ export function solveLinear(a: Float64Array, b: Float64Array, k: number): Float6
     for (let q = c + 1; q < k; q++) s -= m[c * k + q]! * x[q]!;
     x[c] = s / m[c * k + c]!;
   }
-  return x.every(Number.isFinite) ? x : null;
+  return x.every(Number.isFinite);
 }
 
 /**

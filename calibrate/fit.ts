@@ -110,8 +110,8 @@ const MIN_CV_SIZES = 4;
  * Fits the cost model to one series (several sizes of one op, backend, dtype, variant, residency).
  *
  * Minimises Σ wᵢ ρ(ln t_pred − ln t_meas) over ln t0, ln(1/F), ln(1/B) (so all stay positive) by
- * Levenberg–Marquardt: least squares first, then Huber, then Tukey's biweight, so an outlying size
- * ends up with no influence. Deterministic: fixed starts, no randomness.
+ * Levenberg–Marquardt: Huber (δ = 5 %) from fixed starts, then Tukey's biweight at 4.685 robust
+ * standard deviations, so an outlying size ends up with no influence. Deterministic: fixed starts, no randomness.
  *
  * Identifiability: when the data cannot tell F from B, one rate explains the data and the other is
  * `null`. That happens when flops/bytes is (nearly) the same at every size, as for elementwise ops
