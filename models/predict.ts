@@ -124,7 +124,7 @@ export function predictTime(report: Report, request: PredictRequest): TimePredic
           `measurement to predict from`,
     );
   }
-  return describe(table, s, p, shape, flops, bytes);
+  return describe(table, s, p, flops, bytes);
 }
 
 function tableOf(report: Report, op: string, dtype: Dtype, residency: Residency): OpTable {
@@ -154,7 +154,6 @@ function describe(
   table: OpTable,
   s: BackendSeries,
   p: Prediction,
-  shape: Shape,
   flops: number,
   bytes: number,
 ): TimePrediction {
