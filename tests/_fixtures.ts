@@ -494,7 +494,7 @@ export function syntheticReport(overrides: Partial<Report> = {}): Report {
       },
     },
     fingerprint: "3f9a1c0d5e7b2a64",
-    slug: "mesa-llvmpipe-vulkan-x86-64-2c",
+    slug: "llvmpipe-vulkan-x86_64-3f9a1c0d",
     measurements: measurements(),
     fits: fits(),
     crossovers: allCrossovers,

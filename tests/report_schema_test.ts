@@ -1,11 +1,19 @@
 import assert from "node:assert/strict";
 import config from "../deno.json" with { type: "json" };
+import type {
+  Crossover as FoundCrossover,
+  CrossoverPair as FoundCrossoverPair,
+  Provenance,
+} from "../calibrate/crossover.ts";
 import type { CostFit as FitCostFit } from "../calibrate/fit.ts";
 import type { MeasureResult } from "../calibrate/result.ts";
 import { migrateReport, type Migration, parseReport, ReportError } from "../reports/load.ts";
 import {
   type CostFit,
+  type Crossover,
+  type CrossoverPair,
   type Measurement,
+  type ProvenanceTag,
   type Report,
   reportJsonSchema,
   SCHEMA_VERSION,
@@ -18,6 +26,9 @@ type Exact<A, B> = (<T>() => T extends A ? 1 : 2) extends (<T>() => T extends B 
   : false;
 type Mutual<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 const _costFitIsFitsCostFit: Exact<CostFit, FitCostFit> = true;
+const _crossoverIsFoundCrossover: Exact<Crossover, FoundCrossover> = true;
+const _pairIsFoundPair: Exact<CrossoverPair, FoundCrossoverPair> = true;
+const _tagIsProvenance: Exact<ProvenanceTag, Provenance> = true;
 const _measurementIsMeasureResult: Mutual<
   Measurement,
   MeasureResult & { size: number; seq: number }
