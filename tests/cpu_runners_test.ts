@@ -162,7 +162,7 @@ Deno.test("wasm-mt runner refuses a prepared kernel after dispose", async () => 
       "end-to-end",
     );
     prepared.dispose();
-    await assert.rejects(async () => await prepared.output(), TypeError);
+    await assert.rejects(prepared.output(), TypeError);
   } finally {
     await runner.close();
   }

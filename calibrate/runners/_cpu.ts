@@ -93,3 +93,19 @@ export function inputBytes(inputs: OpInputs): number {
 export function bytesOf(array: HostArray): Uint8Array {
   return new Uint8Array(array.buffer, array.byteOffset, array.byteLength);
 }
+
+/**
+ * Runs `f` now and returns its result as a promise, so a throw becomes a rejection (callers of a
+ * `Prepared` or `Runner` method see one kind of failure on every backend).
+ *
+ * @param f The synchronous work.
+ * @returns A promise of its result.
+ * @example
+ * ```ts
+ * import { settle } from "./_cpu.ts";
+ * console.log(await settle(() => 42)); // 42
+ * ```
+ */
+export function settle<T>(f: () => T): Promise<T> {
+  return new Promise((resolve) => resolve(f()));
+}

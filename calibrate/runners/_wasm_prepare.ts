@@ -7,7 +7,7 @@
  */
 import type { Dtype, OpInputs, OpSpec, Shape, Variant } from "../../kernels/types.ts";
 import { type Prepared, UnsupportedError } from "../runner.ts";
-import { assertCpuDtype, bytesOf, inputBytes, rotationCopies } from "./_cpu.ts";
+import { assertCpuDtype, bytesOf, inputBytes, rotationCopies, settle } from "./_cpu.ts";
 import { align, type WasmArena } from "./_wasm_arena.ts";
 import { compileWat } from "./_wasm_module.ts";
 
@@ -110,19 +110,21 @@ export async function prepareWasm(
   };
   return {
     compileMs,
-    output: () => {
-      live();
-      // Unwritten elements stay NaN, so a kernel that skips work fails verification.
-      out().fill(NaN);
-      runOnce(0);
-      return Promise.resolve(out().slice());
-    },
-    time: (reps) => {
-      live();
-      const begin = performance.now();
-      for (let r = 0; r < reps; r++) runOnce(r % copies);
-      return Promise.resolve({ wallMs: performance.now() - begin });
-    },
+    output: () =>
+      settle(() => {
+        live();
+        // Unwritten elements stay NaN, so a kernel that skips work fails verification.
+        out().fill(NaN);
+        runOnce(0);
+        return out().slice();
+      }),
+    time: (reps) =>
+      settle(() => {
+        live();
+        const begin = performance.now();
+        for (let r = 0; r < reps; r++) runOnce(r % copies);
+        return { wallMs: performance.now() - begin };
+      }),
     dispose: () => {
       if (disposed) return;
       disposed = true;

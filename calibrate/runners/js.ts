@@ -5,7 +5,7 @@
  */
 import type { Dtype, HostArray, OpInputs, OpSpec, Shape, Variant } from "../../kernels/types.ts";
 import { type Prepared, type Runner, UnsupportedError } from "../runner.ts";
-import { assertCpuDtype, inputBytes, rotationCopies } from "./_cpu.ts";
+import { assertCpuDtype, inputBytes, rotationCopies, settle } from "./_cpu.ts";
 
 /**
  * Creates the runner for backend `"js"`. Residency is ignored: a CPU backend is always end-to-end.
@@ -28,9 +28,8 @@ import { assertCpuDtype, inputBytes, rotationCopies } from "./_cpu.ts";
 export function createJsRunner(): Runner {
   return {
     backend: "js",
-    // Through the executor, so UnsupportedError arrives as a rejection like on every backend.
     prepare: (op, shape, dtype, variant, inputs) =>
-      new Promise((resolve) => resolve(prepareJs(op, shape, dtype, variant, inputs))),
+      settle(() => prepareJs(op, shape, dtype, variant, inputs)),
     close: () => Promise.resolve(),
   };
 }
@@ -57,19 +56,21 @@ function prepareJs(
   };
   return {
     compileMs: 0,
-    output: () => {
-      const o = live();
-      // Unwritten elements stay NaN, so a kernel that skips work fails verification.
-      o.fill(NaN);
-      impl.run(copies[0]!, o, shape, variant);
-      return Promise.resolve(o.slice());
-    },
-    time: (reps) => {
-      const o = live();
-      const start = performance.now();
-      for (let r = 0; r < reps; r++) impl.run(copies[r % copies.length]!, o, shape, variant);
-      return Promise.resolve({ wallMs: performance.now() - start });
-    },
+    output: () =>
+      settle(() => {
+        const o = live();
+        // Unwritten elements stay NaN, so a kernel that skips work fails verification.
+        o.fill(NaN);
+        impl.run(copies[0]!, o, shape, variant);
+        return o.slice();
+      }),
+    time: (reps) =>
+      settle(() => {
+        const o = live();
+        const start = performance.now();
+        for (let r = 0; r < reps; r++) impl.run(copies[r % copies.length]!, o, shape, variant);
+        return { wallMs: performance.now() - start };
+      }),
     dispose: () => {
       out = null;
       copies.length = 0;

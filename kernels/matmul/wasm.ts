@@ -65,8 +65,8 @@ function step(p: Params, rows: number, u: number): string {
     out.push(`(local.set $b${v} (v128.load $s offset=${(u * p.nr + v * 4) * 4} (local.get $bp)))`);
   }
   for (const r of range(rows)) {
-    out.push(`(local.set $s (v128.load32_splat $m offset=${u * 4} (local.get $a${r})))`);
-    for (const v of range(vecs)) out.push(madd(p, `$c${r}_${v}`, "$s", `$b${v}`));
+    out.push(`(local.set $av (v128.load32_splat $m offset=${u * 4} (local.get $a${r})))`);
+    for (const v of range(vecs)) out.push(madd(p, `$c${r}_${v}`, "$av", `$b${v}`));
   }
   return out.join("\n");
 }
@@ -122,7 +122,7 @@ function microKernel(p: Params, rows: number, tile: number): string {
     ${range(rows).map((r) => `(local $a${r} i32)`).join(" ")}
     ${accs.map((a) => `(local ${a} v128)`).join(" ")}
     ${range(vecs).map((v) => `(local $b${v} v128)`).join(" ")}
-    (local $s v128) (local $cr i32) (local $j i32) (local $x f32) (local $y i32)
+    (local $av v128) (local $cr i32) (local $j i32) (local $x f32) (local $y i32)
     ${
     range(rows).map((r) =>
       `(local.set $a${r} (i32.add (local.get $a) (i32.mul (local.get $lda) (i32.const ${r}))))`
