@@ -6,6 +6,8 @@
 import { add, fma, mul } from "./elementwise/mod.ts";
 import { gemv } from "./gemv/mod.ts";
 import { matmul } from "./matmul/mod.ts";
+import { dot, sum } from "./reduce/mod.ts";
+import { softmax } from "./softmax/mod.ts";
 import type { OpSpec } from "./types.ts";
 
 /**
@@ -17,7 +19,7 @@ import type { OpSpec } from "./types.ts";
  * console.log(OPS.map((o) => o.name).includes("matmul")); // true
  * ```
  */
-export const OPS: readonly OpSpec[] = [matmul, gemv, add, mul, fma];
+export const OPS: readonly OpSpec[] = [matmul, gemv, add, mul, fma, sum, dot, softmax];
 
 /**
  * Looks an op up by name.
