@@ -13,14 +13,32 @@ export const MAX_REDIRECTS = 3;
 /** Media types a report may be served as: JSON, raw GitHub's text/plain, or plain bytes. */
 const ACCEPTED_TYPES = new Set(["application/json", "text/plain", "application/octet-stream"]);
 
-/** Options of {@linkcode fetchCapped}. */
+/**
+ * Options of {@linkcode fetchCapped}.
+ *
+ * @example
+ * ```ts
+ * import type { FetchCappedOptions } from "./_http.ts";
+ * const o: FetchCappedOptions = { timeoutMs: 10_000, maxBytes: 1 << 20, fetch };
+ * ```
+ */
 export interface FetchCappedOptions {
   readonly timeoutMs: number;
   readonly maxBytes: number;
   readonly fetch: typeof fetch;
 }
 
-/** The URL as text without credentials, safe to put in a message. */
+/**
+ * The URL as text without credentials, safe to put in a message.
+ *
+ * @param url Any URL.
+ * @returns Its href with user name and password removed.
+ * @example
+ * ```ts
+ * import { redactUrl } from "./_http.ts";
+ * console.log(redactUrl(new URL("https://me:secret@host/r.json"))); // "https://host/r.json"
+ * ```
+ */
 export function redactUrl(url: URL): string {
   if (url.username === "" && url.password === "") return url.href;
   const copy = new URL(url.href);
@@ -42,7 +60,17 @@ function acceptable(type: string): boolean {
  * Fetches `url` and returns its body, enforcing the deadline, redirect, content-type and size
  * rules.
  *
+ * @param url An `http:` or `https:` URL.
+ * @param options Deadline, size cap and fetch implementation.
+ * @returns The body's bytes.
  * @throws {ReportError} With kind `timeout`, `not-found`, `http`, `size`, `permission` or `io`.
+ * @example
+ * ```ts ignore
+ * import { fetchCapped } from "./_http.ts";
+ * const bytes = await fetchCapped(new URL("https://example.com/report.json"), {
+ *   timeoutMs: 10_000, maxBytes: 64 << 20, fetch,
+ * });
+ * ```
  */
 export async function fetchCapped(
   url: URL,

@@ -11,7 +11,17 @@ import type { ReportIssue } from "./error.ts";
 
 type Issue = z.core.$ZodIssue;
 
-/** Formats a path as `provenance.durationS`, `measurements[3].wall`, `limits["max size"]`. */
+/**
+ * Formats a path as `provenance.durationS`, `measurements[3].wall`, `limits["max size"]`.
+ *
+ * @param path Keys from the root.
+ * @returns The path as text; `""` for the root.
+ * @example
+ * ```ts
+ * import { formatPath } from "./_issues.ts";
+ * console.log(formatPath(["measurements", 3, "wall"])); // "measurements[3].wall"
+ * ```
+ */
 export function formatPath(path: readonly PropertyKey[]): string {
   let out = "";
   for (const key of path) {
@@ -23,7 +33,17 @@ export function formatPath(path: readonly PropertyKey[]): string {
   return out;
 }
 
-/** Describes a found value briefly, quoting strings and never echoing large values whole. */
+/**
+ * Describes a found value briefly, quoting strings and never echoing large values whole.
+ *
+ * @param value Any value from a parsed document.
+ * @returns E.g. `"x"`, `2.5`, `null`, `an array of 3 items`, `nothing` (missing).
+ * @example
+ * ```ts
+ * import { describeValue } from "./_issues.ts";
+ * console.log(describeValue([1, 2, 3])); // "an array of 3 items"
+ * ```
+ */
 export function describeValue(value: unknown): string {
   if (value === undefined) return "nothing";
   if (value === null || typeof value === "number" || typeof value === "boolean") {
@@ -132,6 +152,13 @@ function describeIssue(issue: Issue): string {
  *
  * @param issues Issues from a `safeParse` run with `reportInput: true`.
  * @returns One report issue per zod issue, in the same order.
+ * @example
+ * ```ts
+ * import { z } from "npm:zod@4.6.7";
+ * import { toReportIssues } from "./_issues.ts";
+ * const r = z.object({ n: z.number() }).safeParse({ n: "x" }, { reportInput: true });
+ * if (!r.success) console.log(toReportIssues(r.error.issues)); // [{ path: "n", message: 'expected a number, got "x"' }]
+ * ```
  */
 export function toReportIssues(issues: readonly Issue[]): ReportIssue[] {
   return issues.map((issue) => ({
@@ -145,7 +172,12 @@ export function toReportIssues(issues: readonly Issue[]): ReportIssue[] {
  *
  * @param issues Report issues, most important first.
  * @param shown How many to spell out.
- * @returns E.g. `"provenance.durationS" expected a number, got "x"; 2 more`.
+ * @returns E.g. `"provenance.durationS" expected a number, got "x"; and 2 more`.
+ * @example
+ * ```ts
+ * import { summariseIssues } from "./_issues.ts";
+ * console.log(summariseIssues([{ path: "slug", message: "expected a string, got 5" }])); // "\"slug\" expected a string, got 5"
+ * ```
  */
 export function summariseIssues(issues: readonly ReportIssue[], shown = 3): string {
   const parts = issues.slice(0, shown).map((i) =>

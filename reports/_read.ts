@@ -6,7 +6,21 @@
  */
 import { ReportError } from "./error.ts";
 
-/** Reads a stream into one buffer, cancelling it as soon as it passes `maxBytes`. */
+/**
+ * Reads a stream into one buffer, cancelling it as soon as it passes `maxBytes`.
+ *
+ * @param stream The bytes.
+ * @param maxBytes The most bytes accepted.
+ * @param label What the stream is, for messages (a quoted path or a URL).
+ * @returns All the bytes.
+ * @throws {ReportError} Kind `size` past `maxBytes`; the stream is then cancelled.
+ * @example
+ * ```ts
+ * import { readCapped } from "./_read.ts";
+ * const bytes = await readCapped(new Blob(["{}"]).stream(), 10, "a blob");
+ * console.log(bytes.length); // 2
+ * ```
+ */
 export async function readCapped(
   stream: ReadableStream<Uint8Array>,
   maxBytes: number,
@@ -41,13 +55,38 @@ export async function readCapped(
   return out;
 }
 
-/** Lowercase hex SHA-256 of `bytes`. */
+/**
+ * Lowercase hex SHA-256 of `bytes`.
+ *
+ * @param bytes The data.
+ * @returns 64 hex digits.
+ * @example
+ * ```ts
+ * import { sha256Hex } from "./_read.ts";
+ * console.log((await sha256Hex(new Uint8Array(0))).slice(0, 8)); // "e3b0c442"
+ * ```
+ */
 export async function sha256Hex(bytes: Uint8Array<ArrayBuffer>): Promise<string> {
   const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
   return Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-/** Reads a local report file, refusing anything that is not a regular file under `maxBytes`. */
+/**
+ * Reads a local report file, refusing anything that is not a regular file under `maxBytes`
+ * before reading it.
+ *
+ * @param path The file.
+ * @param maxBytes The largest accepted size.
+ * @param label How messages name the file.
+ * @returns The file's bytes.
+ * @throws {ReportError} Kind `not-found`, `permission`, `size` or `io`, saying what to do.
+ * @example
+ * ```ts
+ * import { readFileCapped } from "./_read.ts";
+ * const bytes = await readFileCapped("deno.json", 1 << 20, '"deno.json"');
+ * console.log(bytes.length > 0); // true
+ * ```
+ */
 export async function readFileCapped(
   path: string | URL,
   maxBytes: number,
