@@ -5,7 +5,8 @@
  * - `tiled`: the textbook shared-memory tile (workgroup = tile×tile, K in steps of the tile).
  * - `reg`: each invocation computes a `tm`×`tn` block of C in registers; `vec4` reads B as
  *   `vec4` (needs n % 4 == 0), `kt` > 0 stages `kt`-deep slices of A and B through workgroup
- *   memory, 0 reads them straight from storage.
+ *   memory, 0 reads them straight from storage; `avec4` (with `kt` 0) also reads A as `vec4`
+ *   along k (needs k % 4 == 0), one load feeding four k steps.
  *
  * On llvmpipe (a CPU pretending to be a GPU) barriers are costly and registers plentiful: a 4×4
  * block with vec4 loads ran ~8× faster than `naive`, the 16×16 shared tile slower than `naive`.
@@ -26,15 +27,21 @@ interface Params {
   readonly tn: number;
   readonly vec4: boolean;
   readonly kt: number;
+  /** Read A as vec4 along k (needs k % 4 == 0, kt == 0). */
+  readonly avec4: boolean;
   readonly acc: "f32" | "f16";
 }
 
+// The first runs every shape and f32 or f16, so it is a safe default; the rest trade generality
+// (vec4 needs n % 4 == 0, avec4 k % 4 == 0, acc=f16 f16 operands) for speed.
 const VARIANTS: readonly Variant[] = [
+  { algo: "reg", wg: 8, tm: 4, tn: 4, vec4: false, kt: 0 },
   { algo: "reg", wg: 8, tm: 4, tn: 4, vec4: true, kt: 0 },
-  { algo: "reg", wg: 8, tm: 4, tn: 4, vec4: true, kt: 0, acc: "f16" },
   { algo: "reg", wg: 8, tm: 4, tn: 8, vec4: true, kt: 0 },
   { algo: "reg", wg: 8, tm: 8, tn: 4, vec4: true, kt: 0 },
-  { algo: "reg", wg: 8, tm: 4, tn: 4, vec4: false, kt: 0 },
+  { algo: "reg", wg: 8, tm: 4, tn: 4, vec4: true, kt: 0, avec4: true },
+  { algo: "reg", wg: 8, tm: 4, tn: 8, vec4: true, kt: 0, avec4: true },
+  { algo: "reg", wg: 8, tm: 4, tn: 4, vec4: true, kt: 0, acc: "f16" },
   { algo: "reg", wg: 8, tm: 2, tn: 2, vec4: false, kt: 0 },
   { algo: "reg", wg: 16, tm: 4, tn: 4, vec4: true, kt: 0 },
   { algo: "reg", wg: 8, tm: 4, tn: 4, vec4: true, kt: 16 },
@@ -72,10 +79,14 @@ function params(variant: Variant): Params {
     tn: family === "reg" ? int("tn", 4) : 1,
     vec4: family === "reg" && variant.vec4 === true,
     kt: family === "reg" ? int("kt", 0) : 0,
+    avec4: family === "reg" && variant.avec4 === true,
     acc,
   };
   if (p.family === "reg" && ![1, 2, 4, 8].includes(p.tn)) {
     throw new RangeError(`Matmul variant tn is ${p.tn}: use 1, 2, 4 or 8`);
+  }
+  if (p.avec4 && p.kt !== 0) {
+    throw new RangeError(`Matmul avec4 variants need kt=0, got kt=${p.kt}`);
   }
   if (p.vec4 && p.tn % 4 !== 0) {
     throw new RangeError(`Matmul vec4 variants need tn % 4 == 0, got tn=${p.tn}`);
@@ -96,6 +107,7 @@ function dims(shape: Shape): { m: number; k: number; n: number } {
  * ```ts
  * import { matmulWebGpu } from "./webgpu.ts";
  * const v = matmulWebGpu.variants[0]!;
+ * console.log(matmulWebGpu.unsupported!({ m: 33, k: 7, n: 7 }, "f32", v)); // null
  * const p = matmulWebGpu.program({ m: 33, k: 7, n: 64 }, "f32", v);
  * console.log(p.workgroups); // [2, 2, 1]
  * ```
@@ -105,7 +117,7 @@ export const matmulWebGpu: WebGpuImpl = {
   features: { f16: ["shader-f16"] },
   unsupported(shape: Shape, dtype: Dtype, variant: Variant): string | null {
     const p = params(variant);
-    const { n } = dims(shape);
+    const { k, n } = dims(shape);
     if (dtype !== "f32" && dtype !== "f16") {
       return `WebGPU matmul has no ${dtype} kernel: use f32 or f16`;
     }
@@ -113,6 +125,7 @@ export const matmulWebGpu: WebGpuImpl = {
       return `acc=f16 accumulates f16 operands only, got ${dtype}`;
     }
     if (p.vec4 && n % 4 !== 0) return `vec4 loads of B need n % 4 == 0, got n=${n}`;
+    if (p.avec4 && k % 4 !== 0) return `vec4 loads of A need k % 4 == 0, got k=${k}`;
     return null;
   },
   program(shape: Shape, dtype: Dtype, variant: Variant): WgslProgram {
@@ -124,7 +137,7 @@ export const matmulWebGpu: WebGpuImpl = {
     const gy = Math.ceil(m / rows);
     const accType = dtype === "f16" ? p.acc : "f32";
     const key =
-      `matmul|${dtype}|${p.family}|wg=${p.wg}|tm=${p.tm}|tn=${p.tn}|vec4=${p.vec4}|kt=${p.kt}|acc=${accType}`;
+      `matmul|${dtype}|${p.family}|wg=${p.wg}|tm=${p.tm}|tn=${p.tn}|vec4=${p.vec4}|kt=${p.kt}|avec4=${p.avec4}|acc=${accType}`;
     const code = p.family === "naive"
       ? naive(dtype, accType, p.wg)
       : p.family === "tiled"
@@ -134,11 +147,11 @@ export const matmulWebGpu: WebGpuImpl = {
   },
 };
 
-function header(dtype: Dtype, vec4B: boolean): string {
+function header(dtype: Dtype, vec4B: boolean, vec4A = false): string {
   const t = dtype === "f16" ? "f16" : "f32";
   return `${dtype === "f16" ? "enable f16;\n" : ""}
 struct Dims { m: u32, k: u32, n: u32, pad: u32 }
-@group(0) @binding(0) var<storage, read> a: array<${t}>;
+@group(0) @binding(0) var<storage, read> a: array<${vec4A ? `vec4<${t}>` : t}>;
 @group(0) @binding(1) var<storage, read> b: array<${vec4B ? `vec4<${t}>` : t}>;
 @group(0) @binding(2) var<storage, read_write> c: array<${t}>;
 @group(0) @binding(3) var<uniform> dims: Dims;
@@ -232,6 +245,30 @@ function registerBlocked(dtype: Dtype, acc: string, p: Params): string {
     `  let row0 = gid.y * ${tm}u;`,
     ...accs,
   ];
+
+  if (kt === 0 && p.avec4) {
+    // A as vec4 along k: one load feeds four k steps of every row.
+    const steps = range(4).flatMap((s) => [
+      ...range(lanes).map((q) => `    let b${s}_${q} = ${bRead(`(p4 * 4u + ${s}u)`, q)};`),
+      ...range(tm).flatMap((i) =>
+        range(lanes).map((q) => `    acc${i}_${q} += ${acc}(a${i}[${s}]) * b${s}_${q};`)
+      ),
+    ]);
+    return `${header(dtype, vec4, true)}
+@compute @workgroup_size(${wg}, ${wg})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+${common.join("\n")}
+  if (row0 >= dims.m || col0 >= dims.n) { return; }
+${rowsClamped.join("\n")}
+  let k4 = dims.k / 4u;
+  for (var p4 = 0u; p4 < k4; p4++) {
+${range(tm).map((i) => `    let a${i} = a[r${i} * k4 + p4];`).join("\n")}
+${steps.join("\n")}
+  }
+${writes.join("\n")}
+}
+`;
+  }
 
   if (kt === 0) {
     return `${header(dtype, vec4)}
