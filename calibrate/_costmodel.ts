@@ -12,17 +12,40 @@ import { median } from "./stats.ts";
 import { type Loss, robustLeastSquares } from "./_numeric.ts";
 
 /**
- * Exponent of the p-norm smooth maximum (fixed: {@linkcode smoothMax} computes it with squares). With p = 4 the model overshoots the hard maximum by at
- * most 2^(1/4) − 1 ≈ 19 % where both terms are equal and by < 1 % once one term is 3× the other:
+ * Exponent of the p-norm smooth maximum (fixed: {@linkcode smoothMax} computes it with squares).
+ * With p = 4 the model overshoots the hard maximum by at most 2^(1/4) − 1 ≈ 19 % where both terms
+ * are equal and by < 1 % once one term is 3× the other:
  * a smooth ridge, as cache and overlap effects make real machines, while staying close to the
  * roofline elsewhere. Log-sum-exp was rejected because its overshoot depends on the time unit.
+ *
+ * @example
+ * ```ts
+ * import { SMOOTHMAX_P } from "./_costmodel.ts";
+ * console.log(SMOOTHMAX_P); // 4
+ * ```
  */
 export const SMOOTHMAX_P = 4;
 
-/** Which rate terms a model has. */
+/**
+ * Which rate terms a model has.
+ *
+ * @example
+ * ```ts
+ * import type { ModelKind } from "./_costmodel.ts";
+ * const k: ModelKind = "both";
+ * ```
+ */
 export type ModelKind = "compute" | "memory" | "both";
 
-/** A fitted model in log parameters; a term absent from `kind` has its log set to -Infinity. */
+/**
+ * A fitted model in log parameters; a term absent from `kind` has its log set to -Infinity.
+ *
+ * @example
+ * ```ts
+ * import type { ModelParams } from "./_costmodel.ts";
+ * const p: ModelParams = { kind: "memory", lnT0: Math.log(0.01), lnCf: -Infinity, lnCb: Math.log(1e-7) };
+ * ```
+ */
 export interface ModelParams {
   readonly kind: ModelKind;
   /** ln of the fixed overhead, ms. */
@@ -33,7 +56,15 @@ export interface ModelParams {
   readonly lnCb: number;
 }
 
-/** One size of a series: its work and its median time. */
+/**
+ * One size of a series: its work and its median time.
+ *
+ * @example
+ * ```ts
+ * import type { WorkPoint } from "./_costmodel.ts";
+ * const p: WorkPoint = { flops: 1e6, bytes: 12e6, ms: 1.3 };
+ * ```
+ */
 export interface WorkPoint {
   readonly flops: number;
   readonly bytes: number;
@@ -41,7 +72,15 @@ export interface WorkPoint {
   readonly weight?: number;
 }
 
-/** Result of fitting one structure. */
+/**
+ * Result of fitting one structure.
+ *
+ * @example
+ * ```ts
+ * import type { KindFit } from "./_costmodel.ts";
+ * function t0Ms(f: KindFit) { return Math.exp(f.params.lnT0); }
+ * ```
+ */
 export interface KindFit {
   readonly params: ModelParams;
   /** Robust scale of the log residuals (≥ {@linkcode SIGMA_FLOOR}). */
@@ -54,13 +93,37 @@ export interface KindFit {
  */
 const START_HUBER_DELTA = 0.05;
 
-/** Smallest robust scale of log residuals: timing noise below 1 % is not believed. */
+/**
+ * Smallest robust scale of log residuals: timing noise below 1 % is not believed.
+ *
+ * @example
+ * ```ts
+ * import { SIGMA_FLOOR } from "./_costmodel.ts";
+ * console.log(SIGMA_FLOOR); // 0.01
+ * ```
+ */
 export const SIGMA_FLOOR = 0.01;
 
-/** Flops per byte above which a constant-intensity series is called compute-bound. */
+/**
+ * Flops per byte above which a constant-intensity series is called compute-bound.
+ *
+ * @example
+ * ```ts
+ * import { RIDGE_FLOP_PER_BYTE } from "./_costmodel.ts";
+ * console.log(1 / 12 < RIDGE_FLOP_PER_BYTE); // true: an f32 add is memory-bound
+ * ```
+ */
 export const RIDGE_FLOP_PER_BYTE = 4;
 
-/** Below this spread of flops/bytes across the points, F and B cannot be told apart. */
+/**
+ * Below this spread of flops/bytes across the points, F and B cannot be told apart.
+ *
+ * @example
+ * ```ts
+ * import { MIN_INTENSITY_SPREAD } from "./_costmodel.ts";
+ * console.log(MIN_INTENSITY_SPREAD); // 2
+ * ```
+ */
 export const MIN_INTENSITY_SPREAD = 2;
 
 const LN_T0_BOUNDS: [number, number] = [Math.log(1e-7), Math.log(1e7)];
@@ -136,7 +199,16 @@ function fromVector(kind: ModelKind, x: Float64Array): ModelParams {
   return { kind, lnT0, lnCf: x[1]!, lnCb: x[2]! };
 }
 
-/** Log residuals ln(predicted / measured) of a model on points. */
+/**
+ * Log residuals ln(predicted / measured) of a model on points.
+ *
+ * @example
+ * ```ts
+ * import { logResiduals } from "./_costmodel.ts";
+ * const p = { kind: "compute", lnT0: Math.log(1), lnCf: Math.log(1), lnCb: -Infinity } as const;
+ * console.log(logResiduals(p, [{ flops: 1, bytes: 1, ms: 2 }])); // [0]
+ * ```
+ */
 export function logResiduals(params: ModelParams, points: readonly WorkPoint[]): number[] {
   return points.map((p) => Math.log(modelMs(params, p.flops, p.bytes) / p.ms));
 }

@@ -69,6 +69,12 @@ export function irlsWeight(loss: Loss, r: number, scale: number): number {
 /**
  * A least-squares problem: `evaluate` fills the residuals `r` (length `n`) and, when `jac` is
  * given, the Jacobian row-major (`n × k`).
+ *
+ * @example
+ * ```ts
+ * import type { LeastSquaresProblem } from "./_numeric.ts";
+ * const p: LeastSquaresProblem = { n: 1, k: 1, evaluate: (x, r) => { r[0] = x[0]! - 1; } };
+ * ```
  */
 export interface LeastSquaresProblem {
   /** Number of residuals. */
@@ -79,7 +85,15 @@ export interface LeastSquaresProblem {
   evaluate(x: Float64Array, r: Float64Array, jac: Float64Array | null): void;
 }
 
-/** How {@linkcode robustLeastSquares} runs. */
+/**
+ * How {@linkcode robustLeastSquares} runs.
+ *
+ * @example
+ * ```ts
+ * import type { RobustOptions } from "./_numeric.ts";
+ * const o: RobustOptions = { loss: "huber", scale: 0.05, lower: Float64Array.of(-9), upper: Float64Array.of(9) };
+ * ```
+ */
 export interface RobustOptions {
   /** The loss. */
   readonly loss: Loss;

@@ -155,7 +155,15 @@ export interface CrossoverInput {
   readonly seed?: number;
 }
 
-/** A fit is trusted for a headline when its cross-validated error (or in-sample error) is at most this. */
+/**
+ * A fit is trusted for a headline when its cross-validated error (or in-sample error) is at most this.
+ *
+ * @example
+ * ```ts
+ * import { GOOD_FIT_ERROR } from "./crossover.ts";
+ * console.log(GOOD_FIT_ERROR); // 0.15
+ * ```
+ */
 export const GOOD_FIT_ERROR = 0.15;
 
 /** Fewest bootstrap replicates that must find the crossover for an interval to be reported (fraction). */
