@@ -212,7 +212,8 @@ export function nextRefinementSizes(
   for (const residency of RESIDENCIES) {
     const curves = curvesFor(measurements, fits, op, dtype, residency);
     if (curves.length < 2) continue;
-    const found = findCrossovers(crossoverInput(op, dtype, residency, curves))
+    // Only the sizes matter here: no bootstrap interval.
+    const found = findCrossovers({ ...crossoverInput(op, dtype, residency, curves), bootstrap: 0 })
       .filter((c) => residency === "end-to-end" || c.pair === "cpu→webgpu");
     for (const c of found) {
       const pairCurves = curves.filter((k) => k.backend === c.from || k.backend === c.to);

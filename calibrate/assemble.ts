@@ -4,6 +4,7 @@
  *
  * @module
  */
+import config from "../deno.json" with { type: "json" };
 import type { OpSpec } from "../kernels/types.ts";
 import { type Report, SCHEMA_VERSION, type SystemFigures } from "../reports/schema.ts";
 import type { Measurement } from "../reports/schema.ts";
@@ -11,8 +12,8 @@ import { allCrossovers, fitAll, peakRates, thresholdTable, tuningTable } from ".
 import type { GpuInfo } from "./device.ts";
 import type { MachineInfo } from "./machine.ts";
 
-/** gpucal's version, written into every report. */
-export const GPUCAL_VERSION = "0.1.0";
+/** gpucal's version, written into every report: `deno.json`'s, so there is one source. */
+export const GPUCAL_VERSION: string = config.version;
 
 /**
  * What a run knows about itself.

@@ -1,0 +1,256 @@
+/**
+ * `deno task bench`: every op × backend × dtype at three sizes (best variant of each backend,
+ * verified before timing), the WebGPU system figures, and TF.js on the same adapter in the same
+ * run when `--peers` is given. Speed goals live here, never in tests.
+ *
+ * @module
+ */
+import { listFlag, parseFlags, UsageError } from "../calibrate/_cli_args.ts";
+import { openGpu } from "../calibrate/device.ts";
+import { measureMany, type RunnerSource } from "../calibrate/measure.ts";
+import type { MeasureOk, MeasureResult } from "../calibrate/result.ts";
+import type { Runner } from "../calibrate/runner.ts";
+import { openRunner } from "../calibrate/runners/mod.ts";
+import { createWebGpuRunner } from "../calibrate/runners/webgpu.ts";
+import { formatFigure, textTable } from "../calibrate/summary.ts";
+import { measureSystem } from "../calibrate/system.ts";
+import { OPS } from "../kernels/catalog.ts";
+import {
+  type Backend,
+  BACKENDS,
+  type Dtype,
+  DTYPES,
+  formatShape,
+  type OpSpec,
+  type Residency,
+  variantId,
+} from "../kernels/types.ts";
+
+const HELP = `Usage: deno task bench [options]
+
+Measures every op on every backend and dtype at three sizes (best variant per backend), plus
+WebGPU dispatch, transfer and compile figures. Rates are comparable within one run only.
+
+Options:
+  --ops LIST        Ops (default: all): ${OPS.map((o) => o.name).join(",")}
+  --backends LIST   Backends (default: all): ${BACKENDS.join(",")}
+  --dtypes LIST     Dtypes (default: all): ${DTYPES.join(",")}
+  --json            Print results as JSON on stdout
+  -h, --help        Show this help`;
+
+/** The three sizes each op is benchmarked at, in its axis units. */
+const BENCH_SIZES: Readonly<Record<string, readonly number[]>> = {
+  matmul: [256, 512, 1024],
+  gemv: [1024, 2048, 4096],
+  add: [1 << 16, 1 << 20, 1 << 24],
+  mul: [1 << 16, 1 << 20, 1 << 24],
+  fma: [1 << 16, 1 << 20, 1 << 24],
+  sum: [1 << 16, 1 << 20, 1 << 24],
+  dot: [1 << 16, 1 << 20, 1 << 24],
+};
+
+/** A case predicted to take longer than this per run is skipped (scalar JS matmul at 1024). */
+const MAX_RUN_MS = 1500;
+const STOPPING = { budgetMs: 1500, minSamples: 5 };
+const SEARCH_STOPPING = { budgetMs: 300, minSamples: 3, targetRelCi: 0.05 };
+
+function sizesOf(op: OpSpec): readonly number[] {
+  const fixed = BENCH_SIZES[op.name];
+  if (fixed) return fixed;
+  const hi = Math.min(op.axis.max, 1 << 20);
+  return [Math.max(op.axis.min, Math.round(hi / 256)), Math.round(hi / 16), hi];
+}
+
+function implOf(op: OpSpec, backend: Backend) {
+  return backend === "js" ? op.impls.js : backend === "webgpu" ? op.impls.webgpu : op.impls.wasm;
+}
+
+function rate(op: OpSpec, m: MeasureOk): string {
+  return op.complexity === "matrix" && op.name === "matmul"
+    ? `${m.gflops.toFixed(2)} GFLOP/s`
+    : `${m.gbps.toFixed(2)} GB/s`;
+}
+
+interface Row {
+  op: string;
+  dtype: Dtype;
+  shape: string;
+  backend: Backend;
+  residency: Residency;
+  result: MeasureResult | { state: "skipped"; reason: string };
+}
+
+async function main(args: string[]): Promise<number> {
+  let ops: OpSpec[], backends: Backend[], dtypes: Dtype[], json: boolean;
+  try {
+    const { values } = parseFlags(args, {
+      ops: { type: "string" },
+      backends: { type: "string" },
+      dtypes: { type: "string" },
+      json: { type: "boolean" },
+      help: { type: "boolean", short: "h" },
+    });
+    if (values.help) {
+      console.log(HELP);
+      return 0;
+    }
+    const opNames = listFlag("--ops", values.ops, OPS.map((o) => o.name));
+    ops = OPS.filter((o) => !opNames || opNames.includes(o.name));
+    backends = listFlag("--backends", values.backends, BACKENDS) ?? [...BACKENDS];
+    dtypes = listFlag("--dtypes", values.dtypes, DTYPES) ?? [...DTYPES];
+    json = values.json ?? false;
+  } catch (e) {
+    if (e instanceof UsageError) {
+      console.error(`error: ${e.message}`);
+      return 2;
+    }
+    throw e;
+  }
+
+  const gpu = backends.includes("webgpu") ? await openGpu() : null;
+  const runners = new Map<Backend, Promise<Runner | string>>();
+  const source: RunnerSource = (b) => {
+    let r = runners.get(b);
+    if (!r) {
+      r = b === "webgpu"
+        ? Promise.resolve(gpu ? createWebGpuRunner(gpu) : "No WebGPU adapter on this machine")
+        : openRunner(b);
+      runners.set(b, r);
+    }
+    return r;
+  };
+  const log = (s: string) => json || console.error(s);
+  const rows: Row[] = [];
+  try {
+    if (gpu) {
+      log(`adapter: ${gpu.info.description} via ${gpu.info.backend}`);
+      const sys = await measureSystem(gpu);
+      const lines = [
+        `sync round trip  ${formatFigure(sys.dispatchRoundTripMs)}`,
+        `per dispatch     ${formatFigure(sys.perDispatchUs)}`,
+        `upload           ${formatFigure(sys.uploadGBps)}`,
+        `readback         ${formatFigure(sys.readbackGBps)}`,
+        `device copy      ${formatFigure(sys.copyGBps)}`,
+        `compile          ${formatFigure(sys.compileMs)}`,
+      ];
+      if (json) console.log(JSON.stringify({ kind: "system", ...sys }));
+      else console.log(["WebGPU system figures:", ...lines.map((l) => `  ${l}`), ""].join("\n"));
+    }
+    for (const op of ops) {
+      for (const dtype of op.dtypes.filter((d) => dtypes.includes(d))) {
+        const lastMs = new Map<string, { work: number; ms: number }>();
+        for (const size of sizesOf(op)) {
+          const shape = op.axis.shape(size);
+          const work = Math.max(op.flops(shape), op.bytes(shape, dtype));
+          for (const backend of backends) {
+            const impl = implOf(op, backend);
+            if (!impl) continue;
+            const residencies: Residency[] = backend === "webgpu"
+              ? ["device-resident", "end-to-end"]
+              : ["end-to-end"];
+            for (const residency of residencies) {
+              const key = `${backend}|${residency}`;
+              const last = lastMs.get(key);
+              const row = { op: op.name, dtype, shape: formatShape(op, shape), backend, residency };
+              if (last && last.ms * work / last.work > MAX_RUN_MS) {
+                rows.push({
+                  ...row,
+                  result: {
+                    state: "skipped",
+                    reason: `~${(last.ms * work / last.work / 1000).toFixed(1)} s per run`,
+                  },
+                });
+                continue;
+              }
+              // Rank every variant coarsely, then measure the best one properly.
+              const search = impl.variants.length > 1
+                ? await measureMany(
+                  impl.variants.map((v) => ({
+                    op: op.name,
+                    shape,
+                    dtype,
+                    backend,
+                    variant: v,
+                    residency,
+                  })),
+                  { runners: source, stopping: SEARCH_STOPPING },
+                )
+                : [];
+              const ranked = search.filter((r): r is MeasureOk => r.state === "ok")
+                .sort((a, b) => a.wall.median - b.wall.median);
+              const best = ranked[0]?.variant ??
+                (search.length > 0 ? undefined : variantId(impl.variants[0] ?? {}));
+              const result = best === undefined ? search[0]! : (await measureMany([{
+                op: op.name,
+                shape,
+                dtype,
+                backend,
+                variant: best,
+                residency,
+              }], {
+                runners: source,
+                stopping: STOPPING,
+              }))[0]!;
+              if (result.state === "ok") lastMs.set(key, { work, ms: result.wall.median });
+              rows.push({ ...row, result });
+              const r = result;
+              log(
+                `${op.name} ${dtype} ${row.shape} ${backend} ${residency}: ${
+                  r.state === "ok"
+                    ? `${rate(op, r)}  (${r.variant}, ${r.wall.median.toPrecision(3)} ms ±${
+                      (r.wall.relCi * 100).toFixed(1)
+                    } %)`
+                    : r.state === "failed"
+                    ? `FAILED ${r.error}`
+                    : `unsupported: ${r.reason}`
+                }`,
+              );
+            }
+          }
+        }
+      }
+    }
+  } finally {
+    for (const r of runners.values()) {
+      const runner = await r;
+      if (typeof runner !== "string") await runner.close();
+    }
+    gpu?.device.destroy();
+  }
+  if (json) {
+    console.log(JSON.stringify({ kind: "results", rows }));
+  } else {
+    console.log(textTable(
+      ["op", "dtype", "shape", "backend", "residency", "rate", "median ms", "±CI", "variant"],
+      rows.map(({ op, dtype, shape, backend, residency, result: r }) => {
+        const spec = OPS.find((o) => o.name === op)!;
+        return r.state === "ok"
+          ? [
+            op,
+            dtype,
+            shape,
+            backend,
+            residency,
+            rate(spec, r),
+            r.wall.median.toPrecision(3),
+            `${(r.wall.relCi * 100).toFixed(1)} %`,
+            r.variant,
+          ]
+          : [
+            op,
+            dtype,
+            shape,
+            backend,
+            residency,
+            r.state,
+            "",
+            "",
+            r.state === "failed" ? r.error.slice(0, 60) : r.reason.slice(0, 60),
+          ];
+      }),
+    ));
+  }
+  return 0;
+}
+
+if (import.meta.main) Deno.exit(await main(Deno.args));
