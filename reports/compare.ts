@@ -1,0 +1,433 @@
+/**
+ * Noise-aware comparison of two calibration reports of the same machine: which crossovers,
+ * effective rates and system figures moved, by how much, and whether the move is beyond noise.
+ * A crossover moving in either direction is a regression (other programs decide with it); a rate
+ * falling or a time rising is a regression, the opposite an improvement.
+ *
+ * @example
+ * ```ts ignore
+ * import { compareReports } from "./compare.ts";
+ * import { loadReport } from "./load.ts";
+ * const result = compareReports(await loadReport("a.json"), await loadReport("b.json"));
+ * console.log(result.regressed);
+ * ```
+ *
+ * @module
+ */
+import type { CostFit, Crossover, Figure, Report } from "./schema.ts";
+
+/** Default relative tolerance: a figure must move more than 10 % to count. */
+export const DEFAULT_TOLERANCE = 0.10;
+
+/** z for a two-sided 95 % interval, to turn a fit's log-space residual into an interval. */
+const Z95 = 1.96;
+
+/**
+ * A 95 % interval `[low, high]`.
+ *
+ * @example
+ * ```ts
+ * import type { Interval } from "./compare.ts";
+ * const ci: Interval = [90, 110];
+ * ```
+ */
+export type Interval = readonly [number, number];
+
+/**
+ * One compared figure.
+ *
+ * @example
+ * ```ts
+ * import type { ComparisonRow } from "./compare.ts";
+ * function moved(r: ComparisonRow) { return r.beyondNoise; }
+ * ```
+ */
+export interface ComparisonRow {
+  /** A crossover threshold, a fitted effective rate, or a machine-wide figure. */
+  readonly kind: "crossover" | "rate" | "system";
+  /** What the figure is, e.g. `"matmul f32 cpu→webgpu end-to-end"`. */
+  readonly key: string;
+  /** Unit of `baseline` and `current`. */
+  readonly unit: string;
+  /** The baseline value, or null when the baseline has none. */
+  readonly baseline: number | null;
+  /** The current value, or null when the current report has none. */
+  readonly current: number | null;
+  /** The baseline's 95 % interval, when known. */
+  readonly baselineCi: Interval | null;
+  /** The current report's 95 % interval, when known. */
+  readonly currentCi: Interval | null;
+  /** `current / baseline - 1`, or null when either value is missing or the baseline is 0. */
+  readonly change: number | null;
+  /** The move exceeds the tolerance and the intervals (when known) do not overlap. */
+  readonly beyondNoise: boolean;
+  /** Beyond noise and in the bad direction (for crossovers: either direction). */
+  readonly regressed: boolean;
+  /** How the verdict was reached, in words. */
+  readonly note: string;
+}
+
+/**
+ * The outcome of {@linkcode compareReports}.
+ *
+ * @example
+ * ```ts
+ * import type { Comparison } from "./compare.ts";
+ * function exitCode(c: Comparison) { return !c.comparable ? 2 : c.regressed ? 1 : 0; }
+ * ```
+ */
+export interface Comparison {
+  /** Every compared figure, crossovers first, then rates, then system figures. */
+  readonly rows: readonly ComparisonRow[];
+  /** Whether any row regressed. */
+  readonly regressed: boolean;
+  /** False when the reports must not be compared (different schema or machine); rows is empty. */
+  readonly comparable: boolean;
+  /** Why the reports are not comparable, or caveats about a comparison that was made. */
+  readonly reasons: readonly string[];
+  /** The relative tolerance used. */
+  readonly tolerance: number;
+}
+
+/**
+ * Options of {@linkcode compareReports}.
+ *
+ * @example
+ * ```ts
+ * import type { CompareOptions } from "./compare.ts";
+ * const o: CompareOptions = { tolerance: 0.2, allowDifferentMachine: true };
+ * ```
+ */
+export interface CompareOptions {
+  /** Relative change a figure must exceed to count as moved; {@linkcode DEFAULT_TOLERANCE}. */
+  readonly tolerance?: number;
+  /** Compare reports of different machines (fingerprints) instead of refusing. */
+  readonly allowDifferentMachine?: boolean;
+}
+
+type Better = "higher" | "lower" | "unchanged";
+
+interface Sample {
+  readonly value: number | null;
+  readonly ci: Interval | null;
+  /** Why the value is missing, when it is. */
+  readonly reason?: string;
+}
+
+const NO_CI_NOTE = "no 95 % interval on both sides: judged on the tolerance alone";
+
+function overlaps(a: Interval, b: Interval): boolean {
+  return a[0] <= b[1] && b[0] <= a[1];
+}
+
+function percent(x: number): string {
+  return `${x >= 0 ? "+" : ""}${(x * 100).toFixed(1)} %`;
+}
+
+/** The verdict on one pair of values; `better: "unchanged"` means any move is a regression. */
+function judge(
+  kind: ComparisonRow["kind"],
+  key: string,
+  unit: string,
+  base: Sample,
+  cur: Sample,
+  better: Better,
+  tolerance: number,
+): ComparisonRow {
+  const common = { kind, key, unit, baseline: base.value, current: cur.value };
+  const cis = { baselineCi: base.ci, currentCi: cur.ci };
+  if (base.value === null || cur.value === null) {
+    if (base.value === null && cur.value === null) {
+      return {
+        ...common,
+        ...cis,
+        change: null,
+        beyondNoise: false,
+        regressed: false,
+        note: `not obtained in either report (${cur.reason ?? base.reason ?? "no value"})`,
+      };
+    }
+    // A threshold appearing or vanishing changes decisions as much as one moving.
+    const threshold = better === "unchanged";
+    const note = base.value === null
+      ? `appeared (baseline: ${base.reason ?? "no value"})`
+      : `disappeared (current: ${cur.reason ?? "no value"})`;
+    return {
+      ...common,
+      ...cis,
+      change: null,
+      beyondNoise: threshold,
+      regressed: threshold,
+      note: threshold ? `threshold ${note}` : note,
+    };
+  }
+  const change = base.value === 0 ? null : cur.value / base.value - 1;
+  const overTolerance = change === null ? cur.value !== 0 : Math.abs(change) > tolerance;
+  let separated: boolean;
+  let how: string;
+  if (base.ci !== null && cur.ci !== null) {
+    separated = !overlaps(base.ci, cur.ci);
+    how = separated ? "95 % intervals do not overlap" : "95 % intervals overlap";
+  } else if (base.ci !== null || cur.ci !== null) {
+    const ci = (base.ci ?? cur.ci)!;
+    const other = base.ci === null ? base.value : cur.value;
+    separated = other < ci[0] || other > ci[1];
+    how = separated
+      ? "the other value lies outside the one 95 % interval"
+      : "the other value lies inside the one 95 % interval";
+  } else {
+    separated = true;
+    how = NO_CI_NOTE;
+  }
+  const beyondNoise = overTolerance && separated;
+  const moved = change === null ? "changed from 0" : percent(change);
+  if (!beyondNoise) {
+    const why = !overTolerance ? `within the ${percent(tolerance).slice(1)} tolerance` : how;
+    return { ...common, ...cis, change, beyondNoise, regressed: false, note: `${moved}: ${why}` };
+  }
+  const up = cur.value > base.value;
+  const regressed = better === "unchanged" || (better === "higher" ? !up : up);
+  const verdict = better === "unchanged"
+    ? `threshold moved ${up ? "up" : "down"}`
+    : regressed
+    ? "regression"
+    : "improvement";
+  return {
+    ...common,
+    ...cis,
+    change,
+    beyondNoise,
+    regressed,
+    note: `${moved}: ${verdict} (${how})`,
+  };
+}
+
+/** A row for a figure only one report has: coverage, not a regression. */
+function onlyIn(
+  kind: ComparisonRow["kind"],
+  key: string,
+  unit: string,
+  side: "baseline" | "current",
+  sample: Sample,
+): ComparisonRow {
+  return {
+    kind,
+    key,
+    unit,
+    baseline: side === "baseline" ? sample.value : null,
+    current: side === "current" ? sample.value : null,
+    baselineCi: side === "baseline" ? sample.ci : null,
+    currentCi: side === "current" ? sample.ci : null,
+    change: null,
+    beyondNoise: false,
+    regressed: false,
+    note: `not measured in the ${side === "baseline" ? "current report" : "baseline"}`,
+  };
+}
+
+/** Pairs entries of two lists by key and judges each pair; keys keep the baseline's order. */
+function pairUp<T>(
+  kind: ComparisonRow["kind"],
+  baseline: ReadonlyMap<string, T>,
+  current: ReadonlyMap<string, T>,
+  describe: (item: T) => { unit: string; sample: Sample; better: Better },
+  tolerance: number,
+): ComparisonRow[] {
+  const keys = [...baseline.keys(), ...[...current.keys()].filter((k) => !baseline.has(k))];
+  return keys.map((key) => {
+    const b = baseline.get(key);
+    const c = current.get(key);
+    if (b === undefined) {
+      const d = describe(c!);
+      return onlyIn(kind, key, d.unit, "current", d.sample);
+    }
+    const db = describe(b);
+    if (c === undefined) return onlyIn(kind, key, db.unit, "baseline", db.sample);
+    const dc = describe(c);
+    return judge(kind, key, db.unit, db.sample, dc.sample, db.better, tolerance);
+  });
+}
+
+function crossoverMap(report: Report): Map<string, Crossover> {
+  const map = new Map<string, Crossover>();
+  for (const c of report.crossovers) {
+    const key = `${c.op} ${c.dtype} ${c.pair} ${c.residency}`;
+    if (!map.has(key)) map.set(key, c);
+  }
+  return map;
+}
+
+interface Rate {
+  readonly value: number;
+  readonly unit: string;
+  readonly variant: string;
+  readonly ci: Interval;
+}
+
+/**
+ * The best variant's rate per op, dtype, backend, residency and resource. A fit reports no
+ * interval for its rates, so one is derived from its residuals: the larger of the RMS log error
+ * and the cross-validated MAPE, taken as one standard error in log space.
+ */
+function rateMap(report: Report): Map<string, Rate> {
+  const map = new Map<string, Rate>();
+  const add = (f: CostFit, resource: "compute" | "memory", value: number | null, unit: string) => {
+    if (value === null) return;
+    const key = `${f.op} ${f.dtype} ${f.backend} ${f.residency} ${resource}`;
+    const prior = map.get(key);
+    if (prior !== undefined && prior.value >= value) return;
+    const spread = Math.exp(Z95 * Math.max(f.rmsLogError, f.cvMape ?? 0));
+    map.set(key, { value, unit, variant: f.variant, ci: [value / spread, value * spread] });
+  };
+  for (const f of report.fits) {
+    add(f, "compute", f.gflops, "GFLOP/s");
+    add(f, "memory", f.gbps, "GB/s");
+  }
+  return map;
+}
+
+interface SystemFigure {
+  readonly figure: Figure;
+  readonly better: Better;
+}
+
+function systemMap(report: Report): Map<string, SystemFigure> {
+  const s = report.system;
+  const map = new Map<string, SystemFigure>([
+    ["dispatch round trip", { figure: s.dispatchRoundTripMs, better: "lower" }],
+    ["per dispatch", { figure: s.perDispatchUs, better: "lower" }],
+    ["upload", { figure: s.uploadGBps, better: "higher" }],
+    ["readback", { figure: s.readbackGBps, better: "higher" }],
+    ["device copy", { figure: s.copyGBps, better: "higher" }],
+    ["pipeline compile", { figure: s.compileMs, better: "lower" }],
+  ]);
+  for (const [dtype, figure] of Object.entries(s.peakGflops)) {
+    if (figure !== undefined) map.set(`peak compute ${dtype}`, { figure, better: "higher" });
+  }
+  for (const [backend, figure] of Object.entries(s.peakGbps)) {
+    if (figure !== undefined) map.set(`peak bandwidth ${backend}`, { figure, better: "higher" });
+  }
+  return map;
+}
+
+function checkTolerance(tolerance: number): void {
+  if (!(Number.isFinite(tolerance) && tolerance > 0)) {
+    throw new RangeError(
+      `Invalid tolerance ${tolerance}: pass a positive fraction, e.g. 0.1 for 10 %`,
+    );
+  }
+}
+
+function caveats(baseline: Report, current: Report, allowDifferentMachine: boolean): string[] {
+  const out: string[] = [];
+  if (baseline.fingerprint !== current.fingerprint && allowDifferentMachine) {
+    out.push(
+      `Different machines (baseline ${baseline.fingerprint} "${baseline.slug}", current ${current.fingerprint} "${current.slug}"): differences may be hardware, not code`,
+    );
+  }
+  for (const [name, r] of [["baseline", baseline], ["current", current]] as const) {
+    const p = r.provenance;
+    if (!p.complete) {
+      out.push(`The ${name} report is incomplete (${p.stopReason}): some figures are missing`);
+    }
+    if (p.noisy) out.push(`The ${name} report was measured on a noisy machine`);
+  }
+  if (baseline.provenance.quick !== current.provenance.quick) {
+    out.push(
+      `One report is a --quick run and the other is not: quick runs measure fewer sizes, so crossovers and fits are less certain`,
+    );
+  }
+  return out;
+}
+
+/**
+ * Compares a current report with a baseline: crossovers (by op, dtype, residency and pair),
+ * the best variant's fitted compute and memory rates (by op, dtype, backend and residency), and
+ * the system figures and peaks. A figure moved beyond noise when its relative change exceeds the
+ * tolerance and its two 95 % intervals do not overlap (crossover `ci`, figure `ci`, or an interval
+ * derived from a fit's residuals); without intervals, the tolerance alone decides and the row's
+ * note says so.
+ *
+ * @param baseline The reference report, e.g. the published one.
+ * @param current The report to check.
+ * @param options Tolerance (default {@linkcode DEFAULT_TOLERANCE}) and whether reports of
+ * different machines may be compared.
+ * @returns Every row, whether anything regressed, and whether the comparison was possible at
+ * all; with a different schema version, or a different fingerprint without
+ * `allowDifferentMachine`, `comparable` is false and `reasons` says why.
+ * @throws {RangeError} When the tolerance is not a positive finite number.
+ * @example
+ * ```ts ignore
+ * import { compareReports } from "./compare.ts";
+ * const { regressed, rows } = compareReports(baseline, current, { tolerance: 0.15 });
+ * for (const r of rows.filter((r) => r.beyondNoise)) console.log(r.key, r.note);
+ * ```
+ */
+export function compareReports(
+  baseline: Report,
+  current: Report,
+  options: CompareOptions = {},
+): Comparison {
+  const tolerance = options.tolerance ?? DEFAULT_TOLERANCE;
+  checkTolerance(tolerance);
+  const allowDifferentMachine = options.allowDifferentMachine ?? false;
+  const refuse = (reasons: string[]): Comparison => ({
+    rows: [],
+    regressed: false,
+    comparable: false,
+    reasons,
+    tolerance,
+  });
+  if (baseline.schemaVersion !== current.schemaVersion) {
+    return refuse([
+      `Different schema versions (baseline ${baseline.schemaVersion}, current ${current.schemaVersion}): load both with the same gpucal so they are migrated to one version`,
+    ]);
+  }
+  if (baseline.fingerprint !== current.fingerprint && !allowDifferentMachine) {
+    return refuse([
+      `Different machines: baseline fingerprint ${baseline.fingerprint} ("${baseline.slug}"), current ${current.fingerprint} ("${current.slug}"); compare reports of one machine, or allow different machines`,
+    ]);
+  }
+
+  const crossoverRows = pairUp("crossover", crossoverMap(baseline), crossoverMap(current), (c) => ({
+    unit: c.unit,
+    sample: {
+      value: c.size,
+      ci: c.ci,
+      ...(c.reason !== null ? { reason: c.reason } : {}),
+    },
+    better: "unchanged",
+  }), tolerance);
+
+  const baseRates = rateMap(baseline);
+  const currentRates = rateMap(current);
+  const rateRows = pairUp("rate", baseRates, currentRates, (r) => ({
+    unit: r.unit,
+    sample: { value: r.value, ci: r.ci },
+    better: "higher",
+  }), tolerance).map((row) => {
+    const b = baseRates.get(row.key);
+    const c = currentRates.get(row.key);
+    if (b === undefined || c === undefined || b.variant === c.variant) return row;
+    return { ...row, note: `${row.note}; best variant ${b.variant} → ${c.variant}` };
+  });
+
+  const systemRows = pairUp("system", systemMap(baseline), systemMap(current), (s) => ({
+    unit: s.figure.unit,
+    sample: {
+      value: s.figure.value,
+      ci: s.figure.ci ?? null,
+      ...(s.figure.reason !== undefined ? { reason: s.figure.reason } : {}),
+    },
+    better: s.better,
+  }), tolerance);
+
+  const rows = [...crossoverRows, ...rateRows, ...systemRows];
+  return {
+    rows,
+    regressed: rows.some((r) => r.regressed),
+    comparable: true,
+    reasons: caveats(baseline, current, allowDifferentMachine),
+    tolerance,
+  };
+}
