@@ -1,0 +1,128 @@
+/**
+ * `deno task check`: compares a fresh calibration report with a baseline and fails when a
+ * crossover threshold moved or a rate regressed beyond noise, for CI.
+ *
+ * @module
+ */
+import { parseFlags, UsageError } from "../calibrate/_cli_args.ts";
+import { compareReports } from "./compare.ts";
+import { COMPARISON_FORMATS, type ComparisonFormat, formatComparison } from "./compare_format.ts";
+import { loadReport } from "./load.ts";
+import type { Report } from "./schema.ts";
+
+const USAGE =
+  "Usage: deno task check --baseline A.json --current B.json [--tolerance 10%] [--format text|markdown|json] [--allow-different-machine]";
+
+const HELP = `${USAGE}
+
+Compares a calibration report with a baseline report of the same machine: crossover thresholds,
+the best variant's fitted GFLOP/s and GB/s, and the system figures and peaks. A figure moved
+beyond noise when it changed by more than the tolerance AND its two 95 % intervals do not
+overlap (without intervals, the tolerance alone decides). A crossover moving either way is a
+regression (programs decide with it); a rate falling or a time rising is a regression.
+
+Options:
+  --baseline PATH            The reference report (required)
+  --current PATH             The report to check (required)
+  --tolerance X              Relative change that counts, as a percentage (10%) or a
+                             fraction (0.1); default 10%
+  --format F                 text (default), markdown (for a PR comment) or json
+  --allow-different-machine  Compare reports whose machine fingerprints differ
+  -h, --help                 Show this help
+
+Exit codes: 0 nothing regressed, 1 a regression beyond noise, 2 unusable input (bad flags, an
+invalid or unreadable report, different schema versions, different machines without
+--allow-different-machine).`;
+
+function toleranceFlag(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const pct = value.trim().endsWith("%");
+  const n = Number(pct ? value.trim().slice(0, -1) : value);
+  if (!Number.isFinite(n) || n <= 0) {
+    throw new UsageError(
+      `--tolerance must be a positive percentage or fraction (10% or 0.1), got "${value}"`,
+    );
+  }
+  if (!pct && n > 1) {
+    throw new UsageError(
+      `--tolerance "${value}" is ambiguous: write ${value}% for a percentage or a fraction up to 1`,
+    );
+  }
+  return pct ? n / 100 : n;
+}
+
+function formatFlag(value: string | undefined): ComparisonFormat {
+  if (value === undefined) return "text";
+  const format = COMPARISON_FORMATS.find((f) => f === value);
+  if (format === undefined) {
+    throw new UsageError(`--format: "${value}" is not one of ${COMPARISON_FORMATS.join(", ")}`);
+  }
+  return format;
+}
+
+async function load(flag: string, path: string | undefined): Promise<Report> {
+  if (path === undefined) throw new UsageError(`${flag} PATH is required`);
+  try {
+    return await loadReport(path);
+  } catch (e) {
+    throw new UsageError(`${flag}: cannot use "${path}": ${e instanceof Error ? e.message : e}`);
+  }
+}
+
+/**
+ * Runs the check command line.
+ *
+ * @param args Flags (without the program name).
+ * @returns The exit code: 0 nothing regressed, 1 a regression beyond noise, 2 unusable input.
+ * @example
+ * ```ts ignore
+ * import { main } from "./check_cli.ts";
+ * Deno.exit(await main(["--baseline", "reports/a.json", "--current", "current.json"]));
+ * ```
+ */
+export async function main(args: readonly string[]): Promise<number> {
+  try {
+    const { values } = parseFlags(args, {
+      baseline: { type: "string" },
+      current: { type: "string" },
+      tolerance: { type: "string" },
+      format: { type: "string" },
+      "allow-different-machine": { type: "boolean" },
+      help: { type: "boolean", short: "h" },
+    });
+    if (values.help) {
+      console.log(HELP);
+      return 0;
+    }
+    const tolerance = toleranceFlag(values.tolerance);
+    const format = formatFlag(values.format);
+    const baseline = await load("--baseline", values.baseline);
+    const current = await load("--current", values.current);
+    const comparison = compareReports(baseline, current, {
+      ...(tolerance !== undefined ? { tolerance } : {}),
+      allowDifferentMachine: values["allow-different-machine"] ?? false,
+    });
+    console.log(
+      formatComparison(comparison, format, {
+        baseline: values.baseline!,
+        current: values.current!,
+      }),
+    );
+    if (!comparison.comparable) {
+      const hint = baseline.fingerprint !== current.fingerprint
+        ? "; pass --allow-different-machine to compare them anyway"
+        : "";
+      console.error(`error: ${comparison.reasons.join("; ")}${hint}`);
+      return 2;
+    }
+    return comparison.regressed ? 1 : 0;
+  } catch (e) {
+    if (e instanceof UsageError) {
+      console.error(`error: ${e.message}\n\n${USAGE} (see --help)`);
+      return 2;
+    }
+    throw e;
+  }
+}
+
+if (import.meta.main) Deno.exit(await main(Deno.args));

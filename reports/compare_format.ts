@@ -1,0 +1,200 @@
+/**
+ * Renders a report comparison as plain text (terminal), Markdown (a pull-request comment) or
+ * JSON (other tools).
+ *
+ * @module
+ */
+import { textTable } from "../calibrate/summary.ts";
+import type { Comparison, ComparisonRow, Interval } from "./compare.ts";
+
+/**
+ * The output formats of {@linkcode formatComparison}.
+ *
+ * @example
+ * ```ts
+ * import { COMPARISON_FORMATS } from "./compare_format.ts";
+ * console.log(COMPARISON_FORMATS.join("|")); // "text|markdown|json"
+ * ```
+ */
+export const COMPARISON_FORMATS = ["text", "markdown", "json"] as const;
+
+/**
+ * One of {@linkcode COMPARISON_FORMATS}.
+ *
+ * @example
+ * ```ts
+ * import type { ComparisonFormat } from "./compare_format.ts";
+ * const f: ComparisonFormat = "markdown";
+ * ```
+ */
+export type ComparisonFormat = typeof COMPARISON_FORMATS[number];
+
+/**
+ * What was compared, for the headline.
+ *
+ * @example
+ * ```ts
+ * import type { ComparisonLabels } from "./compare_format.ts";
+ * const l: ComparisonLabels = { baseline: "reports/a.json", current: "current.json" };
+ * ```
+ */
+export interface ComparisonLabels {
+  /** How to name the baseline (usually its path). */
+  readonly baseline: string;
+  /** How to name the current report. */
+  readonly current: string;
+}
+
+function num(x: number | null): string {
+  if (x === null) return "—";
+  if (x === 0) return "0";
+  const a = Math.abs(x);
+  return a >= 1e5 || a < 1e-2 ? x.toExponential(2) : x.toPrecision(3);
+}
+
+function ci(x: Interval | null): string {
+  return x === null ? "" : `[${num(x[0])}, ${num(x[1])}]`;
+}
+
+function change(r: ComparisonRow): string {
+  if (r.change !== null) return `${r.change >= 0 ? "+" : ""}${(r.change * 100).toFixed(1)} %`;
+  if (r.baseline === null && r.current !== null) return "new";
+  if (r.baseline !== null && r.current === null) return "gone";
+  return "";
+}
+
+function verdict(r: ComparisonRow): string {
+  if (r.baseline === null && r.current === null) return "n/a";
+  if (r.regressed) return r.kind === "crossover" ? "threshold moved" : "regressed";
+  if (r.beyondNoise) return "improved";
+  return "within noise";
+}
+
+/** Rows worth a reader's attention: beyond noise, or present in only one report. */
+function moved(rows: readonly ComparisonRow[]): ComparisonRow[] {
+  return rows.filter((r) =>
+    r.beyondNoise || ((r.baseline === null) !== (r.current === null) && r.change === null)
+  );
+}
+
+function headline(c: Comparison): string {
+  if (!c.comparable) return "Reports are not comparable";
+  const regressions = c.rows.filter((r) => r.regressed).length;
+  const improvements = c.rows.filter((r) => r.beyondNoise && !r.regressed).length;
+  const tol = `${(c.tolerance * 100).toFixed(0)} %`;
+  return c.regressed
+    ? `${regressions} of ${c.rows.length} figures regressed beyond noise (tolerance ${tol}), ${improvements} improved`
+    : `No regression beyond noise in ${c.rows.length} figures (tolerance ${tol}), ${improvements} improved`;
+}
+
+const HEADER = ["kind", "figure", "baseline", "current", "change", "verdict", "note"];
+
+function cells(r: ComparisonRow): string[] {
+  return [
+    r.kind,
+    r.key,
+    `${num(r.baseline)} ${r.unit}`.trim(),
+    `${num(r.current)} ${r.unit}`.trim(),
+    change(r),
+    verdict(r),
+    r.note,
+  ];
+}
+
+function text(c: Comparison, labels: ComparisonLabels): string {
+  const lines = [
+    `gpucal check: ${labels.current} against ${labels.baseline}`,
+    `${c.comparable ? (c.regressed ? "REGRESSED" : "OK") : "NOT COMPARABLE"}: ${headline(c)}`,
+  ];
+  if (c.reasons.length > 0) lines.push("", ...c.reasons.map((r) => `  ${r}`));
+  if (!c.comparable) return lines.join("\n");
+  const rows = moved(c.rows);
+  lines.push("");
+  lines.push(
+    rows.length === 0 ? "Nothing moved beyond noise." : textTable(HEADER, rows.map(cells)),
+  );
+  return lines.join("\n");
+}
+
+function escapeCell(s: string): string {
+  return s.replaceAll("|", "\\|").replaceAll("\n", " ");
+}
+
+function markdownTable(header: readonly string[], rows: readonly (readonly string[])[]): string {
+  return [
+    `| ${header.join(" | ")} |`,
+    `| ${header.map(() => "---").join(" | ")} |`,
+    ...rows.map((r) => `| ${r.map(escapeCell).join(" | ")} |`),
+  ].join("\n");
+}
+
+function markdown(c: Comparison, labels: ComparisonLabels): string {
+  const icon = !c.comparable ? "⚠️" : c.regressed ? "❌" : "✅";
+  const lines = [
+    `### ${icon} gpucal calibration check`,
+    "",
+    `**${headline(c)}**`,
+    "",
+    `Current \`${escapeCell(labels.current)}\` against baseline \`${
+      escapeCell(labels.baseline)
+    }\`. A figure moved beyond noise when it changed by more than the tolerance and its 95 % intervals do not overlap; crossover thresholds count as regressions in either direction.`,
+  ];
+  if (c.reasons.length > 0) lines.push("", ...c.reasons.map((r) => `- ${r}`));
+  if (!c.comparable) return lines.join("\n");
+  const rows = moved(c.rows);
+  lines.push(
+    "",
+    rows.length === 0 ? "_Nothing moved beyond noise._" : markdownTable(HEADER, rows.map(cells)),
+    "",
+    "<details><summary>All compared figures</summary>",
+    "",
+    markdownTable(
+      ["kind", "figure", "baseline", "95% CI", "current", "95% CI", "change", "verdict"],
+      c.rows.map((r) => [
+        r.kind,
+        r.key,
+        `${num(r.baseline)} ${r.unit}`.trim(),
+        ci(r.baselineCi),
+        `${num(r.current)} ${r.unit}`.trim(),
+        ci(r.currentCi),
+        change(r),
+        verdict(r),
+      ]),
+    ),
+    "",
+    "</details>",
+  );
+  return lines.join("\n");
+}
+
+/**
+ * Renders a comparison for people (text, Markdown) or programs (JSON).
+ *
+ * Text and Markdown list only what moved beyond noise or exists in one report only; Markdown adds
+ * a headline with ✅ / ❌, and every compared figure in a collapsed `<details>` block.
+ *
+ * @param comparison The result of `compareReports`.
+ * @param format `"text"`, `"markdown"` or `"json"`.
+ * @param labels How to name the two reports.
+ * @returns The rendered comparison, without a final newline.
+ * @example
+ * ```ts
+ * import { formatComparison } from "./compare_format.ts";
+ * const c = { rows: [], regressed: false, comparable: true, reasons: [], tolerance: 0.1 };
+ * console.log(formatComparison(c, "markdown", { baseline: "a.json", current: "b.json" }));
+ * ```
+ */
+export function formatComparison(
+  comparison: Comparison,
+  format: ComparisonFormat,
+  labels: ComparisonLabels,
+): string {
+  switch (format) {
+    case "json":
+      return JSON.stringify({ ...labels, ...comparison }, null, 2);
+    case "markdown":
+      return markdown(comparison, labels);
+    case "text":
+      return text(comparison, labels);
+  }
+}
