@@ -17,17 +17,16 @@
  */
 import type { Dtype, Shape, Variant, WebGpuImpl, WgslProgram } from "../types.ts";
 
-/** Most workgroups per dispatch: enough to fill any GPU, few enough to fold in one workgroup. */
-const MAX_GROUPS = 4096;
-
 interface Params {
   readonly wg: 64 | 256;
   readonly ept: 4 | 8 | 16;
   readonly acc: "f32" | "f16";
+  /** Most workgroups per dispatch: 4096 fills any GPU; 256 amortises barriers on CPU drivers. */
+  readonly groups: 256 | 4096;
 }
 
 function params(variant: Variant): Params {
-  const { wg, ept, acc } = variant;
+  const { wg, ept, acc, groups } = variant;
   if (wg !== 64 && wg !== 256) {
     throw new RangeError(`Reduction variant wg is ${JSON.stringify(wg)}: use 64 or 256`);
   }
@@ -37,7 +36,26 @@ function params(variant: Variant): Params {
   if (acc !== "f32" && acc !== "f16") {
     throw new RangeError(`Reduction variant acc is ${JSON.stringify(acc)}: use "f32" or "f16"`);
   }
-  return { wg, ept, acc };
+  if (groups !== 256 && groups !== 4096) {
+    throw new RangeError(`Reduction variant groups is ${JSON.stringify(groups)}: use 256 or 4096`);
+  }
+  return { wg, ept, acc, groups };
+}
+
+/**
+ * Most terms one f16 accumulator lane may add in sequence: past ~256, a lane's running sum grows
+ * so large next to each term that f16 rounding errors exceed the op's tolerance (measured: 1024
+ * terms gave 1.3e-2 at n = 2^26).
+ */
+export const F16_MAX_LANE_TERMS = 256;
+
+function groupCount(n: number, p: Params): number {
+  return Math.min(p.groups, Math.max(1, Math.ceil(Math.floor(n / 4) / (p.wg * p.ept / 4))));
+}
+
+/** Terms each vec4 lane of a thread adds sequentially before the workgroup fold. */
+function laneTerms(n: number, p: Params): number {
+  return Math.ceil(Math.floor(n / 4) / (groupCount(n, p) * p.wg * p.ept / 4)) * (p.ept / 4);
 }
 
 function length(shape: Shape): number {
@@ -123,20 +141,27 @@ function reductionWebGpu(dot: boolean): WebGpuImpl {
   const name = dot ? "dot" : "sum";
   const variants: Variant[] = [];
   for (const acc of ["f32", "f16"] as const) {
-    for (const wg of [256, 64] as const) {
-      for (const ept of [8, 4, 16] as const) variants.push({ wg, ept, acc });
+    for (const groups of [4096, 256] as const) {
+      for (const wg of [256, 64] as const) {
+        for (const ept of [16, 4] as const) variants.push({ wg, ept, acc, groups });
+      }
     }
   }
   return {
     variants,
     features: { f16: ["shader-f16"] },
-    unsupported(_shape: Shape, dtype: Dtype, variant: Variant): string | null {
+    unsupported(shape: Shape, dtype: Dtype, variant: Variant): string | null {
       const { acc } = params(variant);
       if (dtype !== "f32" && dtype !== "f16") {
         return `WebGPU ${name} has no ${dtype} kernel: use f32 or f16`;
       }
       if (dtype === "f32" && acc === "f16") {
         return `WebGPU ${name} with acc=f16 needs f16 operands: use acc=f32 for f32`;
+      }
+      const terms = laneTerms(length(shape), params(variant));
+      if (acc === "f16" && terms > F16_MAX_LANE_TERMS) {
+        return `WebGPU ${name} with acc=f16 would add ${terms} terms per f16 lane, over ` +
+          `${F16_MAX_LANE_TERMS}: use acc=f32 or more groups`;
       }
       return null;
     },
@@ -147,37 +172,39 @@ function reductionWebGpu(dot: boolean): WebGpuImpl {
         throw new RangeError(`WebGPU ${name} has no ${dtype} kernel: use f32 or f16`);
       }
       const nfull = Math.floor(n / 4);
-      const groups = Math.min(MAX_GROUPS, Math.max(1, Math.ceil(nfull / (p.wg * p.ept / 4))));
+      const groups = groupCount(n, p);
       return {
         code: shader(dot, dtype, p),
         workgroups: [groups, 1, 1],
         uniforms: new Uint32Array([n, nfull, groups, n % 4]),
         scratchBytes: 4 * (1 + groups),
         key: `${name}|${dtype}|wg=${p.wg}|ept=${p.ept}|acc=${dtype === "f16" ? p.acc : "f32"}`,
+        // The group count is a uniform and sizes the scratch: it does not change the code.
       };
     },
   };
 }
 
 /**
- * The WebGPU `sum`: variants `{ wg: 64 | 256, ept: 4 | 8 | 16, acc: "f32" | "f16" }`.
+ * The WebGPU `sum`: variants `{ wg: 64 | 256, ept: 4 | 16, acc: "f32" | "f16", groups: 256 | 4096 }`.
  *
  * @example
  * ```ts
  * import { sumWebGpu } from "./webgpu.ts";
- * const p = sumWebGpu.program({ n: 1 << 20 }, "f32", { wg: 256, ept: 8, acc: "f32" });
- * console.log(p.workgroups, p.scratchBytes); // [ 512, 1, 1 ] 2052
+ * const p = sumWebGpu.program({ n: 1 << 20 }, "f32", { wg: 256, ept: 16, acc: "f32", groups: 4096 });
+ * console.log(p.workgroups, p.scratchBytes); // [ 256, 1, 1 ] 1028
  * ```
  */
 export const sumWebGpu: WebGpuImpl = reductionWebGpu(false);
 
 /**
- * The WebGPU `dot`: variants `{ wg: 64 | 256, ept: 4 | 8 | 16, acc: "f32" | "f16" }`.
+ * The WebGPU `dot`: variants `{ wg: 64 | 256, ept: 4 | 16, acc: "f32" | "f16", groups: 256 | 4096 }`.
  *
  * @example
  * ```ts
  * import { dotWebGpu } from "./webgpu.ts";
- * console.log(dotWebGpu.unsupported?.({ n: 8 }, "f32", { wg: 64, ept: 4, acc: "f16" }) !== null); // true
+ * const v = { wg: 64, ept: 4, acc: "f16", groups: 256 };
+ * console.log(dotWebGpu.unsupported?.({ n: 8 }, "f32", v) !== null); // true
  * ```
  */
 export const dotWebGpu: WebGpuImpl = reductionWebGpu(true);
