@@ -1,0 +1,370 @@
+/**
+ * Turns a calibration report into the {@linkcode DeviceRates} the LLM estimates read: matmul
+ * throughput, gemv bandwidth per weight dtype, per-dispatch cost, the sync round trip and the host
+ * link, each figure carrying its provenance and the measurement or fit it came from.
+ *
+ * The backend is WebGPU (device-resident figures) when the report has an adapter and WebGPU gemv
+ * measurements; otherwise the CPU backend with the highest gemv bandwidth.
+ *
+ * @module
+ */
+import type { Backend, Dtype } from "../../kernels/types.ts";
+import type { CostFit, Figure, Measurement, Report } from "../../reports/schema.ts";
+import type { DeviceRates, RateFigure } from "./estimate.ts";
+
+/** Weight dtypes a gemv figure is looked up for. */
+const GEMV_DTYPES = ["f32", "f16", "q8", "q4"] as const;
+const CPU_BACKENDS = ["wasm-mt", "wasm", "js"] as const satisfies readonly Backend[];
+
+/**
+ * A figure the report lacks: names the figure and the calibrate command that measures it.
+ *
+ * @example
+ * ```ts
+ * import { MissingCalibrationError } from "./rates.ts";
+ * const e = new MissingCalibrationError("gemvGBps.q4", "deno task calibrate --ops gemv --dtypes q4");
+ * console.log(e instanceof RangeError, e.command); // true "deno task calibrate --ops gemv --dtypes q4"
+ * ```
+ */
+export class MissingCalibrationError extends RangeError {
+  /** The figure's path in {@linkcode DeviceRates}. */
+  readonly figure: string;
+  /** The command that measures it. */
+  readonly command: string;
+
+  /**
+   * @param figure The figure's path, e.g. `"gemvGBps.q4"`.
+   * @param command The calibrate command that measures it.
+   * @param why What is missing, when more than "not in the report".
+   */
+  constructor(figure: string, command: string, why = "is not in the report") {
+    super(`Cannot build device rates: "${figure}" ${why}; run ${command}`);
+    this.name = "MissingCalibrationError";
+    this.figure = figure;
+    this.command = command;
+  }
+}
+
+/**
+ * Options of {@linkcode ratesFromReport}.
+ *
+ * @example
+ * ```ts
+ * import type { RatesOptions } from "./rates.ts";
+ * const o: RatesOptions = { require: ["q4"], memoryBytes: 16e9 };
+ * ```
+ */
+export interface RatesOptions {
+  /** Use this backend instead of choosing one. */
+  readonly backend?: Backend;
+  /** Gemv dtypes that must be measured (throws otherwise); others are null when absent. */
+  readonly require?: readonly Dtype[];
+  /** Memory the device gives the model, bytes; the host's memory from the report when absent. */
+  readonly memoryBytes?: number;
+  /** Device name; the adapter's description or the CPU backend when absent. */
+  readonly name?: string;
+}
+
+/**
+ * {@linkcode DeviceRates} plus where they came from.
+ *
+ * @example
+ * ```ts
+ * import type { ReportRates } from "./rates.ts";
+ * const say = (r: ReportRates) => `${r.backend}: ${r.backendReason}`;
+ * ```
+ */
+export interface ReportRates extends DeviceRates {
+  /** The backend every figure describes. */
+  readonly backend: Backend;
+  /** Why that backend. */
+  readonly backendReason: string;
+  /** Where `memoryBytes` came from. */
+  readonly memorySource: string;
+  /** Variant id of the gemv behind each gemv figure, so a decode can run the same kernel. */
+  readonly gemvVariants: Readonly<Partial<Record<Dtype, string>>>;
+}
+
+type Ok = Extract<Measurement, { state: "ok" }>;
+
+function calibrateCommand(ops: string, dtype?: string, backend?: Backend): string {
+  return `deno task calibrate --ops ${ops}${dtype ? ` --dtypes ${dtype}` : ""}${
+    backend && backend !== "webgpu" ? ` --backends ${backend}` : ""
+  }`;
+}
+
+function shapeText(m: Ok): string {
+  return Object.entries(m.shape).map(([k, v]) => `${k}=${v}`).join(",");
+}
+
+/** Device-resident for WebGPU (the estimate charges transfers separately), end-to-end on the CPU. */
+function onBackend(backend: Backend) {
+  return (m: { backend: Backend; residency: string }) =>
+    m.backend === backend && (backend !== "webgpu" || m.residency === "device-resident");
+}
+
+function okOf(report: Report, op: string, backend: Backend, dtype?: Dtype): Ok[] {
+  const here = onBackend(backend);
+  return report.measurements.filter((m): m is Ok =>
+    m.state === "ok" && m.op === op && here(m) && (dtype === undefined || m.dtype === dtype)
+  );
+}
+
+function fitsOf(report: Report, op: string, backend: Backend, dtype: Dtype): CostFit[] {
+  const here = onBackend(backend);
+  return report.fits.filter((f) => f.op === op && f.dtype === dtype && here(f));
+}
+
+/** A measured rate with the interval its timing's confidence interval gives. */
+function measuredFigure(m: Ok, value: number, unit: string, why: string): RateFigure {
+  const { median, ciHalfWidth } = m.wall;
+  return {
+    value,
+    unit,
+    tag: "measured",
+    ci: [
+      value * median / (median + ciHalfWidth),
+      value * median / Math.max(median - ciHalfWidth, 1e-12),
+    ],
+    source: `measurement ${m.op} ${m.dtype} ${m.backend} ${m.residency} ${shapeText(m)} ` +
+      `variant ${m.variant} (${why})`,
+  };
+}
+
+function fitFigure(f: CostFit, value: number, unit: string, what: string): RateFigure {
+  return {
+    value,
+    unit,
+    tag: "fitted",
+    source: `fit ${f.op} ${f.dtype} ${f.backend} ${f.residency} variant ${f.variant} ${what} ` +
+      `(${f.points} points, sizes ${f.sizeRange[0]}–${f.sizeRange[1]})`,
+  };
+}
+
+/** Gemv bandwidth: the fastest variant at the largest size measured, else the best fit's bandwidth. */
+function gemvFigure(
+  report: Report,
+  backend: Backend,
+  dtype: Dtype,
+): { fig: RateFigure; variant: string } | null {
+  const ok = okOf(report, "gemv", backend, dtype);
+  if (ok.length > 0) {
+    const largest = Math.max(...ok.map((m) => m.size));
+    const best = ok.filter((m) => m.size === largest).reduce((a, b) => (b.gbps > a.gbps ? b : a));
+    return {
+      fig: measuredFigure(best, best.gbps, "GB/s", "fastest variant at the largest size measured"),
+      variant: best.variant,
+    };
+  }
+  const fits = fitsOf(report, "gemv", backend, dtype).filter((f) => (f.gbps ?? 0) > 0);
+  if (fits.length === 0) return null;
+  const best = fits.reduce((a, b) => ((b.gbps ?? 0) > (a.gbps ?? 0) ? b : a));
+  return { fig: fitFigure(best, best.gbps!, "GB/s", "bandwidth"), variant: best.variant };
+}
+
+/** Matmul throughput: the fastest measurement, else the best fit's compute rate, else the report's peak. */
+function matmulFigure(report: Report, backend: Backend, dtype: Dtype): RateFigure | null {
+  const ok = okOf(report, "matmul", backend, dtype);
+  if (ok.length > 0) {
+    const best = ok.reduce((a, b) => (b.gflops > a.gflops ? b : a));
+    return measuredFigure(best, best.gflops, "GFLOP/s", "fastest measured");
+  }
+  const fits = fitsOf(report, "matmul", backend, dtype).filter((f) => (f.gflops ?? 0) > 0);
+  if (fits.length > 0) {
+    const best = fits.reduce((a, b) => ((b.gflops ?? 0) > (a.gflops ?? 0) ? b : a));
+    return fitFigure(best, best.gflops!, "GFLOP/s", "compute rate");
+  }
+  const peak = report.system.peakGflops[dtype];
+  // The report's peak is over every backend; only one measured on this backend describes it.
+  if (peak && peak.value !== null && peak.source?.includes(` ${backend} `)) return peak;
+  return null;
+}
+
+function largestGemvRate(report: Report, backend: Backend): number {
+  const ok = okOf(report, "gemv", backend);
+  const f32 = ok.filter((m) => m.dtype === "f32");
+  const series = f32.length > 0 ? f32 : ok;
+  if (series.length === 0) return 0;
+  const largest = Math.max(...series.map((m) => m.size));
+  return Math.max(...series.filter((m) => m.size === largest).map((m) => m.gbps));
+}
+
+function chooseBackend(report: Report, forced?: Backend): { backend: Backend; reason: string } {
+  if (forced) return { backend: forced, reason: "asked for" };
+  const gpuRate = largestGemvRate(report, "webgpu");
+  if (report.adapter && gpuRate > 0) {
+    return {
+      backend: "webgpu",
+      reason: `the report has a WebGPU adapter (${report.adapter.description || "unnamed"}) ` +
+        `with device-resident gemv measurements`,
+    };
+  }
+  const ranked = CPU_BACKENDS.map((b) => ({ b, rate: largestGemvRate(report, b) }))
+    .filter((r) => r.rate > 0)
+    .sort((a, b) => b.rate - a.rate);
+  const best = ranked[0];
+  if (!best) {
+    throw new MissingCalibrationError(
+      "gemvGBps",
+      calibrateCommand("gemv"),
+      "has no gemv measurement on any backend",
+    );
+  }
+  const why = report.adapter
+    ? "the report has no WebGPU gemv measurement"
+    : "the report has no WebGPU adapter";
+  return {
+    backend: best.b,
+    reason: `${why}; ${best.b} is the fastest CPU backend at gemv (${
+      ranked.map((r) => `${r.b} ${r.rate.toPrecision(3)} GB/s`).join(", ")
+    } at the largest size measured)`,
+  };
+}
+
+function systemFigure(fig: Figure, path: string): RateFigure {
+  if (fig.value === null) {
+    throw new MissingCalibrationError(
+      path,
+      "deno task calibrate (WebGPU system figures are measured first)",
+      `has no value (${fig.reason ?? "no reason given"})`,
+    );
+  }
+  return fig;
+}
+
+/**
+ * CPU backends have no device to sync with or copy to: a token's round trip is one call
+ * returning, bounded by the cheapest complete call measured; the host link is the backend's own
+ * memory bandwidth.
+ */
+function cpuSystem(report: Report, backend: Backend): Pick<
+  DeviceRates,
+  "perDispatchUs" | "syncRoundTripMs" | "hostLinkGBps"
+> {
+  const fits = report.fits.filter((f) => f.op === "gemv" && f.backend === backend && f.t0Us > 0);
+  const launch = fits.reduce<CostFit | null>((a, b) => (!a || b.t0Us < a.t0Us ? b : a), null);
+  if (!launch) {
+    throw new MissingCalibrationError(
+      "perDispatchUs",
+      calibrateCommand("gemv", undefined, backend),
+      `has no gemv fit on ${backend} to take the per-call cost from`,
+    );
+  }
+  const ok = report.measurements.filter((m): m is Ok => m.state === "ok" && m.backend === backend);
+  const cheapest = ok.reduce((a, b) => (b.wall.median < a.wall.median ? b : a));
+  const peak = report.system.peakGbps[backend];
+  if (!peak || peak.value === null) {
+    throw new MissingCalibrationError("hostLinkGBps", calibrateCommand("gemv", undefined, backend));
+  }
+  const link: RateFigure = {
+    ...peak,
+    tag: "borrowed",
+    source: `${backend} peak bandwidth (${peak.source ?? "report"}): on the CPU the host ` +
+      `memory is the device memory`,
+  };
+  return {
+    perDispatchUs: fitFigure(launch, launch.t0Us, "us", "fixed cost t0"),
+    syncRoundTripMs: measuredFigure(
+      cheapest,
+      cheapest.wall.median,
+      "ms",
+      "the cheapest complete call measured, bounding one host round trip",
+    ),
+    hostLinkGBps: { upload: link, readback: link },
+  };
+}
+
+/**
+ * Builds an LLM estimate's device rates from a calibration report. Gemv figures are the fastest
+ * variant at the largest size measured (device-resident on WebGPU), matmul the fastest
+ * measurement, dispatch, sync and host link the report's system figures (WebGPU) or the
+ * backend's own call cost and bandwidth (CPU).
+ *
+ * @param report The calibration report.
+ * @param opts Backend, required gemv dtypes, device memory, name.
+ * @returns The rates, each figure with its tag and source, and the backend chosen and why.
+ * @throws {MissingCalibrationError} naming the calibrate command when the report has no gemv, no
+ *   f32 matmul, no system figures, or no gemv of a required dtype.
+ * @example
+ * ```ts ignore
+ * import { loadReport } from "../../reports/load.ts";
+ * import { ratesFromReport } from "./rates.ts";
+ * const rates = ratesFromReport(await loadReport("reports/my-machine.json"), { require: ["q4"] });
+ * console.log(rates.backend, rates.gemvGBps.q4?.value, rates.gemvGBps.q4?.source);
+ * ```
+ */
+export function ratesFromReport(report: Report, opts: RatesOptions = {}): ReportRates {
+  const { backend, reason } = chooseBackend(report, opts.backend);
+  const gemvGBps: Partial<Record<Dtype, RateFigure>> = {};
+  const gemvVariants: Partial<Record<Dtype, string>> = {};
+  for (const dtype of GEMV_DTYPES) {
+    const found = gemvFigure(report, backend, dtype);
+    if (found) {
+      gemvGBps[dtype] = found.fig;
+      gemvVariants[dtype] = found.variant;
+    } else {
+      gemvGBps[dtype] = {
+        value: null,
+        unit: "GB/s",
+        tag: "measured",
+        reason: `No ${dtype} gemv on ${backend} in the report: run ${
+          calibrateCommand("gemv", dtype, backend)
+        }`,
+      };
+    }
+  }
+  for (const dtype of opts.require ?? []) {
+    if (gemvGBps[dtype]?.value === null || !gemvGBps[dtype]) {
+      throw new MissingCalibrationError(
+        `gemvGBps.${dtype}`,
+        calibrateCommand("gemv", dtype, backend),
+        `has no ${backend} measurement`,
+      );
+    }
+  }
+  const matmulF32 = matmulFigure(report, backend, "f32");
+  if (!matmulF32) {
+    throw new MissingCalibrationError(
+      "matmulGflops.f32",
+      calibrateCommand("matmul", "f32", backend),
+      `has no ${backend} measurement`,
+    );
+  }
+  const matmulF16 = matmulFigure(report, backend, "f16");
+  const system = backend === "webgpu"
+    ? {
+      perDispatchUs: systemFigure(report.system.perDispatchUs, "perDispatchUs"),
+      syncRoundTripMs: systemFigure(report.system.dispatchRoundTripMs, "syncRoundTripMs"),
+      hostLinkGBps: {
+        upload: systemFigure(report.system.uploadGBps, "hostLinkGBps.upload"),
+        readback: systemFigure(report.system.readbackGBps, "hostLinkGBps.readback"),
+      },
+    }
+    : cpuSystem(report, backend);
+  const memoryBytes = opts.memoryBytes ?? report.machine.memoryGiB * 2 ** 30;
+  if (!(memoryBytes > 0)) {
+    throw new RangeError(
+      `Cannot size the device: the report records ${report.machine.memoryGiB} GiB of memory; ` +
+        `pass memoryBytes`,
+    );
+  }
+  const software = report.adapter?.software ?? false;
+  const memorySource = opts.memoryBytes !== undefined
+    ? "given"
+    : backend !== "webgpu" || software
+    ? `host memory from the report (${report.machine.memoryGiB} GiB), which this backend uses`
+    : `host memory from the report (${report.machine.memoryGiB} GiB): the report does not ` +
+      `record a discrete GPU's memory, pass memoryBytes`;
+  return {
+    name: opts.name ??
+      (backend === "webgpu" ? report.adapter?.description || report.slug : `${backend} (CPU)`),
+    memoryBytes,
+    matmulGflops: { f32: matmulF32, ...(matmulF16 ? { f16: matmulF16 } : {}) },
+    gemvGBps,
+    ...system,
+    backend,
+    backendReason: reason,
+    memorySource,
+    gemvVariants,
+  };
+}

@@ -1,0 +1,70 @@
+import assert from "node:assert/strict";
+import { estimateTokensPerSec } from "../models/llm/estimate.ts";
+import { getPreset } from "../models/llm/presets.ts";
+import { MissingCalibrationError, ratesFromReport } from "../models/llm/rates.ts";
+import { syntheticReport } from "./_fixtures.ts";
+
+Deno.test("ratesFromReport() takes device-resident WebGPU gemv at the largest size", () => {
+  const r = ratesFromReport(syntheticReport());
+  assert.equal(r.backend, "webgpu");
+  assert.match(r.backendReason, /WebGPU adapter/);
+  for (const dtype of ["f32", "q4"] as const) {
+    const fig = r.gemvGBps[dtype]!;
+    assert.equal(fig.tag, "measured");
+    assert.ok(fig.value! > 0);
+    assert.match(fig.source!, new RegExp(`gemv ${dtype} webgpu device-resident rows=4096`));
+    assert.equal(r.gemvVariants[dtype], "wg=64");
+  }
+  assert.equal(r.gemvGBps.q8?.value, null);
+  assert.match(r.gemvGBps.q8!.reason!, /deno task calibrate --ops gemv --dtypes q8/);
+});
+
+Deno.test("ratesFromReport() takes matmul, dispatch, sync and host link from the report", () => {
+  const report = syntheticReport();
+  const r = ratesFromReport(report);
+  assert.match(r.matmulGflops.f32!.source!, /matmul f32 webgpu device-resident/);
+  assert.equal(r.matmulGflops.f16, undefined);
+  assert.equal(r.perDispatchUs, report.system.perDispatchUs);
+  assert.equal(r.syncRoundTripMs.value, 11.2);
+  assert.equal(r.hostLinkGBps.upload.value, 1.9);
+  assert.equal(r.hostLinkGBps.readback.value, 1.6);
+  assert.equal(r.memoryBytes, 7.8 * 2 ** 30);
+});
+
+Deno.test("ratesFromReport() falls back to the fastest CPU backend without an adapter", () => {
+  const report = syntheticReport({ adapter: null });
+  const r = ratesFromReport(report);
+  assert.equal(r.backend, "wasm-mt");
+  assert.match(r.backendReason, /no WebGPU adapter; wasm-mt is the fastest CPU backend/);
+  assert.match(r.gemvGBps.f32!.source!, /gemv f32 wasm-mt end-to-end/);
+  assert.equal(r.perDispatchUs.tag, "fitted");
+  assert.equal(r.hostLinkGBps.upload.tag, "borrowed");
+});
+
+Deno.test("ratesFromReport() feeds estimateTokensPerSec with sources naming measurements", () => {
+  const r = ratesFromReport(syntheticReport(), { require: ["q4"] });
+  const e = estimateTokensPerSec(getPreset("tiny-16m"), "int4", r, { context: 64, batch: 1 });
+  assert.ok(e.decodeTokensPerSec > 0);
+  assert.ok(e.sources.some((s) => /gemvGBps\.q4 .*measurement gemv q4 webgpu/.test(s)));
+});
+
+Deno.test("ratesFromReport() without gemv names the calibrate command", () => {
+  const base = syntheticReport();
+  const report = syntheticReport({
+    measurements: base.measurements.filter((m) => m.op !== "gemv"),
+    fits: base.fits.filter((f) => f.op !== "gemv"),
+  });
+  assert.throws(
+    () => ratesFromReport(report),
+    (e) =>
+      e instanceof MissingCalibrationError &&
+      /run deno task calibrate --ops gemv/.test(e.message),
+  );
+});
+
+Deno.test("ratesFromReport() requiring an unmeasured dtype names it in the command", () => {
+  assert.throws(
+    () => ratesFromReport(syntheticReport(), { require: ["q8"] }),
+    /"gemvGBps\.q8" has no webgpu measurement; run deno task calibrate --ops gemv --dtypes q8/,
+  );
+});
