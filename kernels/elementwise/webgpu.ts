@@ -1,9 +1,10 @@
 /**
- * WGSL elementwise ops (`add`, `mul`, `fma`), f32 and f16: one or four elements per invocation,
- * 64 or 256 invocations a workgroup, and a 2D dispatch so 2^26 elements fit under the 65535
- * workgroups-per-dimension limit.
+ * WGSL elementwise ops (`add`, `mul`, `fma`), f32 and f16: 1, 4 (one vec4) or 16 (four vec4s)
+ * elements per invocation, 64 or 256 invocations a workgroup, and a 2D dispatch so 2^26 elements
+ * fit under the 65535 workgroups-per-dimension limit.
  *
- * The four-element variants view every operand as `array<vec4<T>>`; the runner zero-pads storage
+ * Fewer, fuller workgroups matter on llvmpipe, where each workgroup has a fixed scheduling cost.
+ * The vec4 variants view every operand as `array<vec4<T>>`; the runner zero-pads storage
  * buffers to 16 bytes, so the last, partial vec4 exists, and it is written lane by lane.
  *
  * @module
@@ -14,13 +15,15 @@ import { ELEMENTWISE_ARITY, type ElementwiseKind } from "./mod.ts";
 /** WebGPU's guaranteed minimum of maxComputeWorkgroupsPerDimension: wider grids fold into y. */
 const MAX_GROUPS_X = 65535;
 
-function params(variant: Variant): { wg: number; ept: 1 | 4 } {
+type Ept = 1 | 4 | 16;
+
+function params(variant: Variant): { wg: number; ept: Ept } {
   const { wg, ept } = variant;
   if (wg !== 64 && wg !== 256) {
     throw new RangeError(`Elementwise variant wg is ${JSON.stringify(wg)}: use 64 or 256`);
   }
-  if (ept !== 1 && ept !== 4) {
-    throw new RangeError(`Elementwise variant ept is ${JSON.stringify(ept)}: use 1 or 4`);
+  if (ept !== 1 && ept !== 4 && ept !== 16) {
+    throw new RangeError(`Elementwise variant ept is ${JSON.stringify(ept)}: use 1, 4 or 16`);
   }
   return { wg, ept };
 }
@@ -35,7 +38,7 @@ function expression(kind: ElementwiseKind, a: string, b: string, c: string): str
  * The WebGPU implementation of an elementwise kind.
  *
  * @param kind `add`, `mul` or `fma`.
- * @returns The implementation, variants `{ wg: 64 | 256, ept: 1 | 4 }`.
+ * @returns The implementation, variants `{ wg: 64 | 256, ept: 1 | 4 | 16 }`.
  * @example
  * ```ts
  * import { elementwiseWebGpu } from "./webgpu.ts";
@@ -48,7 +51,14 @@ export function elementwiseWebGpu(kind: ElementwiseKind): WebGpuImpl {
   // Built here, not at module level: mod.ts calls this while the two modules are still loading.
   const arity = ELEMENTWISE_ARITY[kind];
   return {
-    variants: [{ wg: 256, ept: 4 }, { wg: 64, ept: 4 }, { wg: 256, ept: 1 }, { wg: 64, ept: 1 }],
+    variants: [
+      { wg: 256, ept: 4 },
+      { wg: 64, ept: 4 },
+      { wg: 256, ept: 16 },
+      { wg: 64, ept: 16 },
+      { wg: 256, ept: 1 },
+      { wg: 64, ept: 1 },
+    ],
     features: { f16: ["shader-f16"] },
     unsupported(_shape: Shape, dtype: Dtype, variant: Variant): string | null {
       params(variant);
@@ -77,10 +87,13 @@ function shader(
   arity: number,
   dtype: Dtype,
   wg: number,
-  ept: 1 | 4,
+  ept: Ept,
 ): string {
   const t = dtype === "f16" ? "f16" : "f32";
-  const element = ept === 4 ? `vec4<${t}>` : t;
+  const element = ept === 1 ? t : `vec4<${t}>`;
+  // An invocation takes `perThread` elements of its array, a workgroup's width apart, so the
+  // invocations of a workgroup touch neighbouring elements at every step.
+  const perThread = ept === 16 ? 4 : 1;
   const names = ["a", "b", "c"].slice(0, arity);
   const bindings = names.map((name, i) =>
     `@group(0) @binding(${i}) var<storage, read> ${name}: array<${element}>;`
@@ -103,10 +116,14 @@ ${bindings.join("\n")}
 @group(0) @binding(${arity}) var<storage, read_write> out: array<${element}>;
 @group(0) @binding(${arity + 1}) var<uniform> params: Params;
 
+fn one(i: u32) {
+${body}
+}
+
 @compute @workgroup_size(${wg})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-  let i = (wid.y * groups.x + wid.x) * ${wg}u + lid;
-${body}
+  let base = (wid.y * groups.x + wid.x) * ${wg * perThread}u + lid;
+${Array.from({ length: perThread }, (_, s) => `  one(base + ${s * wg}u);`).join("\n")}
 }
 `;
 }
