@@ -1,0 +1,80 @@
+/**
+ * Variants of the synthetic report for comparison tests: a moved GPU crossover and small,
+ * within-noise jitter on every figure.
+ *
+ * @module
+ */
+import type { Figure, Report } from "../reports/schema.ts";
+import { syntheticReport } from "./_fixtures.ts";
+
+/**
+ * The synthetic report with the end-to-end matmul f32 CPU→WebGPU crossover (and its interval)
+ * multiplied by `factor`.
+ *
+ * @param factor How far the crossover moves, e.g. 2.
+ * @returns A fresh report.
+ * @example
+ * ```ts
+ * import { movedGpuCrossover } from "./_report_variants.ts";
+ * console.log(movedGpuCrossover(2).fingerprint); // "3f9a1c0d5e7b2a64"
+ * ```
+ */
+export function movedGpuCrossover(factor: number): Report {
+  const report = syntheticReport();
+  const c = report.crossovers.find((c) =>
+    c.op === "matmul" && c.pair === "cpu→webgpu" && c.residency === "end-to-end"
+  );
+  if (c?.size == null || c.ci === null) throw new RangeError("Fixture has no matmul GPU crossover");
+  c.size *= factor;
+  c.ci = [c.ci[0] * factor, c.ci[1] * factor];
+  return report;
+}
+
+function jitterFigure(f: Figure, k: number): void {
+  if (f.value === null) return;
+  f.value *= k;
+  if (f.ci) f.ci = [f.ci[0] * k, f.ci[1] * k];
+}
+
+/**
+ * The synthetic report with every crossover, fitted rate and system figure scaled by a
+ * deterministic factor within ±`amplitude` (default 3 %), as a re-run on a quiet machine would.
+ *
+ * @param amplitude Largest relative change.
+ * @returns A fresh report.
+ * @example
+ * ```ts
+ * import { jittered } from "./_report_variants.ts";
+ * console.log(jittered().crossovers.length > 0); // true
+ * ```
+ */
+export function jittered(amplitude = 0.03): Report {
+  const report = syntheticReport();
+  let i = 0;
+  const next = () => 1 + amplitude * Math.sin(++i * 7.31);
+  for (const c of report.crossovers) {
+    const k = next();
+    if (c.size !== null) c.size *= k;
+    if (c.ci !== null) c.ci = [c.ci[0] * k, c.ci[1] * k];
+  }
+  for (const f of report.fits) {
+    if (f.gflops !== null) f.gflops *= next();
+    if (f.gbps !== null) f.gbps *= next();
+  }
+  const s = report.system;
+  for (
+    const f of [
+      s.dispatchRoundTripMs,
+      s.perDispatchUs,
+      s.uploadGBps,
+      s.readbackGBps,
+      s.copyGBps,
+      s.compileMs,
+      ...Object.values(s.peakGflops),
+      ...Object.values(s.peakGbps),
+    ]
+  ) {
+    if (f !== undefined) jitterFigure(f, next());
+  }
+  return report;
+}

@@ -1,0 +1,171 @@
+import assert from "node:assert/strict";
+import { main } from "../reports/check_cli.ts";
+import type { Report } from "../reports/schema.ts";
+import { syntheticReport } from "./_fixtures.ts";
+import { jittered, movedGpuCrossover } from "./_report_variants.ts";
+
+/** Runs the CLI with console output captured. */
+async function run(args: string[]): Promise<{ code: number; out: string; err: string }> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const { log, error } = console;
+  console.log = (...a: unknown[]) => out.push(a.join(" "));
+  console.error = (...a: unknown[]) => err.push(a.join(" "));
+  try {
+    const code = await main(args);
+    return { code, out: out.join("\n"), err: err.join("\n") };
+  } finally {
+    console.log = log;
+    console.error = error;
+  }
+}
+
+/** Writes the reports into a temporary directory for the duration of `fn`. */
+async function withReports(
+  files: Record<string, Report | string>,
+  fn: (path: (name: string) => string) => Promise<void>,
+): Promise<void> {
+  const dir = await Deno.makeTempDir({ prefix: "gpucal_check_" });
+  try {
+    for (const [name, content] of Object.entries(files)) {
+      await Deno.writeTextFile(
+        `${dir}/${name}`,
+        typeof content === "string" ? content : JSON.stringify(content),
+      );
+    }
+    await fn((name) => `${dir}/${name}`);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+const BASE = syntheticReport();
+
+Deno.test("check exits 1 when the GPU crossover moved 2x, and names it", async () => {
+  await withReports({ a: BASE, b: movedGpuCrossover(2) }, async (p) => {
+    const { code, out } = await run(["--baseline", p("a"), "--current", p("b")]);
+    assert.equal(code, 1);
+    assert.match(out, /REGRESSED/);
+    assert.match(out, /matmul f32 cpu→webgpu end-to-end .* \+100\.0 % +threshold moved/);
+  });
+});
+
+Deno.test("check exits 0 on identical reports", async () => {
+  await withReports({ a: BASE, b: BASE }, async (p) => {
+    const { code, out } = await run(["--baseline", p("a"), "--current", p("b")]);
+    assert.equal(code, 0);
+    assert.match(out, /Nothing moved beyond noise/);
+  });
+});
+
+Deno.test("check exits 0 on a copy with small jitter", async () => {
+  await withReports({ a: BASE, b: jittered(0.03) }, async (p) => {
+    const { code } = await run(["--baseline", p("a"), "--current", p("b"), "--tolerance", "10%"]);
+    assert.equal(code, 0);
+  });
+});
+
+Deno.test("check exits 1 on the same jitter with a tolerance below it and no intervals", async () => {
+  const noCi = jittered(0.03);
+  for (const c of noCi.crossovers) c.ci = null;
+  const base = syntheticReport();
+  for (const c of base.crossovers) c.ci = null;
+  await withReports({ a: base, b: noCi }, async (p) => {
+    const { code } = await run(["--baseline", p("a"), "--current", p("b"), "--tolerance", "0.5%"]);
+    assert.equal(code, 1);
+  });
+});
+
+Deno.test("check exits 2 on a corrupted file and names the flag and the file", async () => {
+  const text = JSON.stringify(BASE);
+  await withReports({ a: BASE, b: text.slice(0, text.length / 2) }, async (p) => {
+    const { code, err } = await run(["--baseline", p("a"), "--current", p("b")]);
+    assert.equal(code, 2);
+    assert.match(err, /--current: cannot use ".*\/b": .*not valid JSON/);
+  });
+});
+
+Deno.test("check exits 2 on a report that fails validation", async () => {
+  const bad = { ...BASE, fingerprint: "not-hex" };
+  await withReports({ a: bad as unknown as Report, b: BASE }, async (p) => {
+    const { code, err } = await run(["--baseline", p("a"), "--current", p("b")]);
+    assert.equal(code, 2);
+    assert.match(err, /--baseline: cannot use .*Invalid report: "fingerprint"/);
+  });
+});
+
+Deno.test("check exits 2 on a different fingerprint unless --allow-different-machine", async () => {
+  const other = syntheticReport({ fingerprint: "0000111122223333", slug: "other" });
+  await withReports({ a: BASE, b: other }, async (p) => {
+    const refused = await run(["--baseline", p("a"), "--current", p("b")]);
+    assert.equal(refused.code, 2);
+    assert.match(refused.err, /Different machines.*--allow-different-machine/);
+    const allowed = await run([
+      "--baseline",
+      p("a"),
+      "--current",
+      p("b"),
+      "--allow-different-machine",
+    ]);
+    assert.equal(allowed.code, 0);
+  });
+});
+
+Deno.test("check exits 2 on bad flags, naming the flag", async () => {
+  const cases: Array<[string[], RegExp]> = [
+    [["--current", "x.json"], /--baseline PATH is required/],
+    [["--baseline", "a", "--current", "b", "--tolerance", "10"], /--tolerance "10" is ambiguous/],
+    [["--baseline", "a", "--current", "b", "--tolerance", "0%"], /--tolerance must be/],
+    [["--baseline", "a", "--current", "b", "--format", "html"], /--format: "html" is not one/],
+    [["--fast"], /--fast/],
+  ];
+  for (const [args, message] of cases) {
+    const { code, err } = await run(args);
+    assert.equal(code, 2, args.join(" "));
+    assert.match(err, message);
+  }
+});
+
+Deno.test("check --format markdown reads as a PR comment with the moved row", async () => {
+  await withReports({ a: BASE, b: movedGpuCrossover(2) }, async (p) => {
+    const { code, out } = await run([
+      "--baseline",
+      p("a"),
+      "--current",
+      p("b"),
+      "--format",
+      "markdown",
+    ]);
+    assert.equal(code, 1);
+    assert.match(out, /^### ❌ gpucal calibration check$/m);
+    assert.match(
+      out,
+      /^\| kind \| figure \| baseline \| current \| change \| verdict \| note \|$/m,
+    );
+    assert.match(
+      out,
+      /^\| crossover \| matmul f32 cpu→webgpu end-to-end \| 387 n \(M = K = N\) \| 774 n \(M = K = N\) \| \+100\.0 % \| threshold moved \|/m,
+    );
+    assert.match(out, /<details><summary>All compared figures<\/summary>/);
+  });
+  await withReports({ a: BASE, b: BASE }, async (p) => {
+    const { out } = await run(["--baseline", p("a"), "--current", p("b"), "--format", "markdown"]);
+    assert.match(out, /^### ✅ gpucal calibration check$/m);
+  });
+});
+
+Deno.test("check --format json is parseable and carries the verdict", async () => {
+  await withReports({ a: BASE, b: movedGpuCrossover(2) }, async (p) => {
+    const { out } = await run(["--baseline", p("a"), "--current", p("b"), "--format", "json"]);
+    const parsed = JSON.parse(out);
+    assert.equal(parsed.regressed, true);
+    assert.equal(parsed.comparable, true);
+    assert.ok(Array.isArray(parsed.rows));
+  });
+});
+
+Deno.test("check --help prints usage and exits 0", async () => {
+  const { code, out } = await run(["--help"]);
+  assert.equal(code, 0);
+  assert.match(out, /Exit codes: 0 nothing regressed/);
+});

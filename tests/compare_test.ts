@@ -1,0 +1,145 @@
+import assert from "node:assert/strict";
+import { compareReports } from "../reports/compare.ts";
+import { syntheticReport } from "./_fixtures.ts";
+import { jittered, movedGpuCrossover } from "./_report_variants.ts";
+
+const GPU_KEY = "matmul f32 cpu→webgpu end-to-end";
+
+Deno.test("compareReports() finds nothing regressed between identical reports", () => {
+  const result = compareReports(syntheticReport(), syntheticReport());
+  assert.equal(result.comparable, true);
+  assert.equal(result.regressed, false);
+  assert.equal(result.rows.filter((r) => r.beyondNoise).length, 0);
+  assert.ok(result.rows.some((r) => r.kind === "crossover"));
+  assert.ok(result.rows.some((r) => r.kind === "rate"));
+  assert.ok(result.rows.some((r) => r.kind === "system"));
+});
+
+Deno.test("compareReports() flags a GPU crossover that moved 2x as a regression", () => {
+  const result = compareReports(syntheticReport(), movedGpuCrossover(2));
+  assert.equal(result.regressed, true);
+  const row = result.rows.find((r) => r.key === GPU_KEY);
+  assert.ok(row);
+  assert.equal(row.kind, "crossover");
+  assert.ok(Math.abs(row.change! - 1) < 1e-9);
+  assert.equal(row.beyondNoise, true);
+  assert.equal(row.regressed, true);
+  assert.match(row.note, /threshold moved up/);
+  assert.deepEqual(result.rows.filter((r) => r.regressed).map((r) => r.key), [GPU_KEY]);
+});
+
+Deno.test("compareReports() counts a crossover moving down as a regression too", () => {
+  const row = compareReports(syntheticReport(), movedGpuCrossover(0.5)).rows
+    .find((r) => r.key === GPU_KEY);
+  assert.equal(row?.regressed, true);
+  assert.match(row.note, /threshold moved down/);
+});
+
+Deno.test("compareReports() ignores small jitter within the tolerance", () => {
+  const result = compareReports(syntheticReport(), jittered(0.03));
+  assert.equal(result.regressed, false);
+  assert.equal(result.rows.filter((r) => r.beyondNoise).length, 0);
+});
+
+Deno.test("compareReports() does not call a move beyond tolerance noise while intervals overlap", () => {
+  const current = syntheticReport();
+  // 12 % lower, but a wide current interval still reaches the baseline's [1.805, 1.995].
+  current.system.uploadGBps = { ...current.system.uploadGBps, value: 1.672, ci: [1.5, 1.85] };
+  const row = compareReports(syntheticReport(), current).rows.find((r) => r.key === "upload");
+  assert.ok(row);
+  assert.ok(Math.abs(row.change!) > 0.1);
+  assert.equal(row.beyondNoise, false);
+  assert.match(row.note, /intervals overlap/);
+});
+
+Deno.test("compareReports() calls a falling rate a regression and a rising one an improvement", () => {
+  const current = syntheticReport();
+  current.system.uploadGBps = { ...current.system.uploadGBps, value: 1.0, ci: [0.95, 1.05] };
+  current.system.copyGBps = { ...current.system.copyGBps, value: 19, ci: [18, 20] };
+  current.system.dispatchRoundTripMs = {
+    ...current.system.dispatchRoundTripMs,
+    value: 5,
+    ci: [4.8, 5.2],
+  };
+  const rows = compareReports(syntheticReport(), current).rows;
+  const get = (key: string) => rows.find((r) => r.key === key)!;
+  assert.equal(get("upload").regressed, true);
+  assert.equal(get("device copy").regressed, false);
+  assert.equal(get("device copy").beyondNoise, true);
+  assert.equal(get("dispatch round trip").regressed, false);
+  assert.match(get("dispatch round trip").note, /improvement/);
+});
+
+Deno.test("compareReports() falls back to the tolerance alone without intervals, and says so", () => {
+  const baseline = syntheticReport();
+  const current = syntheticReport();
+  delete baseline.system.perDispatchUs.ci;
+  current.system.perDispatchUs = { value: 120, unit: "us", tag: "measured" };
+  const row = compareReports(baseline, current).rows.find((r) => r.key === "per dispatch");
+  assert.equal(row?.regressed, true);
+  assert.match(row.note, /tolerance alone/);
+});
+
+Deno.test("compareReports() compares the best variant's fitted rate and names a variant change", () => {
+  const current = syntheticReport();
+  const fit = current.fits.find((f) =>
+    f.op === "matmul" && f.backend === "wasm" && f.residency === "end-to-end"
+  )!;
+  current.fits.push({ ...fit, variant: "fma=true,kc=128,mr=4,nc=256,nr=8", gflops: 6 });
+  const row = compareReports(syntheticReport(), current).rows
+    .find((r) => r.key === "matmul f32 wasm end-to-end compute");
+  assert.ok(row);
+  assert.equal(row.unit, "GFLOP/s");
+  assert.equal(row.baseline, 3);
+  assert.equal(row.current, 6);
+  assert.equal(row.regressed, false);
+  assert.equal(row.beyondNoise, true);
+  assert.match(row.note, /best variant .* → fma=true,kc=128/);
+});
+
+Deno.test("compareReports() reports a crossover that disappeared as a moved threshold", () => {
+  const current = movedGpuCrossover(1);
+  const c = current.crossovers.find((c) =>
+    c.op === "matmul" && c.pair === "cpu→webgpu" && c.residency === "end-to-end"
+  )!;
+  Object.assign(c, { size: null, ci: null, reason: "webgpu never wins up to 512" });
+  const row = compareReports(syntheticReport(), current).rows.find((r) => r.key === GPU_KEY);
+  assert.equal(row?.regressed, true);
+  assert.match(row.note, /threshold disappeared \(current: webgpu never wins/);
+});
+
+Deno.test("compareReports() lists a crossover only one report has without calling it a regression", () => {
+  const current = syntheticReport();
+  current.crossovers = current.crossovers.filter((c) => c.op !== "add");
+  const result = compareReports(syntheticReport(), current);
+  assert.equal(result.regressed, false);
+  const row = result.rows.find((r) => r.key === "add f32 js→wasm end-to-end");
+  assert.match(row?.note ?? "", /not measured in the current report/);
+});
+
+Deno.test("compareReports() refuses reports of different machines unless allowed", () => {
+  const other = syntheticReport({ fingerprint: "0000111122223333", slug: "other" });
+  const refused = compareReports(syntheticReport(), other);
+  assert.equal(refused.comparable, false);
+  assert.equal(refused.rows.length, 0);
+  assert.match(refused.reasons[0]!, /Different machines: baseline fingerprint 3f9a1c0d5e7b2a64/);
+  const allowed = compareReports(syntheticReport(), other, { allowDifferentMachine: true });
+  assert.equal(allowed.comparable, true);
+  assert.match(allowed.reasons.join("\n"), /Different machines/);
+});
+
+Deno.test("compareReports() refuses different schema versions", () => {
+  const newer = { ...syntheticReport(), schemaVersion: 2 } as unknown as ReturnType<
+    typeof syntheticReport
+  >;
+  const result = compareReports(syntheticReport(), newer);
+  assert.equal(result.comparable, false);
+  assert.match(result.reasons[0]!, /Different schema versions \(baseline 1, current 2\)/);
+});
+
+Deno.test("compareReports() rejects a non-positive tolerance", () => {
+  assert.throws(
+    () => compareReports(syntheticReport(), syntheticReport(), { tolerance: 0 }),
+    RangeError,
+  );
+});
