@@ -126,7 +126,7 @@ export async function calibrate(options: CalibrateOptions = {}): Promise<Calibra
   const machine = await describeMachine();
   const gpu = options.backends && !options.backends.includes("webgpu")
     ? null
-    : await openGpu({ onUnavailable: (why) => warn(`No WebGPU adapter (${why}): CPU-only`) });
+    : await openGpu({ onUnavailable: (why) => warn(`${why}: calibrating the CPU backends only`) });
   const fingerprint = await machineFingerprint(machine, gpu?.info ?? null);
   const slug = machineSlug(machine, gpu?.info ?? null, fingerprint);
   const path = options.out ?? `reports/${slug}.json`;
