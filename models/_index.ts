@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { predictMs } from "../calibrate/fit.ts";
+import { SMOOTHMAX_P } from "../calibrate/fit.ts";
 import { getOp } from "../kernels/catalog.ts";
 import {
   type Backend,
@@ -27,6 +27,8 @@ export const CPU_BACKENDS: readonly Backend[] = ["js", "wasm", "wasm-mt"];
 export interface MeasuredPoint {
   readonly size: number;
   readonly shape: Shape;
+  /** The shape's dims in the op's order, for comparisons without keyed look-ups. */
+  readonly dims: readonly number[];
   readonly flops: number;
   readonly bytes: number;
   readonly variant: string;
@@ -38,6 +40,8 @@ export interface MeasuredPoint {
 export interface VariantSeries {
   readonly variant: string;
   readonly fit: CostFit | null;
+  /** The fit's coefficients, for evaluation without allocation. */
+  readonly model: CompiledFit | null;
   /** Work range the fit covers, widened by {@linkcode MEASURED_TOLERANCE}. */
   readonly flopsRange: readonly [number, number];
   readonly bytesRange: readonly [number, number];
@@ -48,6 +52,8 @@ export interface VariantSeries {
 /** What is known about one backend for one (op, dtype, residency). */
 export interface BackendSeries {
   readonly backend: Backend;
+  /** Index of `backend` in {@linkcode BACKENDS}. */
+  readonly slot: number;
   /** Residency of the data behind it (CPU backends are always end-to-end). */
   readonly residency: Residency;
   readonly variants: ReadonlyMap<string, VariantSeries>;
@@ -177,6 +183,7 @@ function buildSeries(
     const point: MeasuredPoint = {
       size: m.size,
       shape: m.shape,
+      dims: op.dims.map((d) => m.shape[d] ?? NaN),
       flops: m.flops,
       bytes: m.bytes,
       variant: m.variant,
@@ -191,7 +198,8 @@ function buildSeries(
     if (prev === undefined || point.ms < prev.ms) bestByShape.set(key, point);
   }
   const fits = report.fits.filter(same);
-  if (byVariant.size === 0 && fits.length === 0) {
+  const tuning = report.tuning.filter(same).sort((a, b) => a.sizeMin - b.sizeMin);
+  if (byVariant.size === 0 && fits.length === 0 && tuning.length === 0) {
     return why === null
       ? `no ${backend} ${residency} measurements of ${op.name} ${dtype} in the report`
       : `${backend} unavailable: ${why}`;
@@ -201,15 +209,22 @@ function buildSeries(
   for (const variant of names) {
     const fit = fits.find((f) => f.variant === variant) ?? null;
     const points = (byVariant.get(variant) ?? []).sort(bySize);
-    variants.set(variant, { variant, fit, points, ...workRanges(op, dtype, fit) });
+    variants.set(variant, {
+      variant,
+      fit,
+      model: fit === null ? null : compileFit(fit),
+      points,
+      ...workRanges(op, dtype, fit),
+    });
   }
   return {
     backend,
+    slot: BACKENDS.indexOf(backend),
     residency,
     variants,
     fitted: [...variants.values()].filter((v) => v.fit !== null),
     best: [...bestByShape.values()].sort(bySize),
-    tuning: report.tuning.filter(same).sort((a, b) => a.sizeMin - b.sizeMin),
+    tuning,
   };
 }
 
@@ -231,6 +246,54 @@ function workRanges(
     flopsRange: [op.flops(lo) * down, op.flops(hi) * up],
     bytesRange: [op.bytes(lo, dtype) * down, op.bytes(hi, dtype) * up],
   };
+}
+
+/**
+ * A fit reduced to its coefficients: fixed ms, ms per flop, ms per byte (0 for an absent term).
+ * `select()` must stay under a microsecond, and `predictMs()` of `calibrate/fit.ts` rebuilds log
+ * parameters on every call; {@linkcode compiledMs} evaluates the same model (`t0 + smooth max`,
+ * p-norm with `SMOOTHMAX_P`) from these, and a test holds the two equal.
+ */
+export interface CompiledFit {
+  readonly t0: number;
+  readonly cf: number;
+  readonly cb: number;
+}
+
+/**
+ * The coefficients of a fit.
+ *
+ * @param fit A report fit.
+ */
+export function compileFit(fit: CostFit): CompiledFit {
+  return {
+    t0: fit.t0Us / 1000,
+    cf: fit.gflops === null ? 0 : 1e-6 / fit.gflops,
+    cb: fit.gbps === null ? 0 : 1e-6 / fit.gbps,
+  };
+}
+
+/**
+ * The cost model's time, ms, from compiled coefficients.
+ *
+ * @param c The coefficients.
+ * @param flops Work.
+ * @param bytes Work.
+ */
+export function compiledMs(c: CompiledFit, flops: number, bytes: number): number {
+  const a = c.cf * flops;
+  const b = c.cb * bytes;
+  if (a === 0 || b === 0) return c.t0 + a + b;
+  const m = a > b ? a : b;
+  const x = a / m;
+  const y = b / m;
+  // Square roots instead of pow for the shipped p = 4: pow dominated select()'s profile.
+  if (SMOOTHMAX_P === 4) {
+    const x2 = x * x;
+    const y2 = y * y;
+    return c.t0 + m * Math.sqrt(Math.sqrt(x2 * x2 + y2 * y2));
+  }
+  return c.t0 + m * (x ** SMOOTHMAX_P + y ** SMOOTHMAX_P) ** (1 / SMOOTHMAX_P);
 }
 
 /**
@@ -259,18 +322,16 @@ export function measuredAt(
   for (let i = lo; i < points.length; i++) {
     const p = points[i]!;
     if (p.size > max) break;
-    if (sameShape(p.shape, shape, dims)) return p;
+    if (sameShape(p, shape, dims)) return p;
   }
   return null;
 }
 
-function sameShape(a: Shape, b: Shape, dims: readonly string[]): boolean {
+function sameShape(point: MeasuredPoint, shape: Shape, dims: readonly string[]): boolean {
   for (let i = 0; i < dims.length; i++) {
-    const d = dims[i]!;
-    const x = a[d];
-    const y = b[d];
-    if (x === undefined || y === undefined) return false;
-    if (Math.abs(x - y) > MEASURED_TOLERANCE * Math.max(x, y)) return false;
+    const x = point.dims[i]!;
+    const y = shape[dims[i]!];
+    if (y === undefined || !(Math.abs(x - y) <= MEASURED_TOLERANCE * Math.max(x, y))) return false;
   }
   return true;
 }
@@ -349,7 +410,7 @@ export function predictSeries(
   const v = chosen ?? tunedVariant(s, size) ?? fastestFitted(s, flops, bytes);
   if (v !== null && v.fit !== null) {
     return {
-      ms: predictMs(v.fit, flops, bytes),
+      ms: compiledMs(v.model!, flops, bytes),
       variant: v.variant,
       provenance: withinFit(v, flops, bytes) ? "fitted" : "extrapolated",
       point: null,
@@ -372,7 +433,7 @@ function fastestFitted(s: BackendSeries, flops: number, bytes: number): VariantS
   let bestMs = Infinity;
   for (let i = 0; i < s.fitted.length; i++) {
     const v = s.fitted[i]!;
-    const ms = predictMs(v.fit!, flops, bytes);
+    const ms = compiledMs(v.model!, flops, bytes);
     if (ms < bestMs) {
       best = v;
       bestMs = ms;

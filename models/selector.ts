@@ -17,6 +17,7 @@
 import { getOp, OPS } from "../kernels/catalog.ts";
 import {
   type Backend,
+  BACKENDS,
   type Complexity,
   type Dtype,
   formatShape,
@@ -164,35 +165,48 @@ const LEVELS: Readonly<Record<ComplexityLevel, Complexity>> = {
 };
 
 /**
- * A selection whose `reason` is formatted on first read: formatting costs more than choosing, and
- * hot loops that only read `backend` should not pay for it.
+ * A selection whose `reason` and `predictedMs` record are built on first read: formatting and
+ * building costs more than choosing, and hot loops that only read `backend` should not pay for it.
  */
 class LazySelection implements Selection {
   readonly backend: Backend;
   readonly variant: string;
-  readonly predictedMs: Readonly<Partial<Record<Backend, number>>>;
   readonly speedupVsScalar: number | null;
   readonly provenance: ProvenanceTag;
   readonly skipped: Readonly<Partial<Record<Backend, string>>>;
+  /** Predicted ms by {@linkcode BACKENDS} index, NaN where there is none. */
+  readonly #ms: number[];
+  #predictedMs: Partial<Record<Backend, number>> | null = null;
   #reason: string | null = null;
   readonly #describe: (s: Selection) => string;
 
   constructor(
-    backend: Backend,
+    best: number,
     variant: string,
-    predictedMs: Partial<Record<Backend, number>>,
+    ms: number[],
     provenance: ProvenanceTag,
     skipped: Readonly<Partial<Record<Backend, string>>>,
     describe: (s: Selection) => string,
   ) {
-    this.backend = backend;
+    this.backend = BACKENDS[best]!;
     this.variant = variant;
-    this.predictedMs = predictedMs;
-    const js = predictedMs.js;
-    this.speedupVsScalar = js === undefined ? null : js / predictedMs[backend]!;
+    this.#ms = ms;
+    const js = ms[JS]!;
+    this.speedupVsScalar = Number.isNaN(js) ? null : js / ms[best]!;
     this.provenance = provenance;
     this.skipped = skipped;
     this.#describe = describe;
+  }
+
+  get predictedMs(): Readonly<Partial<Record<Backend, number>>> {
+    if (this.#predictedMs === null) {
+      const out: Partial<Record<Backend, number>> = {};
+      for (let i = 0; i < BACKENDS.length; i++) {
+        if (!Number.isNaN(this.#ms[i]!)) out[BACKENDS[i]!] = this.#ms[i]!;
+      }
+      this.#predictedMs = out;
+    }
+    return this.#predictedMs;
   }
 
   get reason(): string {
@@ -211,6 +225,9 @@ class LazySelection implements Selection {
     };
   }
 }
+
+const JS = BACKENDS.indexOf("js");
+const NO_PREDICTIONS: readonly number[] = BACKENDS.map(() => NaN);
 
 /** "wasm-mt: 3.1× faster than js at 512x512x512 (fitted)". */
 function comparison(s: Selection, where: string): string {
@@ -530,9 +547,9 @@ export class BackendSelector {
     where: () => string,
     allowed: readonly Backend[] | null,
   ): Selection {
-    const predictedMs: Partial<Record<Backend, number>> = {};
-    let best: Backend | null = null;
-    let bestMs = Infinity;
+    // A plain double array: allocating a typed array costs more than the whole choice.
+    const ms = NO_PREDICTIONS.slice();
+    let best = -1;
     let bestVariant = "";
     let bestProvenance: ProvenanceTag = "measured";
     const dims = table.op.dims;
@@ -540,15 +557,15 @@ export class BackendSelector {
       const s = table.series[i]!;
       const p = predictSeries(s, dims, size, shape, flops, bytes, null);
       if (p === null) continue;
-      predictedMs[s.backend] = p.ms;
-      if (p.ms < bestMs && (allowed === null || allowed.includes(s.backend))) {
-        best = s.backend;
-        bestMs = p.ms;
+      const slot = s.slot;
+      ms[slot] = p.ms;
+      if ((best < 0 || p.ms < ms[best]!) && (allowed === null || allowed.includes(s.backend))) {
+        best = slot;
         bestVariant = p.variant;
         bestProvenance = p.provenance;
       }
     }
-    if (best === null) {
+    if (best < 0) {
       throw new RangeError(
         `Cannot select for ${table.op.name} ${table.dtype} at ${where()}: no calibrated backend ` +
           `can predict it; calibrate this op`,
@@ -557,7 +574,7 @@ export class BackendSelector {
     return new LazySelection(
       best,
       bestVariant,
-      predictedMs,
+      ms,
       this.#borrowed ? "borrowed" : bestProvenance,
       table.skipped,
       (sel) => comparison(sel, where()),

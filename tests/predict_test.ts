@@ -1,0 +1,151 @@
+import assert from "node:assert/strict";
+import { predictMs } from "../calibrate/fit.ts";
+import { compiledMs, compileFit } from "../models/_index.ts";
+import { predictTime, recommendTuning, variantParams } from "../models/predict.ts";
+import { syntheticReport, syntheticTimeMs } from "./_fixtures.ts";
+
+const cube = (n: number) => ({ m: n, k: n, n });
+
+Deno.test("predictTime() returns the measured median and its CI at a measured shape", () => {
+  const report = syntheticReport();
+  const t = predictTime(report, { op: "matmul", shape: cube(128), dtype: "f32", backend: "wasm" });
+  const m = report.measurements.find((x) =>
+    x.state === "ok" && x.op === "matmul" && x.backend === "wasm" && x.size === 128
+  );
+  assert.ok(m?.state === "ok");
+  assert.equal(t.provenance, "measured");
+  assert.equal(t.ms, m.wall.median);
+  assert.deepEqual(t.interval, [
+    m.wall.median - m.wall.ciHalfWidth,
+    m.wall.median + m.wall.ciHalfWidth,
+  ]);
+  assert.match(t.source, /^measured matmul f32 wasm/);
+});
+
+Deno.test("predictTime() uses the fit between measured sizes, with its held-out error", () => {
+  const report = syntheticReport();
+  const t = predictTime(report, { op: "matmul", shape: cube(300), dtype: "f32", backend: "wasm" });
+  const truth = syntheticTimeMs("matmul", "f32", "wasm", "end-to-end", 300);
+  assert.equal(t.provenance, "fitted");
+  assert.ok(Math.abs(t.ms / truth - 1) < 0.2, `${t.ms} vs ${truth}`);
+  const fit = report.fits.find((f) => f.op === "matmul" && f.backend === "wasm")!;
+  assert.ok(Math.abs(t.interval[1] / t.ms - (1 + fit.cvMaxError!)) < 1e-9);
+  assert.ok(t.interval[0] < truth && truth < t.interval[1]);
+});
+
+Deno.test("predictTime() tags sizes beyond the fit extrapolated and widens the interval", () => {
+  const report = syntheticReport();
+  const inside = predictTime(report, {
+    op: "matmul",
+    shape: cube(300),
+    dtype: "f32",
+    backend: "webgpu",
+  });
+  const outside = predictTime(report, {
+    op: "matmul",
+    shape: cube(2048),
+    dtype: "f32",
+    backend: "webgpu",
+  });
+  assert.equal(outside.provenance, "extrapolated");
+  assert.ok(outside.interval[1] / outside.ms > inside.interval[1] / inside.ms);
+  assert.match(outside.source, /doublings beyond/);
+});
+
+Deno.test("predictTime() interpolates measured sizes in log space when there is no fit", () => {
+  const report = syntheticReport({ fits: [] });
+  const t = predictTime(report, { op: "add", shape: { n: 65_536 }, dtype: "f32", backend: "wasm" });
+  const truth = syntheticTimeMs("add", "f32", "wasm", "end-to-end", 65_536);
+  assert.equal(t.provenance, "fitted");
+  assert.match(t.source, /interpolation/);
+  assert.ok(Math.abs(t.ms / truth - 1) < 0.25, `${t.ms} vs ${truth}`);
+});
+
+Deno.test("predictTime() rejects an unknown variant and a backend the report lacks", () => {
+  const report = syntheticReport();
+  const base = { op: "matmul", shape: cube(64), dtype: "f32" } as const;
+  assert.throws(() => predictTime(report, { ...base, backend: "wasm", variant: "nope" }), /"nope"/);
+  assert.throws(() => predictTime(report, { ...base, dtype: "f16", backend: "wasm" }), RangeError);
+});
+
+Deno.test("recommendTuning() returns the tuning bucket's best variant, parsed, and runner-up", () => {
+  const report = syntheticReport();
+  const t = recommendTuning(report, {
+    op: "matmul",
+    shape: cube(384),
+    dtype: "f32",
+    backend: "webgpu",
+    residency: "device-resident",
+  });
+  assert.equal(t.variant, "tm=4,tn=4,vec4=true,wg=8x8");
+  assert.deepEqual(t.params, { tm: 4, tn: 4, vec4: true, wg: "8x8" });
+  assert.equal(t.provenance, "measured");
+  assert.equal(t.runnerUp?.variant, "tm=2,tn=4,vec4=true,wg=8x8");
+  assert.ok(Math.abs(t.runnerUp.predictedMs / t.predictedMs - 24.8 / 19.3) < 1e-9);
+});
+
+Deno.test("recommendTuning() outside every tuning bucket uses the nearest and says extrapolated", () => {
+  const t = recommendTuning(syntheticReport(), {
+    op: "matmul",
+    shape: cube(32),
+    dtype: "f32",
+    backend: "webgpu",
+    residency: "device-resident",
+  });
+  assert.equal(t.provenance, "extrapolated");
+  assert.match(t.source, /nearest bucket/);
+});
+
+Deno.test("recommendTuning() without a backend tunes the fastest one", () => {
+  const t = recommendTuning(syntheticReport(), { op: "matmul", shape: cube(128), dtype: "f32" });
+  assert.equal(t.backend, "wasm-mt");
+  assert.equal(t.runnerUp, null);
+});
+
+Deno.test("recommendTuning() interpolates bucket times in log space when a variant has no data", () => {
+  const report = syntheticReport({
+    fits: [],
+    measurements: [],
+    tuning: [64, 256].map((n, i) => ({
+      op: "matmul",
+      dtype: "f32",
+      backend: "wasm",
+      residency: "end-to-end",
+      sizeMin: n,
+      sizeMax: n,
+      unit: "n (M = K = N)",
+      best: { variant: "mr=4", ms: i === 0 ? 1 : 64 },
+      runnerUp: null,
+      tag: "measured",
+    })),
+  });
+  assert.throws(() =>
+    predictTime(report, { op: "matmul", shape: cube(128), dtype: "f32", backend: "wasm" })
+  );
+  const t = recommendTuning(report, {
+    op: "matmul",
+    shape: cube(128),
+    dtype: "f32",
+    backend: "wasm",
+  });
+  assert.equal(t.variant, "mr=4");
+  assert.ok(Math.abs(t.predictedMs - 8) < 1e-9, `${t.predictedMs}`);
+});
+
+Deno.test("variantParams() parses numbers, booleans and strings, and default as empty", () => {
+  assert.deepEqual(variantParams("default"), {});
+  assert.deepEqual(variantParams("ept=4,fma=false,wg=8x8"), { ept: 4, fma: false, wg: "8x8" });
+});
+
+Deno.test("the models' compiled cost model agrees with predictMs() of calibrate/fit.ts", () => {
+  for (const fit of syntheticReport().fits) {
+    const c = compileFit(fit);
+    for (const [flops, bytes] of [[0, 0], [1e3, 1e6], [1e9, 1e3], [5e7, 2e7], [0, 4e6]] as const) {
+      const want = predictMs(fit, flops, bytes);
+      assert.ok(
+        Math.abs(compiledMs(c, flops, bytes) / want - 1) < 1e-12,
+        `${fit.op} ${fit.backend}`,
+      );
+    }
+  }
+});
