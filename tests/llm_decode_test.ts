@@ -1,0 +1,60 @@
+import assert from "node:assert/strict";
+import { openGpu } from "../calibrate/device.ts";
+import { measureDecode, parseVariantId } from "../models/llm/decode.ts";
+import { KERNELS_PER_LAYER, MODEL_KERNELS } from "../models/llm/decode_kernels.ts";
+import { getPreset } from "../models/llm/presets.ts";
+
+const probe = await openGpu({ onUnavailable: () => {} });
+const hasAdapter = probe !== null;
+probe?.device.destroy();
+
+Deno.test("parseVariantId() reads back report variant ids", () => {
+  assert.deepEqual(parseVariantId("rpw=4,tpr=32,unpack=bits,vec4=true"), {
+    rpw: 4,
+    tpr: 32,
+    unpack: "bits",
+    vec4: true,
+  });
+  assert.deepEqual(parseVariantId("default"), {});
+  assert.throws(() => parseVariantId("tpr"), /items are key=value, got "tpr"/);
+});
+
+for (const quant of ["f32", "int4"] as const) {
+  Deno.test({
+    name: `measureDecode() of tiny-16m in ${quant} yields valid token ids and a positive rate`,
+    ignore: !hasAdapter,
+    fn: async () => {
+      const gpu = (await openGpu({ onUnavailable: () => {} }))!;
+      try {
+        const model = getPreset("tiny-16m");
+        const m = await measureDecode(gpu, model, quant, { tokens: 3, context: 8, warmup: 1 });
+        assert.equal(m.tokenIds.length, 4);
+        for (const id of m.tokenIds) assert.ok(Number.isInteger(id) && id >= 0 && id < model.vocab);
+        assert.equal(m.perTokenMs.length, 3);
+        assert.ok(m.tokensPerSec > 0 && Number.isFinite(m.tokensPerSec));
+        assert.equal(
+          m.dispatchesPerToken,
+          model.layers * KERNELS_PER_LAYER.length + MODEL_KERNELS.length,
+        );
+      } finally {
+        gpu.device.destroy();
+      }
+    },
+  });
+}
+
+Deno.test({
+  name: "measureDecode() refuses more tokens than the context holds",
+  ignore: !hasAdapter,
+  fn: async () => {
+    const gpu = (await openGpu({ onUnavailable: () => {} }))!;
+    try {
+      await assert.rejects(
+        measureDecode(gpu, getPreset("tiny-16m"), "f32", { tokens: 8, context: 8 }),
+        /needs a context of at least 10, got 8/,
+      );
+    } finally {
+      gpu.device.destroy();
+    }
+  },
+});
