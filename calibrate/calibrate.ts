@@ -62,6 +62,11 @@ export interface CalibrateOptions {
   readonly onProgress?: (event: ProgressEvent) => void;
   /** The command line, for the report's provenance. */
   readonly command?: readonly string[];
+  /**
+   * Validate the LLM tokens/sec estimate against a synthetic WebGPU decode after the ops (default:
+   * when WebGPU is calibrated and there is an adapter).
+   */
+  readonly llm?: boolean;
 }
 
 /**
@@ -190,8 +195,12 @@ export async function calibrate(options: CalibrateOptions = {}): Promise<Calibra
     durationS: elapsedS() + (options.resume?.provenance.durationS ?? 0),
   });
   let system = options.resume?.system ?? null;
+  let llm: Report["llm"] = options.resume?.llm ?? null;
   const save = async (complete: boolean, stopReason: Report["provenance"]["stopReason"]) => {
-    const report = assembleReport(context(), measurements, system, complete, stopReason, OPS);
+    const report = {
+      ...assembleReport(context(), measurements, system, complete, stopReason, OPS),
+      ...(llm ? { llm } : {}),
+    };
     await writeJsonAtomic(path, report);
     emit({
       kind: "saved",
@@ -391,6 +400,20 @@ export async function calibrate(options: CalibrateOptions = {}): Promise<Calibra
       }
       await save(false, "interrupted");
     }
+    if ((options.llm ?? true) && currentGpu && !signal.aborted) {
+      emit({
+        kind: "phase",
+        phase: "llm decode",
+        done: progressDone,
+        total: progressTotal,
+        elapsedS: elapsedS(),
+      });
+      llm = await validateLlm(
+        currentGpu,
+        assembleReport(context(), measurements, system, false, "interrupted", OPS),
+        warn,
+      ) ?? llm;
+    }
     if (options.signal?.aborted) stopReason = "interrupted";
     else if (budgetOver.signal.aborted) stopReason = "budget";
   } catch (e) {
@@ -407,6 +430,27 @@ export async function calibrate(options: CalibrateOptions = {}): Promise<Calibra
     if (currentGpu && !currentGpu.loss) currentGpu.device.destroy();
   }
   return { report: finalReport, path };
+}
+
+/** The LLM decode validation, or null with a warning when it cannot run (figures missing, decode failed). */
+async function validateLlm(
+  gpu: NonNullable<Awaited<ReturnType<typeof openGpu>>>,
+  report: Report,
+  warn: (message: string) => void,
+): Promise<Report["llm"]> {
+  const { validateDecode } = await import("../models/llm/validate.ts");
+  const { MissingCalibrationError } = await import("../models/llm/rates.ts");
+  try {
+    return { validations: await validateDecode(gpu, report) };
+  } catch (e) {
+    // The op measurements stand on their own: a decode that cannot run must not discard them.
+    warn(
+      e instanceof MissingCalibrationError
+        ? `LLM decode validation skipped: ${e.message}`
+        : `LLM decode validation failed: ${e instanceof Error ? e.message : String(e)}`,
+    );
+    return null;
+  }
 }
 
 async function openRunnerOn(gpu: NonNullable<Awaited<ReturnType<typeof openGpu>>>) {

@@ -26,6 +26,7 @@ Options:
   --budget SECONDS     Stop after this long and write a partial report (complete: false)
   --out PATH           Report path (default: reports/<machine-slug>.json)
   --resume PATH        Continue a partial report of this machine without redoing its measurements
+  --no-llm             Skip the LLM decode validation (a synthetic WebGPU decode, ~1 min)
   --json               Machine-readable progress: one JSON object per line on stdout
   -h, --help           Show this help
 
@@ -55,6 +56,7 @@ export async function main(args: string[]): Promise<number> {
       budget: { type: "string" },
       out: { type: "string" },
       resume: { type: "string" },
+      "no-llm": { type: "boolean" },
       json: { type: "boolean" },
       help: { type: "boolean", short: "h" },
     });
@@ -85,6 +87,7 @@ export async function main(args: string[]): Promise<number> {
       ...(budgetS !== undefined ? { budgetS } : {}),
       ...(values.out !== undefined ? { out: values.out } : {}),
       ...(resume ? { resume, resumePath: values.resume! } : {}),
+      ...(values["no-llm"] ? { llm: false } : {}),
       command: ["deno", "task", "calibrate", ...args],
     };
   } catch (e) {
