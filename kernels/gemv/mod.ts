@@ -96,7 +96,7 @@ function dequantized(shape: Shape, dtype: Dtype, inputs: OpInputs): Float64Array
  * ```ts
  * import { gemv } from "./mod.ts";
  * console.log(gemv.flops({ rows: 4096, cols: 4096 })); // 33554432
- * console.log(gemv.bytes({ rows: 2, cols: 64 }, "q8")); // 128 + 16 + 256 + 8
+ * console.log(gemv.bytes({ rows: 2, cols: 64 }, "q8")); // 408: weights, scales, x, y
  * ```
  */
 export const gemv: OpSpec = {

@@ -1,7 +1,9 @@
 /**
  * WGSL gemv for f32, f16, q8 and q4. A workgroup is `tpr` × `rpw` invocations: `rpw` rows, each
  * summed by `tpr` invocations striding along it and combined by a tree reduction in workgroup
- * memory (`tpr: 1` is one invocation per row, no reduction).
+ * memory (`tpr: 1` is one invocation per row, no reduction). With `u` > 1 an invocation takes `u`
+ * consecutive chunks per loop trip, unrolled, which amortises the per-trip loop and bounds-check
+ * overhead that dominates on llvmpipe (a CPU pretending to be a GPU).
  *
  * - f32/f16: `vec4` reads W and x as `vec4` (needs cols % 4 == 0), otherwise scalars; f16 has
  *   `acc: "f32"` (convert, accumulate in f32) and `acc: "f16"` (f16 arithmetic throughout).
@@ -11,7 +13,7 @@
  *   `unpack: "builtin"` uses `unpack4xI8`/`unpack4xU8` (WGSL `packed_4x8_integer_dot_product`),
  *   `unpack: "bits"` shifts and sign-extends by hand.
  *
- * W and x never are indexed past their logical end, except that `vec4` views of x reach into the
+ * W and x are never indexed past their logical end, except that `vec4` views of x reach into the
  * runner's zero padding of the last 16 bytes, whose lanes are masked out.
  *
  * @module
@@ -30,19 +32,23 @@ interface Params {
   readonly vec4: boolean;
   readonly acc: "f32" | "f16";
   readonly unpack: "builtin" | "bits";
+  /** Consecutive chunks an invocation takes per loop trip (unrolled). */
+  readonly u: number;
 }
 
 const VARIANTS: readonly Variant[] = [
+  { tpr: 32, rpw: 4, vec4: true, u: 4 },
+  { tpr: 64, rpw: 1, vec4: true, u: 4 },
   { tpr: 64, rpw: 1, vec4: true },
   { tpr: 32, rpw: 4, vec4: true },
   { tpr: 128, rpw: 1, vec4: true },
   { tpr: 1, rpw: 64, vec4: true },
   { tpr: 64, rpw: 1, vec4: false },
   { tpr: 1, rpw: 64, vec4: false },
+  { tpr: 32, rpw: 4, vec4: true, u: 4, acc: "f16" },
   { tpr: 64, rpw: 1, vec4: true, acc: "f16" },
-  { tpr: 32, rpw: 4, vec4: true, acc: "f16" },
+  { tpr: 32, rpw: 4, vec4: true, u: 4, unpack: "bits" },
   { tpr: 64, rpw: 1, vec4: true, unpack: "bits" },
-  { tpr: 32, rpw: 4, vec4: true, unpack: "bits" },
 ];
 
 function params(variant: Variant): Params {
@@ -65,7 +71,11 @@ function params(variant: Variant): Params {
       `gemv variant unpack is ${JSON.stringify(unpack)}: use "builtin" or "bits"`,
     );
   }
-  return { tpr, rpw, vec4: variant.vec4 === true, acc, unpack };
+  const u = variant.u ?? 1;
+  if (u !== 1 && u !== 2 && u !== 4 && u !== 8) {
+    throw new RangeError(`gemv variant u is ${JSON.stringify(u)}: use 1, 2, 4 or 8`);
+  }
+  return { tpr, rpw, vec4: variant.vec4 === true, acc, unpack, u };
 }
 
 function hasPackedBuiltins(): boolean {
@@ -124,9 +134,8 @@ export const gemvWebGpu: WebGpuImpl = {
         `gemv with ${rows} rows needs ${total} workgroups: use more rows per workgroup`,
       );
     }
-    const { body, bindings, layout } = quantized(dtype)
-      ? quantizedBody(dtype, cols, p)
-      : floatBody(dtype, p);
+    const b = quantized(dtype) ? quantizedBody(dtype, cols, p) : floatBody(dtype, p);
+    const { bindings, layout } = b;
     const acc = dtype === "f16" ? p.acc : "f32";
     const out = dtype === "f16" ? "f16" : "f32";
     const n = bindings.length;
@@ -142,13 +151,13 @@ fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
   let row = (wid.y * dims.groupsX + wid.x) * ${p.rpw}u + lid.y;
   var acc = ${acc}(0);
   if (row < dims.rows) {
-${body}
+${rowLoop(b, p)}
   }
 ${reduction(p, out)}
 }
 `;
     const key =
-      `gemv|${dtype}|tpr=${p.tpr}|rpw=${p.rpw}|vec4=${p.vec4}|acc=${acc}|unpack=${p.unpack}|${layout}`;
+      `gemv|${dtype}|tpr=${p.tpr}|rpw=${p.rpw}|vec4=${p.vec4}|acc=${acc}|unpack=${p.unpack}|u=${p.u}|${layout}`;
     return { code, workgroups: [gx, gy, 1], uniforms: new Uint32Array([rows, cols, gx, 0]), key };
   },
 };
@@ -168,10 +177,46 @@ ${steps.join("\n")}
 }
 
 interface Body {
-  readonly body: string;
   readonly bindings: readonly string[];
   /** What of the shape the code depends on, for the cache key. */
   readonly layout: string;
+  /** Statements run once per row before the loop. */
+  readonly setup: string;
+  /** Number of chunks in a row (a WGSL u32 expression). */
+  readonly count: string;
+  /** Statements adding chunk `j` (a `u32` in scope) of the row to `acc`. */
+  readonly step: string;
+}
+
+/**
+ * The row loop: invocation `lid.x` takes chunks `u` at a time, blocks of `u` interleaved across
+ * the `tpr` invocations; full blocks run unrolled, the one partial block chunk by chunk.
+ */
+function rowLoop(b: Body, p: Params): string {
+  const indent = (code: string, pad: string) => code.replace(/^/gm, pad);
+  if (p.u === 1) {
+    return `${b.setup}
+    for (var j = lid.x; j < ${b.count}; j += ${p.tpr}u) {
+${indent(b.step, "  ")}
+    }`;
+  }
+  const unrolled = Array.from(
+    { length: p.u },
+    (_, t) =>
+      `      {
+        let j = j0 + ${t}u;
+${indent(b.step, "    ")}
+      }`,
+  );
+  return `${b.setup}
+    let count = ${b.count};
+    var j0 = lid.x * ${p.u}u;
+    for (; j0 + ${p.u}u <= count; j0 += ${p.tpr * p.u}u) {
+${unrolled.join("\n")}
+    }
+    for (var j = j0; j < min(j0 + ${p.u}u, count); j++) {
+${indent(b.step, "  ")}
+    }`;
 }
 
 function floatBody(dtype: Dtype, p: Params): Body {
@@ -181,20 +226,17 @@ function floatBody(dtype: Dtype, p: Params): Body {
     return {
       bindings: [`w: array<${t}>`, `x: array<${t}>`],
       layout: "scalar",
-      body: `    let base = row * dims.cols;
-    for (var c = lid.x; c < dims.cols; c += ${p.tpr}u) {
-      acc += ${acc}(w[base + c]) * ${acc}(x[c]);
-    }`,
+      setup: "    let base = row * dims.cols;",
+      count: "dims.cols",
+      step: `    acc += ${acc}(w[base + j]) * ${acc}(x[j]);`,
     };
   }
   return {
     bindings: [`w: array<vec4<${t}>>`, `x: array<vec4<${t}>>`],
     layout: "vec4",
-    body: `    let n4 = dims.cols / 4u;
-    let base = row * n4;
-    for (var c = lid.x; c < n4; c += ${p.tpr}u) {
-      acc += dot(vec4<${acc}>(w[base + c]), vec4<${acc}>(x[c]));
-    }`,
+    setup: "    let base = row * (dims.cols / 4u);",
+    count: "dims.cols / 4u",
+    step: `    acc += dot(vec4<${acc}>(w[base + j]), vec4<${acc}>(x[j]));`,
   };
 }
 
@@ -244,10 +286,8 @@ function quantizedBody(dtype: "q8" | "q4", cols: number, p: Params): Body {
   return {
     bindings: ["w: array<u32>", "scales: array<f32>", "x: array<vec4<f32>>"],
     layout: `cols=${cols}`,
-    body: `${lastWord}    let srow = row * ${groups}u;
-    for (var j = lid.x; j < ${Math.ceil(cols / perWord)}u; j += ${p.tpr}u) {
-${word}
-${dot}
-    }`,
+    setup: `${lastWord}    let srow = row * ${groups}u;`,
+    count: `${Math.ceil(cols / perWord)}u`,
+    step: `${word}\n${dot}`,
   };
 }
