@@ -1,0 +1,103 @@
+import assert from "node:assert/strict";
+import { main } from "../models/llm/estimate_cli.ts";
+import { syntheticReport } from "./_fixtures.ts";
+
+async function run(args: string[]): Promise<{ code: number; out: string; err: string }> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const log = console.log, error = console.error;
+  console.log = (...a: unknown[]) => out.push(a.join(" "));
+  console.error = (...a: unknown[]) => err.push(a.join(" "));
+  try {
+    const code = await main(args);
+    return { code, out: out.join("\n"), err: err.join("\n") };
+  } finally {
+    console.log = log;
+    console.error = error;
+  }
+}
+
+async function withReport(fn: (path: string) => Promise<void>): Promise<void> {
+  const dir = await Deno.makeTempDir();
+  const path = `${dir}/report.json`;
+  await Deno.writeTextFile(path, JSON.stringify(syntheticReport()));
+  try {
+    await fn(path);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+Deno.test("estimate --help prints the usage and exits 0", async () => {
+  const r = await run(["--help"]);
+  assert.equal(r.code, 0);
+  assert.match(r.out, /Usage: deno task estimate --report PATH/);
+});
+
+Deno.test("estimate prints plan, memory, prefill and decode rates with their sources", async () => {
+  await withReport(async (path) => {
+    const r = await run([
+      "--report",
+      path,
+      "--model",
+      "tiny-16m",
+      "--quant",
+      "int4",
+      "--context",
+      "256",
+    ]);
+    assert.equal(r.code, 0, r.err);
+    assert.match(r.out, /Plan: none on 1 device/);
+    assert.match(r.out, /Memory per device:\n {2}0: llvmpipe/);
+    assert.match(r.out, /Prefill: [\d.]+ tokens\/s/);
+    assert.match(r.out, /Decode: {2}[\d.]+ tokens\/s/);
+    assert.match(r.out, /gemvGBps\.q4 = [\d.]+ GB\/s \(measured; measurement gemv q4 webgpu/);
+  });
+});
+
+Deno.test("estimate shards a model too large for one device over --count devices", async () => {
+  await withReport(async (path) => {
+    const r = await run([
+      "--report",
+      path,
+      "--count",
+      "4",
+      "--memory-gb",
+      "3",
+      "--model",
+      "llama-3-8b",
+      "--quant",
+      "int4",
+      "--context",
+      "4096",
+      "--interconnect",
+      "pcie:32",
+      "--json",
+    ]);
+    assert.equal(r.code, 0, r.err);
+    const json = JSON.parse(r.out);
+    assert.notEqual(json.plan.chosen.strategy, "none");
+    assert.ok(json.estimate.decodeTokensPerSec > 0);
+    assert.equal(json.estimate.memory.length, json.plan.chosen.devices.length);
+  });
+});
+
+Deno.test("estimate rejects an unknown preset, a negative context and a model that fits nowhere", async () => {
+  await withReport(async (path) => {
+    const unknown = await run(["--report", path, "--model", "gpt-9"]);
+    assert.equal(unknown.code, 2);
+    assert.match(unknown.err, /Unknown model "gpt-9": presets are/);
+    const negative = await run(["--report", path, "--context=-5"]);
+    assert.equal(negative.code, 2);
+    assert.match(negative.err, /--context must be a positive integer, got "-5"/);
+    const big = await run(["--report", path, "--memory-gb", "1", "--quant", "f32"]);
+    assert.equal(big.code, 2);
+    assert.match(big.err, /needs .* but all 1 device\(s\) together have/);
+  });
+});
+
+Deno.test("estimate without --report or with a missing file exits 2", async () => {
+  assert.equal((await run([])).code, 2);
+  const r = await run(["--report", "/nonexistent/report.json"]);
+  assert.equal(r.code, 2);
+});
