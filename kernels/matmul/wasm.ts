@@ -270,11 +270,12 @@ function wat(variant: Variant): string {
  */
 export const matmulWasm: WasmImpl = {
   variants: [
-    { mr: 4, nr: 8, kc: 256, nc: 512, fma: false },
-    { mr: 6, nr: 8, kc: 256, nc: 512, fma: false },
-    { mr: 4, nr: 8, kc: 256, nc: 512, fma: true },
     { mr: 6, nr: 8, kc: 256, nc: 512, fma: true },
+    { mr: 4, nr: 8, kc: 256, nc: 512, fma: true },
+    { mr: 6, nr: 8, kc: 256, nc: 512, fma: false },
+    { mr: 4, nr: 8, kc: 256, nc: 512, fma: false },
   ],
+
   wat,
   parts: (shape, variant) => Math.ceil(dims(shape).m / params(variant).mr),
   args: (shape, [a, b], c, start, end, variant) => {
