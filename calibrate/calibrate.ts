@@ -306,8 +306,8 @@ export async function calibrate(options: CalibrateOptions = {}): Promise<Calibra
       const chosen = new Map<Backend, Variant[]>();
       for (const backend of backends) {
         const variants = implFor(op, backend)!.variants;
-        if (variants.length <= plan.keepVariants) {
-          chosen.set(backend, [...variants]);
+        if (variants.length <= plan.keepVariants || !plan.searchVariants) {
+          chosen.set(backend, variants.slice(0, plan.keepVariants));
           continue;
         }
         const scores = new Map<string, number>();
@@ -338,13 +338,19 @@ export async function calibrate(options: CalibrateOptions = {}): Promise<Calibra
 
       // The grid, growing until the fastest backend's rate has converged or runs get too long.
       const stopped = new Set<Backend>();
-      const lastMs = new Map<string, { size: number; ms: number }>();
+      // Per backend and residency: the fastest time seen (≈ its fixed overhead) and the last one.
+      const seen = new Map<string, { size: number; ms: number; fixedMs: number }>();
+      const work = (s: number) => {
+        const shape = op.axis.shape(s);
+        return Math.max(op.flops(shape), op.bytes(shape, dtype));
+      };
+      // Predicts the next run as fixed overhead + the rest scaled with work, so a WebGPU case
+      // dominated by its ~11 ms sync is not cut off as if all of it grew with size.
       const tooLong = (backend: Backend, residency: Residency, size: number) => {
-        const last = lastMs.get(`${backend}|${residency}`);
+        const last = seen.get(`${backend}|${residency}`);
         if (!last) return false;
-        const work = (s: number) =>
-          Math.max(op.flops(op.axis.shape(s)), op.bytes(op.axis.shape(s), dtype));
-        return last.ms * (work(size) / work(last.size)) > plan.maxCaseMs;
+        const variable = Math.max(last.ms - last.fixedMs, 0);
+        return last.fixedMs + variable * (work(size) / work(last.size)) > plan.maxCaseMs;
       };
       for (const size of job.sizes) {
         if (signal.aborted) break;
@@ -366,9 +372,12 @@ export async function calibrate(options: CalibrateOptions = {}): Promise<Calibra
           if (r?.state === "unsupported" && req.backend !== "webgpu") stopped.add(req.backend);
           if (r?.state === "ok") {
             const key = `${req.backend}|${r.residency}`;
-            const prev = lastMs.get(key);
-            if (!prev || prev.size !== size || r.wall.median < prev.ms) {
-              lastMs.set(key, { size, ms: r.wall.median });
+            const prev = seen.get(key);
+            const ms = r.wall.median;
+            if (!prev || prev.size !== size) {
+              seen.set(key, { size, ms, fixedMs: Math.min(prev?.fixedMs ?? ms, ms) });
+            } else if (ms < prev.ms) {
+              seen.set(key, { ...prev, ms, fixedMs: Math.min(prev.fixedMs, ms) });
             }
           }
         });

@@ -2,11 +2,12 @@
  * Describes the machine a calibration runs on (CPU, cores, memory, OS, Deno) and names it with a
  * stable fingerprint, so reports from the same machine and adapter land in the same file.
  *
- * Needs `--allow-read=/proc/cpuinfo`, `--allow-sys=osRelease,systemMemoryInfo` and `--allow-env`;
+ * Needs `--allow-sys=cpus,osRelease,systemMemoryInfo` (or `--allow-read=/proc/cpuinfo` under `--allow-all`) and `--allow-env`;
  * whatever is denied becomes `"unknown"` (or null) instead of an error.
  *
  * @module
  */
+import { cpus } from "node:os";
 
 /**
  * The machine, as reports record it.
@@ -179,6 +180,9 @@ function slugify(text: string): string {
 }
 
 async function readCpuModel(): Promise<string> {
+  // Deno 2.9 wants --allow-all for /proc/cpuinfo; node:os asks only --allow-sys=cpus.
+  const model = permitted(() => cpus()[0]?.model?.trim());
+  if (model) return model.replace(/\s+/g, " ");
   try {
     return parseCpuModel(await Deno.readTextFile(CPUINFO_PATH));
   } catch (e) {

@@ -18,6 +18,11 @@ import {
   WorkerSlot,
 } from "./_wasm_control.ts";
 
+/** Longest a run waits for its workers before the pool is declared hung, ms. */
+export const WORKER_HANG_MS = 30_000;
+/** The blocking wait is cut into slices this long, so the hang check runs, ms. */
+const WAIT_SLICE_MS = 100;
+
 interface Waiter {
   resolve(): void;
   reject(error: Error): void;
@@ -105,17 +110,35 @@ export class WorkerPool {
     try {
       own();
     } finally {
-      if (busy) {
-        let pending: number;
-        while ((pending = Atomics.load(this.#header, PENDING)) !== 0) {
-          Atomics.wait(this.#header, PENDING, pending);
-        }
-      }
+      if (busy) this.#awaitWorkers();
     }
     if (busy) {
       for (const [i, s] of this.#slots.entries()) {
         const error = s.error();
         if (error) throw new Error(`Worker ${i} failed running the kernel: ${error}`);
+      }
+    }
+  }
+
+  /**
+   * Blocks until every worker finished this generation. The wait is sliced so a worker that
+   * never answers (died, or stuck) cannot hang the process: past {@linkcode WORKER_HANG_MS} the
+   * pool is closed and the run throws, and the measurement is recorded as failed.
+   */
+  #awaitWorkers(): void {
+    const started = performance.now();
+    let pending: number;
+    while ((pending = Atomics.load(this.#header, PENDING)) !== 0) {
+      Atomics.wait(this.#header, PENDING, pending, WAIT_SLICE_MS);
+      if (performance.now() - started > WORKER_HANG_MS) {
+        const error = new Error(
+          `${pending} of ${this.size} wasm-mt workers did not finish within ${
+            WORKER_HANG_MS / 1000
+          } s; the worker pool was stopped`,
+        );
+        this.#broken = error;
+        this.close();
+        throw error;
       }
     }
   }
