@@ -197,7 +197,7 @@ async function warmUp(c: LiveCase, minBatchMs: number): Promise<void> {
   const first = await c.prepared.time(1);
   const perRun = Math.max(first.wallMs, 1e-4);
   if (c.identity.residency === "device-resident") {
-    c.reps = Math.min(MAX_RESIDENT_REPS, Math.max(4, Math.ceil(RESIDENT_BATCH_MS / perRun)));
+    c.reps = Math.min(MAX_RESIDENT_REPS, Math.max(1, Math.ceil(RESIDENT_BATCH_MS / perRun)));
   } else {
     c.reps = Math.max(1, Math.ceil(minBatchMs / perRun));
   }

@@ -52,6 +52,8 @@ export interface CalibrationPlan {
   readonly stopping: Partial<StoppingRule>;
   /** Stopping rule of the variant search (coarser: only the ranking matters). */
   readonly searchStopping: Partial<StoppingRule>;
+  /** Whether to search variants at the anchors (else each backend's first variant). */
+  readonly searchVariants: boolean;
   /** Variants kept per backend after the search. */
   readonly keepVariants: number;
   /** A backend stops growing once its next run is predicted to take longer than this, ms. */
@@ -116,7 +118,10 @@ export function planFor(options: PlanOptions): CalibrationPlan {
   for (const op of options.ops) {
     for (const dtype of op.dtypes) {
       if (options.dtypes && !options.dtypes.includes(dtype)) continue;
-      const backends = options.backends.filter((b) => hasImpl(op, b));
+      // The CPU backends have no f16 arithmetic: f16 is a WebGPU (shader-f16) measurement.
+      const backends = options.backends.filter((b) =>
+        hasImpl(op, b) && (dtype !== "f16" || b === "webgpu")
+      );
       if (backends.length === 0) continue;
       const sizes = sizesFor(op, dtype, options.quick);
       const anchors = sizes.length > 2
@@ -143,7 +148,9 @@ export function planFor(options: PlanOptions): CalibrationPlan {
     searchStopping: options.quick
       ? { budgetMs: 80, minSamples: 3, targetRelCi: 0.05 }
       : { budgetMs: 250, minSamples: 5, targetRelCi: 0.04 },
+    // A quick run skips the variant search: each backend's declared default variant.
     keepVariants: options.quick ? 1 : 2,
+    searchVariants: !options.quick,
     maxCaseMs: options.quick ? 60 : 400,
     refineRounds: options.quick ? 1 : 4,
     estimatedCases,
