@@ -47,8 +47,8 @@ export interface MeasureOptions {
   readonly signal?: AbortSignal;
 }
 
-/** Device-resident batches aim at this long, so the ~11 ms sync is small against them. */
-const RESIDENT_BATCH_MS = 100;
+/** Device-resident batches aim at this long: comparable with the ~11 ms sync they subtract. */
+const RESIDENT_BATCH_MS = 25;
 /** Most dispatches recorded into one device-resident batch. */
 const MAX_RESIDENT_REPS = 256;
 /** CPU and end-to-end batches aim at this long by default, well above timer resolution. */
@@ -195,18 +195,49 @@ function errorText(e: unknown): string {
 /** One untimed warm-up batch, then the batch size that makes a batch long enough to time well. */
 async function warmUp(c: LiveCase, minBatchMs: number): Promise<void> {
   const first = await c.prepared.time(1);
-  const perRun = Math.max(first.wallMs, 1e-4);
   if (c.identity.residency === "device-resident") {
+    // One run's wall time is mostly the ~11 ms sync: size the batch from the growth between a
+    // batch of 1 and a batch of 8 instead.
+    const eight = await c.prepared.time(8);
+    const perRun = Math.max((eight.wallMs - first.wallMs) / 7, eight.wallMs / 8 / 100, 1e-3);
     c.reps = Math.min(MAX_RESIDENT_REPS, Math.max(1, Math.ceil(RESIDENT_BATCH_MS / perRun)));
   } else {
-    c.reps = Math.max(1, Math.ceil(minBatchMs / perRun));
+    c.reps = Math.max(1, Math.ceil(minBatchMs / Math.max(first.wallMs, 1e-4)));
+  }
+}
+
+/**
+ * One sample. Device-resident: a batch of R and one of 2R dispatches, each ending in one sync;
+ * the difference over R is the time per dispatch with the fixed sync cost taken out (GPU
+ * timestamps, when present, never include it). A difference lost in noise (≤ 0) is not recorded.
+ * Otherwise: a batch of R runs over R.
+ */
+async function takeSample(c: LiveCase): Promise<void> {
+  if (c.identity.residency !== "device-resident") {
+    const t = await c.prepared.time(c.reps);
+    c.elapsedMs += t.wallMs;
+    c.wall.push(t.wallMs / c.reps);
+    if (t.gpuMs !== undefined) c.gpu.push(t.gpuMs / c.reps);
+    return;
+  }
+  const one = await c.prepared.time(c.reps);
+  const two = await c.prepared.time(2 * c.reps);
+  c.elapsedMs += one.wallMs + two.wallMs;
+  const perRun = (two.wallMs - one.wallMs) / c.reps;
+  if (!(perRun > 0)) return;
+  c.wall.push(perRun);
+  if (one.gpuMs !== undefined && two.gpuMs !== undefined) {
+    c.gpu.push((one.gpuMs + two.gpuMs) / (3 * c.reps));
   }
 }
 
 function finish(c: LiveCase, rule: StoppingRule): MeasureResult {
   c.prepared.dispose();
   if (c.wall.length === 0) {
-    return { ...c.identity, state: "failed", error: "Aborted before any sample was taken" };
+    const error = c.elapsedMs > 0
+      ? "No usable sample: the time per dispatch was lost in the synchronisation noise"
+      : "Aborted before any sample was taken";
+    return { ...c.identity, state: "failed", error };
   }
   const wall = summarize(c.wall);
   const gpu = c.gpu.length === c.wall.length ? summarize(c.gpu) : undefined;
@@ -275,11 +306,10 @@ export async function measureMany(
       for (const c of pending) {
         if (options.signal?.aborted) break;
         try {
-          const t = await c.prepared.time(c.reps);
-          c.elapsedMs += t.wallMs;
-          c.wall.push(t.wallMs / c.reps);
-          if (t.gpuMs !== undefined) c.gpu.push(t.gpuMs / c.reps);
-          if (stopReason(c.wall, c.elapsedMs, rule) !== null) c.done = true;
+          await takeSample(c);
+          // Dropped device-resident samples could otherwise keep a case below its sample count.
+          const overdue = c.elapsedMs >= 3 * rule.budgetMs;
+          if (overdue || stopReason(c.wall, c.elapsedMs, rule) !== null) c.done = true;
         } catch (e) {
           c.done = true;
           results[results.indexOf(c)] = failedCase(c, e);
