@@ -8,7 +8,10 @@
  * - {@linkcode loadReport} / {@linkcode parseReport}: read a report (file or URL) safely.
  * - {@linkcode BackendSelector}, {@linkcode predictTime}, {@linkcode recommendTuning},
  *   {@linkcode planGraph}, {@linkcode AdaptiveSelector}: decisions from a report.
- * - {@linkcode estimateTokensPerSec}, {@linkcode planSharding}: LLM estimates from measured rates.
+ * - {@linkcode estimateTokensPerSec}, {@linkcode planSharding}, {@linkcode ratesFromReport}: LLM
+ *   estimates from measured rates.
+ * - {@linkcode compareReports}: noise-aware regression check of two reports.
+ * - {@linkcode nearestReport}, {@linkcode borrowReport}: figures for a machine that has no report.
  *
  * @example Choosing a backend from a published report
  * ```ts ignore
@@ -32,23 +35,17 @@ export * from "./kernels/types.ts";
 export { getOp, OPS } from "./kernels/catalog.ts";
 export { measure, measureMany, type MeasureOptions } from "./calibrate/measure.ts";
 export type * from "./calibrate/result.ts";
-export {
-  calibrate,
-  type CalibrateOptions,
-  type CalibrationResult,
-} from "./calibrate/calibrate.ts";
+export { calibrate, type CalibrateOptions, type CalibrationResult } from "./calibrate/calibrate.ts";
 export { fitCostModel, predictMs } from "./calibrate/fit.ts";
 export { findCrossovers } from "./calibrate/crossover.ts";
 export { summarize } from "./calibrate/stats.ts";
 export { openGpu } from "./calibrate/device.ts";
-export {
-  loadReport,
-  type LoadReportOptions,
-  parseReport,
-  ReportError,
-} from "./reports/load.ts";
+export { loadReport, type LoadReportOptions, parseReport, ReportError } from "./reports/load.ts";
 export type { Crossover, Figure, Measurement, Report } from "./reports/schema.ts";
 export * from "./models/mod.ts";
 export { estimateTokensPerSec } from "./models/llm/estimate.ts";
 export { planSharding } from "./models/llm/sharding.ts";
 export { getPreset, PRESETS } from "./models/llm/presets.ts";
+export { ratesFromReport } from "./models/llm/rates.ts";
+export { compareReports } from "./reports/compare.ts";
+export { borrowReport, nearestReport } from "./models/nearest.ts";
