@@ -10,6 +10,7 @@ import {
   type Backend,
   BACKENDS,
   type Dtype,
+  implOf,
   type OpSpec,
   type Residency,
   type Shape,
@@ -95,10 +96,6 @@ function measurementKey(m: {
 }): string {
   const dims = Object.keys(m.shape).sort().map((k) => `${k}=${m.shape[k]}`).join(",");
   return `${m.op}|${m.dtype}|${m.backend}|${m.variant}|${m.residency}|${dims}`;
-}
-
-function implFor(op: OpSpec, backend: Backend) {
-  return backend === "js" ? op.impls.js : backend === "webgpu" ? op.impls.webgpu : op.impls.wasm;
 }
 
 function residenciesFor(backend: Backend): Residency[] {
@@ -300,12 +297,12 @@ export async function calibrate(options: CalibrateOptions = {}): Promise<Calibra
         total: progressTotal,
         elapsedS: elapsedS(),
       });
-      const backends = job.backends.filter((b) => implFor(op, b) !== undefined);
+      const backends = job.backends.filter((b) => implOf(op, b) !== undefined);
 
       // Variant search at the anchor sizes: full search there, then only the best few elsewhere.
       const chosen = new Map<Backend, Variant[]>();
       for (const backend of backends) {
-        const variants = implFor(op, backend)!.variants;
+        const variants = implOf(op, backend)!.variants;
         if (variants.length <= plan.keepVariants || !plan.searchVariants) {
           chosen.set(backend, variants.slice(0, plan.keepVariants));
           continue;

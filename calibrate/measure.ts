@@ -9,6 +9,7 @@ import { getOp } from "../kernels/catalog.ts";
 import { seededRng } from "../kernels/_random.ts";
 import {
   type Backend,
+  implOf,
   type OpSpec,
   type Residency,
   type Variant,
@@ -61,11 +62,7 @@ function resolveVariant(
   backend: Backend,
   requested: MeasureRequest["variant"],
 ): Variant | string {
-  const impl = backend === "js"
-    ? op.impls.js
-    : backend === "webgpu"
-    ? op.impls.webgpu
-    : op.impls.wasm;
+  const impl = implOf(op, backend);
   if (!impl) return `${op.name} has no ${backend} implementation`;
   const variants = impl.variants;
   if (requested === undefined) return variants[0] ?? {};

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { Backend, Dtype, OpSpec } from "../kernels/types.ts";
+import { type Backend, type Dtype, implOf, type OpSpec } from "../kernels/types.ts";
 import type { Measurement } from "../reports/schema.ts";
 import type { StoppingRule } from "./stats.ts";
 import { geometricGrid, rateConverged } from "./sweep.ts";
@@ -93,12 +93,6 @@ function sizesFor(op: OpSpec, dtype: Dtype, quick: boolean): number[] {
   );
 }
 
-function hasImpl(op: OpSpec, backend: Backend): boolean {
-  if (backend === "js") return op.impls.js !== undefined;
-  if (backend === "webgpu") return op.impls.webgpu !== undefined;
-  return op.impls.wasm !== undefined;
-}
-
 /**
  * Plans a calibration.
  *
@@ -120,7 +114,7 @@ export function planFor(options: PlanOptions): CalibrationPlan {
       if (options.dtypes && !options.dtypes.includes(dtype)) continue;
       // The CPU backends have no f16 arithmetic: f16 is a WebGPU (shader-f16) measurement.
       const backends = options.backends.filter((b) =>
-        hasImpl(op, b) && (dtype !== "f16" || b === "webgpu")
+        implOf(op, b) !== undefined && (dtype !== "f16" || b === "webgpu")
       );
       if (backends.length === 0) continue;
       const sizes = sizesFor(op, dtype, options.quick);

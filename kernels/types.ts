@@ -384,3 +384,22 @@ export interface OpSpec {
 export function formatShape(op: Pick<OpSpec, "dims">, shape: Shape): string {
   return op.dims.map((d) => shape[d]).join("x");
 }
+
+/**
+ * The implementation of `op` that runs on `backend` (`wasm` serves both `wasm` and `wasm-mt`).
+ *
+ * @param op The op.
+ * @param backend The backend.
+ * @returns Its implementation, or undefined when the op has none there.
+ * @example
+ * ```ts
+ * import { implOf } from "./types.ts";
+ * import { matmul } from "./matmul/mod.ts";
+ * console.log(implOf(matmul, "wasm-mt") === matmul.impls.wasm); // true
+ * ```
+ */
+export function implOf(op: OpSpec, backend: Backend): JsImpl | WasmImpl | WebGpuImpl | undefined {
+  if (backend === "js") return op.impls.js;
+  if (backend === "webgpu") return op.impls.webgpu;
+  return op.impls.wasm;
+}
