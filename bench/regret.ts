@@ -1,0 +1,542 @@
+/**
+ * `deno task bench:regret --report R.json`: how much time gpucal's calibrated selector loses
+ * against the truly fastest backend, next to the seeds' fixed rules, on held-out workloads — odd
+ * sizes the report never measured. Every backend is measured end-to-end at every workload (samples
+ * interleaved), the fastest is the oracle, and each selector's regret is
+ * Σ(chosen − best) / Σ best. The same measurements score the report's predictions (MAPE, share
+ * within ±25 %). Bench only: nothing reachable from mod.ts imports this module.
+ *
+ * @module
+ */
+import { parseFlags, UsageError } from "../calibrate/_cli_args.ts";
+import { measureMany, type RunnerSource } from "../calibrate/measure.ts";
+import type { MeasureResult } from "../calibrate/result.ts";
+import type { Runner } from "../calibrate/runner.ts";
+import { openRunner } from "../calibrate/runners/mod.ts";
+import { textTable } from "../calibrate/summary.ts";
+import { getOp } from "../kernels/catalog.ts";
+import { SOFTMAX_SWEEP_ROWS } from "../kernels/softmax/mod.ts";
+import { type Backend, BACKENDS, type Dtype, formatShape, type Shape } from "../kernels/types.ts";
+import { loadReport } from "../reports/load.ts";
+import type { Report } from "../reports/schema.ts";
+import { predictTime } from "../models/predict.ts";
+import { BackendSelector } from "../models/selector.ts";
+import { pcieRule, tfjsHandoffRule, thresholdRule } from "./_seed_rules.ts";
+
+const HELP = `Usage: deno task bench:regret --report PATH [options]
+
+Measures every backend end-to-end on held-out workloads (sizes the report did not measure), then
+scores gpucal's selector and three fixed rules (5x PCIe, Low/Medium/High thresholds, TF.js CPU
+handoff) by regret = sum(chosen - best) / sum(best), and the report's predictions by MAPE.
+
+Options:
+  --report PATH     Calibration report of this machine (required)
+  --workloads N     Only the first N workloads (spread over the ops); all by default
+  --json            Print the results as JSON on stdout
+  -h, --help        Show this help`;
+
+/** A scalar `js` run predicted longer than this is not measured unless a selector picks `js`. */
+const MAX_JS_RUN_MS = 1000;
+/** Per case; interleaved, so one workload costs about (backends × budget). */
+const STOPPING = { budgetMs: 600, minSamples: 5 };
+/** A prediction this close to the measured median counts as accurate. */
+const ACCURATE_WITHIN = 0.25;
+/** A report shape within this relative distance in every dimension is not held out. */
+const SAME_SHAPE = 0.05;
+
+/** The selectors compared, in table order. */
+const SELECTORS = ["gpucal", "pcie-5x", "thresholds", "tfjs-handoff"] as const;
+type SelectorName = typeof SELECTORS[number];
+
+interface Workload {
+  readonly op: string;
+  readonly shape: Shape;
+  readonly dtype: Dtype;
+  /** Elements of each input tensor (TF.js's handoff looks at these). */
+  readonly inputElements: readonly number[];
+}
+
+interface Family {
+  readonly op: string;
+  readonly dtype: Dtype;
+  readonly sizes: readonly number[];
+  readonly shape: (size: number) => Shape;
+  readonly inputs: (size: number) => readonly number[];
+}
+
+const vector = (arity: number) => (n: number) => Array.from({ length: arity }, () => n);
+
+/** Odd sizes, deliberately off the calibrator's power-of-two sweeps. */
+const FAMILIES: readonly Family[] = [
+  {
+    op: "matmul",
+    dtype: "f32",
+    sizes: [23, 77, 181, 300, 611, 900],
+    shape: (n) => ({ m: n, k: n, n }),
+    inputs: (n) => [n * n, n * n],
+  },
+  {
+    op: "add",
+    dtype: "f32",
+    sizes: [3000, 70001, 900000, 5e6],
+    shape: (n) => ({ n }),
+    inputs: vector(2),
+  },
+  {
+    op: "fma",
+    dtype: "f32",
+    sizes: [3000, 70001, 900000, 5e6],
+    shape: (n) => ({ n }),
+    inputs: vector(3),
+  },
+  {
+    op: "sum",
+    dtype: "f32",
+    sizes: [3000, 70001, 900000, 5e6],
+    shape: (n) => ({ n }),
+    inputs: vector(1),
+  },
+  {
+    op: "dot",
+    dtype: "f32",
+    sizes: [2500, 50001, 700000, 3e6],
+    shape: (n) => ({ n }),
+    inputs: vector(2),
+  },
+  {
+    op: "gemv",
+    dtype: "f32",
+    sizes: [300, 1500, 3000],
+    shape: (n) => ({ rows: n, cols: n }),
+    inputs: (n) => [n * n, n],
+  },
+  {
+    op: "gemv",
+    dtype: "q4",
+    sizes: [300, 1500, 3000],
+    shape: (n) => ({ rows: n, cols: n }),
+    inputs: (n) => [n * n, n],
+  },
+  {
+    op: "softmax",
+    dtype: "f32",
+    sizes: [100, 1000, 9000, 30000],
+    shape: (cols) => ({ rows: SOFTMAX_SWEEP_ROWS, cols }),
+    inputs: (cols) => [SOFTMAX_SWEEP_ROWS * cols],
+  },
+];
+
+/** The workloads round-robin over the families, so `--workloads N` still covers every op. */
+function heldOut(): Workload[] {
+  const out: Workload[] = [];
+  const longest = Math.max(...FAMILIES.map((f) => f.sizes.length));
+  for (let i = 0; i < longest; i++) {
+    for (const f of FAMILIES) {
+      const size = f.sizes[i];
+      if (size === undefined) continue;
+      out.push({ op: f.op, dtype: f.dtype, shape: f.shape(size), inputElements: f.inputs(size) });
+    }
+  }
+  return out;
+}
+
+/** The report's measured shape close to `w` in every dimension, or null when `w` is held out. */
+function measuredNear(report: Report, w: Workload): Shape | null {
+  for (const m of report.measurements) {
+    if (m.op !== w.op || m.dtype !== w.dtype) continue;
+    const near = Object.entries(w.shape).every(([d, v]) => {
+      const u = m.shape[d];
+      return u !== undefined && Math.abs(u - v) <= SAME_SHAPE * v;
+    });
+    if (near) return m.shape;
+  }
+  return null;
+}
+
+type Choice = Backend | { readonly error: string };
+
+function choices(selector: BackendSelector, w: Workload): Record<SelectorName, Choice> {
+  const op = getOp(w.op);
+  let gpucal: Choice;
+  try {
+    gpucal = selector.select({ op: w.op, shape: w.shape, dtype: w.dtype }).backend;
+  } catch (e) {
+    gpucal = { error: e instanceof Error ? e.message : String(e) };
+  }
+  return {
+    gpucal,
+    "pcie-5x": pcieRule(op.flops(w.shape), op.bytes(w.shape, w.dtype)),
+    thresholds: thresholdRule(op.complexity, Math.max(...w.inputElements)),
+    "tfjs-handoff": tfjsHandoffRule(w.inputElements),
+  };
+}
+
+interface Prediction {
+  readonly ms: number;
+  readonly variant: string;
+  readonly provenance: string;
+}
+
+function predict(report: Report, w: Workload, backend: Backend, variant?: string) {
+  try {
+    const p = predictTime(report, {
+      op: w.op,
+      shape: w.shape,
+      dtype: w.dtype,
+      backend,
+      ...(variant === undefined ? {} : { variant }),
+    });
+    return { ms: p.ms, variant: p.variant, provenance: p.provenance };
+  } catch (e) {
+    if (e instanceof RangeError) return null;
+    throw e;
+  }
+}
+
+/** What happened to one backend at one workload. */
+type BackendOutcome =
+  | { readonly state: "ok"; readonly ms: number; readonly relCi: number; readonly variant: string }
+  | { readonly state: "failed" | "unsupported" | "skipped"; readonly reason: string };
+
+interface WorkloadResult {
+  readonly op: string;
+  readonly dtype: Dtype;
+  readonly shape: string;
+  readonly backends: Partial<Record<Backend, BackendOutcome>>;
+  readonly predicted: Partial<Record<Backend, Prediction>>;
+  /** The fastest measured backend over all, and over the rules' js / wasm / webgpu. */
+  readonly best: Backend | null;
+  readonly bestOfThree: Backend | null;
+  readonly chosen: Record<SelectorName, Choice>;
+}
+
+function outcome(r: MeasureResult): BackendOutcome {
+  if (r.state === "ok") {
+    return { state: "ok", ms: r.wall.median, relCi: r.wall.relCi, variant: r.variant };
+  }
+  return { state: r.state, reason: r.state === "failed" ? r.error : r.reason };
+}
+
+function fastest(
+  backends: Partial<Record<Backend, BackendOutcome>>,
+  among: readonly Backend[],
+): Backend | null {
+  let best: Backend | null = null;
+  let bestMs = Infinity;
+  for (const b of among) {
+    const o = backends[b];
+    if (o?.state === "ok" && o.ms < bestMs) {
+      best = b;
+      bestMs = o.ms;
+    }
+  }
+  return best;
+}
+
+async function runWorkload(
+  report: Report,
+  selector: BackendSelector,
+  w: Workload,
+  source: RunnerSource,
+): Promise<WorkloadResult> {
+  const chosen = choices(selector, w);
+  const picked = new Set(Object.values(chosen).filter((c): c is Backend => typeof c === "string"));
+  const predicted: Partial<Record<Backend, Prediction>> = {};
+  for (const b of BACKENDS) {
+    const p = predict(report, w, b);
+    if (p !== null) predicted[b] = p;
+  }
+  const backends: Partial<Record<Backend, BackendOutcome>> = {};
+  const measured: Backend[] = [];
+  for (const b of BACKENDS) {
+    const ms = predicted[b]?.ms ?? 0;
+    if (b === "js" && ms > MAX_JS_RUN_MS && !picked.has(b)) {
+      backends[b] = { state: "skipped", reason: `predicted ${(ms / 1000).toFixed(1)} s per run` };
+    } else {
+      measured.push(b);
+    }
+  }
+  const results = await measureMany(
+    measured.map((backend) => ({
+      op: w.op,
+      shape: w.shape,
+      dtype: w.dtype,
+      backend,
+      residency: "end-to-end" as const,
+      // The variant gpucal would run here: the one the report tunes or fits for this size.
+      ...(predicted[backend] ? { variant: predicted[backend].variant } : {}),
+    })),
+    { runners: source, stopping: STOPPING },
+  );
+  measured.forEach((b, i) => (backends[b] = outcome(results[i]!)));
+  return {
+    op: w.op,
+    dtype: w.dtype,
+    shape: formatShape(getOp(w.op), w.shape),
+    backends,
+    predicted,
+    best: fastest(backends, BACKENDS),
+    bestOfThree: fastest(backends, ["js", "wasm", "webgpu"]),
+    chosen,
+  };
+}
+
+interface SelectorScore {
+  readonly name: string;
+  /** Workloads scored: the choice and the oracle were both measured. */
+  readonly scored: number;
+  /** Workloads where the choice could not be timed (failed, unsupported, or no choice). */
+  readonly unscored: number;
+  /** Workloads where the choice was the fastest. */
+  readonly hits: number;
+  /** Σ(chosen − best) / Σ best. */
+  readonly regret: number;
+  /** Largest (chosen − best) / best, and where. */
+  readonly maxRegret: number;
+  readonly maxRegretAt: string | null;
+  readonly chosenMs: number;
+  readonly bestMs: number;
+}
+
+function msOf(r: WorkloadResult, b: Backend | null): number | null {
+  const o = b === null ? undefined : r.backends[b];
+  return o?.state === "ok" ? o.ms : null;
+}
+
+function score(
+  name: string,
+  results: readonly WorkloadResult[],
+  pick: (r: WorkloadResult) => Choice | null,
+): SelectorScore {
+  let scored = 0, unscored = 0, hits = 0, chosenMs = 0, bestMs = 0, maxRegret = 0;
+  let maxRegretAt: string | null = null;
+  for (const r of results) {
+    const best = msOf(r, r.best);
+    if (best === null) continue;
+    const c = pick(r);
+    const ms = typeof c === "string" ? msOf(r, c) : null;
+    if (ms === null) {
+      unscored++;
+      continue;
+    }
+    scored++;
+    if (c === r.best) hits++;
+    chosenMs += ms;
+    bestMs += best;
+    const excess = (ms - best) / best;
+    if (excess > maxRegret) {
+      maxRegret = excess;
+      maxRegretAt = `${r.op} ${r.dtype} ${r.shape} (${c} vs ${r.best})`;
+    }
+  }
+  return {
+    name,
+    scored,
+    unscored,
+    hits,
+    regret: bestMs > 0 ? (chosenMs - bestMs) / bestMs : NaN,
+    maxRegret,
+    maxRegretAt,
+    chosenMs,
+    bestMs,
+  };
+}
+
+interface Accuracy {
+  readonly backend: Backend | "all";
+  readonly pairs: number;
+  /** Mean of |predicted − measured| / measured. */
+  readonly mape: number;
+  /** Share of pairs with |predicted − measured| ≤ 25 % of measured. */
+  readonly within25: number;
+}
+
+interface AccuracyPair {
+  readonly backend: Backend;
+  readonly predicted: number;
+  readonly measured: number;
+}
+
+/** Predictions of the measured variant at each held-out (workload, backend) against its median. */
+function accuracyPairs(
+  report: Report,
+  workloads: readonly Workload[],
+  results: readonly WorkloadResult[],
+) {
+  const pairs: AccuracyPair[] = [];
+  results.forEach((r, i) => {
+    for (const b of BACKENDS) {
+      const o = r.backends[b];
+      if (o?.state !== "ok") continue;
+      const p = predict(report, workloads[i]!, b, o.variant);
+      if (p !== null) pairs.push({ backend: b, predicted: p.ms, measured: o.ms });
+    }
+  });
+  return pairs;
+}
+
+function accuracy(backend: Backend | "all", pairs: readonly AccuracyPair[]): Accuracy {
+  const errors = pairs.map((p) => Math.abs(p.predicted - p.measured) / p.measured);
+  const n = errors.length;
+  return {
+    backend,
+    pairs: n,
+    mape: n > 0 ? errors.reduce((a, b) => a + b, 0) / n : NaN,
+    within25: n > 0 ? errors.filter((e) => e <= ACCURATE_WITHIN).length / n : NaN,
+  };
+}
+
+function pct(x: number): string {
+  return Number.isNaN(x) ? "—" : `${(100 * x).toFixed(1)} %`;
+}
+
+function cell(o: BackendOutcome | undefined, chosenBy: readonly string[]): string {
+  const mark = chosenBy.length > 0 ? ` ←${chosenBy.join(",")}` : "";
+  if (o === undefined) return `—${mark}`;
+  return o.state === "ok" ? `${o.ms.toPrecision(3)}${mark}` : `${o.state}${mark}`;
+}
+
+const SHORT: Record<SelectorName, string> = {
+  gpucal: "G",
+  "pcie-5x": "P",
+  thresholds: "T",
+  "tfjs-handoff": "F",
+};
+
+function printText(
+  reportPath: string,
+  results: readonly WorkloadResult[],
+  scores: readonly SelectorScore[],
+  accuracies: readonly Accuracy[],
+  excluded: readonly string[],
+  seconds: number,
+): void {
+  console.log(
+    `Held-out workloads, end-to-end median ms per run (← chosen by G gpucal, P pcie-5x, ` +
+      `T thresholds, F tfjs-handoff; * fastest):`,
+  );
+  console.log(textTable(
+    ["op", "dtype", "shape", ...BACKENDS],
+    results.map((r) => [
+      r.op,
+      r.dtype,
+      r.shape,
+      ...BACKENDS.map((b) => {
+        const by = SELECTORS.filter((s) => r.chosen[s] === b).map((s) => SHORT[s]);
+        return (r.best === b ? "*" : "") + cell(r.backends[b], by);
+      }),
+    ]),
+  ));
+  console.log("\nRegret = Σ(chosen − best) / Σ best over the workloads where both were timed:");
+  console.log(textTable(
+    ["selector", "regret", "max regret", "at", "fastest picked", "unscored"],
+    scores.map((s) => [
+      s.name,
+      pct(s.regret),
+      pct(s.maxRegret),
+      s.maxRegretAt ?? "",
+      `${s.hits}/${s.scored}`,
+      `${s.unscored}`,
+    ]),
+  ));
+  console.log("\nHeld-out prediction accuracy of the report (predictTime vs measured median):");
+  console.log(textTable(
+    ["backend", "pairs", "MAPE", "within ±25 %"],
+    accuracies.map((a) => [a.backend, `${a.pairs}`, pct(a.mape), pct(a.within25)]),
+  ));
+  for (const e of excluded) console.log(`not held out: ${e}`);
+  console.log(`\nreport ${reportPath}; ${results.length} workloads in ${seconds.toFixed(0)} s`);
+}
+
+async function main(args: string[]): Promise<number> {
+  let reportPath: string, limit: number, json: boolean;
+  try {
+    const { values } = parseFlags(args, {
+      report: { type: "string" },
+      workloads: { type: "string" },
+      json: { type: "boolean" },
+      help: { type: "boolean", short: "h" },
+    });
+    if (values.help) {
+      console.log(HELP);
+      return 0;
+    }
+    if (values.report === undefined) throw new UsageError("--report is required: see --help");
+    reportPath = values.report;
+    limit = values.workloads === undefined ? Infinity : Number(values.workloads);
+    if (!(Number.isSafeInteger(limit) && limit > 0) && limit !== Infinity) {
+      throw new UsageError(`--workloads must be a positive integer, got "${values.workloads}"`);
+    }
+    json = values.json ?? false;
+  } catch (e) {
+    if (e instanceof UsageError) {
+      console.error(`error: ${e.message}`);
+      return 2;
+    }
+    throw e;
+  }
+  const report = await loadReport(reportPath);
+  const selector = BackendSelector.fromReport(report);
+  const excluded: string[] = [];
+  const workloads = heldOut().filter((w) => {
+    const near = measuredNear(report, w);
+    if (near === null) return true;
+    const op = getOp(w.op);
+    excluded.push(
+      `${w.op} ${w.dtype} ${formatShape(op, w.shape)} (report has ${formatShape(op, near)})`,
+    );
+    return false;
+  }).slice(0, limit);
+
+  const runners = new Map<Backend, Promise<Runner | string>>();
+  const source: RunnerSource = (b) => {
+    let r = runners.get(b);
+    if (!r) runners.set(b, r = openRunner(b));
+    return r;
+  };
+  const log = (s: string) => json || console.error(s);
+  const started = performance.now();
+  const results: WorkloadResult[] = [];
+  try {
+    for (const w of workloads) {
+      const r = await runWorkload(report, selector, w, source);
+      results.push(r);
+      log(
+        `${r.op} ${r.dtype} ${r.shape}: fastest ${r.best ?? "none"}; ${
+          BACKENDS.map((b) => `${b} ${cell(r.backends[b], [])}`).join(", ")
+        }`,
+      );
+    }
+  } finally {
+    for (const r of runners.values()) {
+      const runner = await r;
+      if (typeof runner !== "string") await runner.close();
+    }
+  }
+  const seconds = (performance.now() - started) / 1000;
+
+  const scores = [
+    ...SELECTORS.map((s) => score(s, results, (r) => r.chosen[s])),
+    score("oracle of js/wasm/webgpu", results, (r) => r.bestOfThree),
+  ];
+  const pairs = accuracyPairs(report, workloads, results);
+  const accuracies = [
+    accuracy("all", pairs),
+    ...BACKENDS.map((b) => accuracy(b, pairs.filter((p) => p.backend === b))),
+  ];
+  if (json) {
+    console.log(JSON.stringify({
+      report: reportPath,
+      seconds,
+      excluded,
+      workloads: results,
+      scores,
+      accuracy: accuracies,
+    }));
+  } else {
+    printText(reportPath, results, scores, accuracies, excluded, seconds);
+  }
+  return 0;
+}
+
+if (import.meta.main) Deno.exit(await main(Deno.args));
