@@ -283,63 +283,68 @@ async function runWorkload(
 
 interface SelectorScore {
   readonly name: string;
-  /** Workloads scored: the choice and the oracle were both measured. */
+  /** Workloads scored: those where every selector's choice and the fastest were all timed. */
   readonly scored: number;
-  /** Workloads where the choice could not be timed (failed, unsupported, or no choice). */
+  /** Workloads this selector's choice could not be timed at (failed, unsupported, no choice). */
   readonly unscored: number;
-  /** Workloads where the choice was the fastest. */
+  /** Scored workloads where the choice was the fastest. */
   readonly hits: number;
-  /** Σ(chosen − best) / Σ best. */
+  /** Σ(chosen − best) / Σ best over the scored workloads. */
   readonly regret: number;
-  /** Largest (chosen − best) / best, and where. */
+  /** Largest (chosen − best) / best over the scored workloads, and where. */
   readonly maxRegret: number;
   readonly maxRegretAt: string | null;
   readonly chosenMs: number;
   readonly bestMs: number;
 }
 
-function msOf(r: WorkloadResult, b: Backend | null): number | null {
-  const o = b === null ? undefined : r.backends[b];
+type Pick = (r: WorkloadResult) => Choice | null;
+
+function msOf(r: WorkloadResult, c: Choice | null): number | null {
+  const o = typeof c === "string" ? r.backends[c] : undefined;
   return o?.state === "ok" ? o.ms : null;
 }
 
-function score(
-  name: string,
+/**
+ * Scores every selector on the same workloads — those where all of them chose a backend that was
+ * timed — so their sums compare; a choice that could not run is counted as unscored instead.
+ */
+function scoreAll(
   results: readonly WorkloadResult[],
-  pick: (r: WorkloadResult) => Choice | null,
-): SelectorScore {
-  let scored = 0, unscored = 0, hits = 0, chosenMs = 0, bestMs = 0, maxRegret = 0;
-  let maxRegretAt: string | null = null;
-  for (const r of results) {
-    const best = msOf(r, r.best);
-    if (best === null) continue;
-    const c = pick(r);
-    const ms = typeof c === "string" ? msOf(r, c) : null;
-    if (ms === null) {
-      unscored++;
-      continue;
+  picks: ReadonlyArray<readonly [string, Pick]>,
+): SelectorScore[] {
+  const common = results.filter((r) =>
+    msOf(r, r.best) !== null && picks.every(([, pick]) => msOf(r, pick(r)) !== null)
+  );
+  return picks.map(([name, pick]) => {
+    let hits = 0, chosenMs = 0, bestMs = 0, maxRegret = 0;
+    let maxRegretAt: string | null = null;
+    for (const r of common) {
+      const c = pick(r);
+      const ms = msOf(r, c)!;
+      const best = msOf(r, r.best)!;
+      if (c === r.best) hits++;
+      chosenMs += ms;
+      bestMs += best;
+      const excess = (ms - best) / best;
+      if (excess > maxRegret) {
+        maxRegret = excess;
+        maxRegretAt = `${r.op} ${r.dtype} ${r.shape} (${c} vs ${r.best})`;
+      }
     }
-    scored++;
-    if (c === r.best) hits++;
-    chosenMs += ms;
-    bestMs += best;
-    const excess = (ms - best) / best;
-    if (excess > maxRegret) {
-      maxRegret = excess;
-      maxRegretAt = `${r.op} ${r.dtype} ${r.shape} (${c} vs ${r.best})`;
-    }
-  }
-  return {
-    name,
-    scored,
-    unscored,
-    hits,
-    regret: bestMs > 0 ? (chosenMs - bestMs) / bestMs : NaN,
-    maxRegret,
-    maxRegretAt,
-    chosenMs,
-    bestMs,
-  };
+    const unscored = results.filter((r) => msOf(r, r.best) !== null && msOf(r, pick(r)) === null);
+    return {
+      name,
+      scored: common.length,
+      unscored: unscored.length,
+      hits,
+      regret: bestMs > 0 ? (chosenMs - bestMs) / bestMs : NaN,
+      maxRegret,
+      maxRegretAt,
+      chosenMs,
+      bestMs,
+    };
+  });
 }
 
 interface Accuracy {
@@ -347,6 +352,8 @@ interface Accuracy {
   readonly pairs: number;
   /** Mean of |predicted − measured| / measured. */
   readonly mape: number;
+  /** Median of the same errors: MAPE is dominated by a few far extrapolations. */
+  readonly medianApe: number;
   /** Share of pairs with |predicted − measured| ≤ 25 % of measured. */
   readonly within25: number;
 }
@@ -376,12 +383,15 @@ function accuracyPairs(
 }
 
 function accuracy(backend: Backend | "all", pairs: readonly AccuracyPair[]): Accuracy {
-  const errors = pairs.map((p) => Math.abs(p.predicted - p.measured) / p.measured);
+  const errors = pairs.map((p) => Math.abs(p.predicted - p.measured) / p.measured)
+    .sort((a, b) => a - b);
   const n = errors.length;
+  const mid = Math.floor(n / 2);
   return {
     backend,
     pairs: n,
     mape: n > 0 ? errors.reduce((a, b) => a + b, 0) / n : NaN,
+    medianApe: n === 0 ? NaN : n % 2 === 1 ? errors[mid]! : (errors[mid - 1]! + errors[mid]!) / 2,
     within25: n > 0 ? errors.filter((e) => e <= ACCURATE_WITHIN).length / n : NaN,
   };
 }
@@ -427,7 +437,10 @@ function printText(
       }),
     ]),
   ));
-  console.log("\nRegret = Σ(chosen − best) / Σ best over the workloads where both were timed:");
+  console.log(
+    "\nRegret = Σ(chosen − best) / Σ best over the workloads where every selector's choice was " +
+      "timed (unscored: this selector's choice failed or could not run):",
+  );
   console.log(textTable(
     ["selector", "regret", "max regret", "at", "fastest picked", "unscored"],
     scores.map((s) => [
@@ -441,9 +454,27 @@ function printText(
   ));
   console.log("\nHeld-out prediction accuracy of the report (predictTime vs measured median):");
   console.log(textTable(
-    ["backend", "pairs", "MAPE", "within ±25 %"],
-    accuracies.map((a) => [a.backend, `${a.pairs}`, pct(a.mape), pct(a.within25)]),
+    ["backend", "pairs", "MAPE", "median APE", "within ±25 %"],
+    accuracies.map((a) => [
+      a.backend,
+      `${a.pairs}`,
+      pct(a.mape),
+      pct(a.medianApe),
+      pct(a.within25),
+    ]),
   ));
+  const problems = new Map<string, number>();
+  for (const r of results) {
+    for (const b of BACKENDS) {
+      const o = r.backends[b];
+      if (o !== undefined && o.state !== "ok") {
+        const key = `${b} ${o.state}: ${o.reason}`;
+        problems.set(key, (problems.get(key) ?? 0) + 1);
+      }
+    }
+  }
+  if (problems.size > 0) console.log("\nNot timed:");
+  for (const [what, n] of problems) console.log(`  ${n}× ${what}`);
   for (const e of excluded) console.log(`not held out: ${e}`);
   console.log(`\nreport ${reportPath}; ${results.length} workloads in ${seconds.toFixed(0)} s`);
 }
@@ -515,10 +546,10 @@ async function main(args: string[]): Promise<number> {
   }
   const seconds = (performance.now() - started) / 1000;
 
-  const scores = [
-    ...SELECTORS.map((s) => score(s, results, (r) => r.chosen[s])),
-    score("oracle of js/wasm/webgpu", results, (r) => r.bestOfThree),
-  ];
+  const scores = scoreAll(results, [
+    ...SELECTORS.map((s) => [s, (r: WorkloadResult) => r.chosen[s]] as const),
+    ["oracle of js/wasm/webgpu", (r: WorkloadResult) => r.bestOfThree] as const,
+  ]);
   const pairs = accuracyPairs(report, workloads, results);
   const accuracies = [
     accuracy("all", pairs),
