@@ -1,7 +1,7 @@
 /**
  * `deno task bench`: every op × backend × dtype at three sizes (best variant of each backend,
  * verified before timing), the WebGPU system figures, and TF.js on the same adapter in the same
- * run when `--peers` is given. Speed goals live here, never in tests.
+ * run unless `--no-peers` is given. Speed goals live here, never in tests.
  *
  * @module
  */
@@ -15,6 +15,7 @@ import { createWebGpuRunner } from "../calibrate/runners/webgpu.ts";
 import { formatFigure, textTable } from "../calibrate/summary.ts";
 import { measureSystem } from "../calibrate/system.ts";
 import { OPS } from "../kernels/catalog.ts";
+import { peerColumns, ratioLines, type TfjsReport } from "./peers.ts";
 import {
   type Backend,
   BACKENDS,
@@ -35,6 +36,9 @@ Options:
   --ops LIST        Ops (default: all): ${OPS.map((o) => o.name).join(",")}
   --backends LIST   Backends (default: all): ${BACKENDS.join(",")}
   --dtypes LIST     Dtypes (default: all): ${DTYPES.join(",")}
+  --peers           Also measure TF.js matmul and add (f32, webgpu and wasm) and print
+                    gpucal/TF.js ratios (the default)
+  --no-peers        Skip TF.js
   --json            Print results as JSON on stdout
   -h, --help        Show this help`;
 
@@ -81,13 +85,15 @@ interface Row {
 }
 
 async function main(args: string[]): Promise<number> {
-  let ops: OpSpec[], backends: Backend[], dtypes: Dtype[], json: boolean;
+  let ops: OpSpec[], backends: Backend[], dtypes: Dtype[], json: boolean, withPeers: boolean;
   try {
     const { values } = parseFlags(args, {
       ops: { type: "string" },
       backends: { type: "string" },
       dtypes: { type: "string" },
       json: { type: "boolean" },
+      peers: { type: "boolean" },
+      "no-peers": { type: "boolean" },
       help: { type: "boolean", short: "h" },
     });
     if (values.help) {
@@ -99,6 +105,10 @@ async function main(args: string[]): Promise<number> {
     backends = listFlag("--backends", values.backends, BACKENDS) ?? [...BACKENDS];
     dtypes = listFlag("--dtypes", values.dtypes, DTYPES) ?? [...DTYPES];
     json = values.json ?? false;
+    if (values.peers && values["no-peers"]) {
+      throw new UsageError("Give --peers or --no-peers, not both");
+    }
+    withPeers = !values["no-peers"];
   } catch (e) {
     if (e instanceof UsageError) {
       console.error(`error: ${e.message}`);
@@ -217,14 +227,19 @@ async function main(args: string[]): Promise<number> {
     }
     gpu?.device.destroy();
   }
+  // After gpucal's device is gone, so the two never hold the adapter at once.
+  const peers = withPeers && dtypes.includes("f32") ? await measurePeers(ops, backends, log) : null;
   if (json) {
     console.log(JSON.stringify({ kind: "results", rows }));
+    if (peers) console.log(JSON.stringify({ kind: "peers", ...peers }));
   } else {
     console.log(textTable(
-      ["op", "dtype", "shape", "backend", "residency", "rate", "median ms", "±CI", "variant"],
-      rows.map(({ op, dtype, shape, backend, residency, result: r }) => {
+      ["op", "dtype", "shape", "backend", "residency", "rate", "median ms", "±CI", "variant"]
+        .concat(peers ? ["TF.js", "gpucal/TF.js"] : []),
+      rows.map((row) => {
+        const { op, dtype, shape, backend, residency, result: r } = row;
         const spec = OPS.find((o) => o.name === op)!;
-        return r.state === "ok"
+        const cells = r.state === "ok"
           ? [
             op,
             dtype,
@@ -247,10 +262,32 @@ async function main(args: string[]): Promise<number> {
             "",
             r.state === "failed" ? r.error.slice(0, 60) : r.reason.slice(0, 60),
           ];
+        return peers ? cells.concat(peerColumns(row, peers)) : cells;
       }),
     ));
+    const ratios = peers ? ratioLines(rows, peers) : [];
+    if (peers && ratios.length > 0) {
+      console.log(`\ngpucal vs TF.js ${peers.tfjsVersion} (same run):`);
+      for (const line of ratios) console.log(`  ${line}`);
+    }
   }
   return 0;
+}
+
+/** TF.js measured on this machine, or null (saying why) when it cannot be loaded. */
+async function measurePeers(
+  ops: readonly OpSpec[],
+  backends: readonly Backend[],
+  log: (s: string) => void,
+): Promise<TfjsReport | null> {
+  try {
+    // Imported here so that --no-peers never loads TF.js.
+    const { benchTfjs } = await import("./tfjs.ts");
+    return await benchTfjs({ ops: ops.map((o) => o.name), backends, stopping: STOPPING, log });
+  } catch (e) {
+    log(`TF.js peers skipped: ${e instanceof Error ? e.message : String(e)}`);
+    return null;
+  }
 }
 
 if (import.meta.main) Deno.exit(await main(Deno.args));
