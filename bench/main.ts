@@ -22,6 +22,7 @@ import {
   type Dtype,
   DTYPES,
   formatShape,
+  implOf,
   type OpSpec,
   type Residency,
   variantId,
@@ -65,14 +66,44 @@ function sizesOf(op: OpSpec): readonly number[] {
   return [Math.max(op.axis.min, Math.round(hi / 256)), Math.round(hi / 16), hi];
 }
 
-function implOf(op: OpSpec, backend: Backend) {
-  return backend === "js" ? op.impls.js : backend === "webgpu" ? op.impls.webgpu : op.impls.wasm;
-}
-
 function rate(op: OpSpec, m: MeasureOk): string {
   return op.complexity === "matrix" && op.name === "matmul"
     ? `${m.gflops.toFixed(2)} GFLOP/s`
     : `${m.gbps.toFixed(2)} GB/s`;
+}
+
+const chosenVariants = new Map<string, string>();
+
+/**
+ * The best variant of a backend for an op and dtype, ranked once at the op's middle bench size
+ * (device-resident on WebGPU: the kernel is what variants change) and reused at every size; the
+ * first declared variant when none ran there (each size then reports its own failure).
+ */
+async function chooseVariant(
+  op: OpSpec,
+  dtype: Dtype,
+  backend: Backend,
+  source: RunnerSource,
+): Promise<string> {
+  const key = `${op.name}|${dtype}|${backend}`;
+  const known = chosenVariants.get(key);
+  if (known !== undefined) return known;
+  const variants = implOf(op, backend)?.variants ?? [];
+  let chosen = variantId(variants[0] ?? {});
+  if (variants.length > 1) {
+    const sizes = sizesOf(op);
+    const shape = op.axis.shape(sizes[Math.floor(sizes.length / 2)]!);
+    const residency: Residency = backend === "webgpu" ? "device-resident" : "end-to-end";
+    const search = await measureMany(
+      variants.map((v) => ({ op: op.name, shape, dtype, backend, variant: v, residency })),
+      { runners: source, stopping: SEARCH_STOPPING },
+    );
+    const ranked = search.filter((r): r is MeasureOk => r.state === "ok")
+      .sort((a, b) => a.wall.median - b.wall.median);
+    chosen = ranked[0]?.variant ?? chosen;
+  }
+  chosenVariants.set(key, chosen);
+  return chosen;
 }
 
 interface Row {
@@ -172,30 +203,13 @@ async function main(args: string[]): Promise<number> {
                 });
                 continue;
               }
-              // Rank every variant coarsely, then measure the best one properly.
-              const search = impl.variants.length > 1
-                ? await measureMany(
-                  impl.variants.map((v) => ({
-                    op: op.name,
-                    shape,
-                    dtype,
-                    backend,
-                    variant: v,
-                    residency,
-                  })),
-                  { runners: source, stopping: SEARCH_STOPPING },
-                )
-                : [];
-              const ranked = search.filter((r): r is MeasureOk => r.state === "ok")
-                .sort((a, b) => a.wall.median - b.wall.median);
-              const best = ranked[0]?.variant ??
-                (search.length > 0 ? undefined : variantId(impl.variants[0] ?? {}));
-              const result = best === undefined ? search[0]! : (await measureMany([{
+              const variant = await chooseVariant(op, dtype, backend, source);
+              const result = (await measureMany([{
                 op: op.name,
                 shape,
                 dtype,
                 backend,
-                variant: best,
+                variant,
                 residency,
               }], {
                 runners: source,
