@@ -389,14 +389,18 @@ function plotsSection(
   const parts = groups.map((g) => {
     const series = bestSeries(report, g.op, g.dtype);
     const compute = isComputeOp(g.op);
+    const markers = crossoverMarkers(report, g, baseline, moved);
     const time = logLogPlot({
       title: `${g.op} ${g.dtype}: time per run`,
       xLabel: g.unit,
       yLabel: "time per run (ms)",
       series: timeSeries(series, g.unit),
-      markers: crossoverMarkers(report, g, baseline, moved),
+      markers,
       attributes: { "data-plot": g.id },
     });
+    const markerNote = markers.length > 0
+      ? "Vertical lines: crossovers (shaded: 95 % CI; dashed: extrapolated beyond the measured sizes)."
+      : "No crossover within reach of the measured sizes: see the crossover table for why.";
     const rate = logLogPlot({
       title: `${g.op} ${g.dtype}: effective ${compute ? "GFLOP/s" : "GB/s"} against peaks`,
       xLabel: g.unit,
@@ -406,7 +410,7 @@ function plotsSection(
       attributes: { "data-roofline": g.id },
     });
     return `<h3 id="op-${esc(g.id)}">${esc(g.op)} ${esc(g.dtype)}</h3>
-<div class="plots"><figure>${time}<figcaption>Best variant per size, median wall time. Vertical lines: crossovers (shaded: 95 % CI; dashed: extrapolated beyond the measured sizes).</figcaption></figure>
+<div class="plots"><figure>${time}<figcaption>Best variant per size, median wall time. ${markerNote}</figcaption></figure>
 <figure>${rate}<figcaption>Effective ${
       compute ? "compute rate (flops / time)" : "bandwidth (bytes moved / time)"
     } of the same points; horizontal lines: the measured ${
@@ -456,36 +460,41 @@ const VARIANT_COLORS = [
   "#ffed6f",
 ];
 
-interface Bucket {
-  readonly lo: number;
-  readonly hi: number;
+/** Most heatmap columns; more measured sizes are thinned evenly so the table stays readable. */
+const MAX_COLUMNS = 24;
+
+/** The measured sizes of an op and dtype, thinned to at most {@linkcode MAX_COLUMNS}. */
+function columns(sizes: readonly number[]): number[] {
+  const distinct = [...new Set(sizes.filter((s) => s > 0))].sort((a, b) => a - b);
+  if (distinct.length <= MAX_COLUMNS) return distinct;
+  const step = (distinct.length - 1) / (MAX_COLUMNS - 1);
+  return Array.from({ length: MAX_COLUMNS }, (_, i) => distinct[Math.round(i * step)]!);
 }
 
-/** Power-of-2 (or 4, or 10 for very wide ranges) size buckets covering the measured sizes. */
-function buckets(sizes: readonly number[]): Bucket[] {
-  const positive = sizes.filter((s) => s > 0);
-  if (positive.length === 0) return [];
-  const lo = Math.min(...positive);
-  const hi = Math.max(...positive);
-  const base = [2, 4, 10].find((b) => Math.log(hi / lo) / Math.log(b) <= 14) ?? 10;
-  const first = Math.floor(Math.log(lo) / Math.log(base) + 1e-9);
-  const last = Math.floor(Math.log(hi) / Math.log(base) + 1e-9);
-  const out: Bucket[] = [];
-  for (let k = first; k <= last; k++) out.push({ lo: base ** k, hi: base ** (k + 1) });
-  return out;
+function sizeLabel(size: number): string {
+  return Number.isInteger(size) && size < 10_000 ? String(size) : formatTick(size);
 }
 
-function logOverlap(t: Tuning, b: Bucket): number {
-  const lo = Math.max(Math.log(Math.max(t.sizeMin, 1e-12)), Math.log(b.lo));
-  const hi = Math.min(Math.log(Math.max(t.sizeMax, 1e-12)), Math.log(b.hi));
-  return hi - lo;
+/** The tuning row covering `size`; when ranges overlap, the one centred nearest to it. */
+function rowAt(rows: readonly Tuning[], size: number): Tuning | null {
+  let pick: Tuning | null = null;
+  let distance = Infinity;
+  for (const t of rows) {
+    if (size < t.sizeMin || size > t.sizeMax) continue;
+    const d = Math.abs(Math.log(size) - Math.log(Math.max(t.sizeMin, 1e-12) * t.sizeMax) / 2);
+    if (d < distance) {
+      distance = d;
+      pick = t;
+    }
+  }
+  return pick;
 }
 
 function heatmap(report: Report, group: OpGroup, rows: readonly Tuning[]): string {
   const sizes = report.measurements.filter((m) =>
     m.state === "ok" && m.op === group.op && m.dtype === group.dtype
   ).map((m) => m.size);
-  const cols = buckets(sizes.length > 0 ? sizes : rows.flatMap((t) => [t.sizeMin, t.sizeMax]));
+  const cols = columns(sizes);
   const colors = new Map<string, string>();
   for (const t of rows) {
     if (!colors.has(t.best.variant)) {
@@ -496,17 +505,9 @@ function heatmap(report: Report, group: OpGroup, rows: readonly Tuning[]): strin
   const body = keys.map((key) => {
     const mine = rows.filter((t) => seriesId(t.backend, t.residency) === key);
     const first = mine[0]!;
-    const cells = cols.map((b) => {
-      let pick: Tuning | null = null;
-      let best = 0;
-      for (const t of mine) {
-        const o = logOverlap(t, b);
-        if (o > best) {
-          best = o;
-          pick = t;
-        }
-      }
-      if (pick === null || best <= 0) return `<td class="cell empty">·</td>`;
+    const cells = cols.map((size) => {
+      const pick = rowAt(mine, size);
+      if (pick === null) return `<td class="cell empty">·</td>`;
       const margin = pick.runnerUp === null ? null : pick.runnerUp.ms / pick.best.ms - 1;
       const title = `${pick.best.variant}: ${num(pick.best.ms)} ms${
         pick.runnerUp ? `; runner-up ${pick.runnerUp.variant}: ${num(pick.runnerUp.ms)} ms` : ""
@@ -526,14 +527,14 @@ function heatmap(report: Report, group: OpGroup, rows: readonly Tuning[]): strin
 <table class="heat" data-heatmap="${esc(group.id)}"><thead><tr><th>backend \\ ${
     esc(group.unit)
   }</th>${
-    cols.map((b) => `<th class="n">${formatTick(b.lo)}–${formatTick(b.hi)}</th>`).join("")
+    cols.map((size) => `<th class="n">${sizeLabel(size)}</th>`).join("")
   }</tr></thead><tbody>${body.join("")}</tbody></table>
 <ul class="legend-list">${legend}</ul>`;
 }
 
 function tuningSection(report: Report): string {
   const intro =
-    `<p class="sub">Colour: the fastest variant over that size bucket (legend below each table). Text: how much slower the runner-up is (“only”: a single variant was timed). Hover a cell for times.</p>`;
+    `<p class="sub">Columns: the measured sizes. Colour: the fastest variant there (legend below each table). Text: how much slower the runner-up is (“only”: a single variant was timed). Hover a cell for times.</p>`;
   if (report.tuning.length === 0) {
     return `<section id="tuning"><h2>Tuning</h2><p>No variant search in this report${
       report.provenance.quick ? " (quick runs skip it)" : ""
