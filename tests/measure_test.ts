@@ -1,0 +1,110 @@
+import assert from "node:assert/strict";
+import { measure, measureMany, type RunnerSource } from "../calibrate/measure.ts";
+import type { Prepared, Runner } from "../calibrate/runner.ts";
+import type { OpInputs, OpSpec, Shape } from "../kernels/types.ts";
+
+/** A runner whose kernel computes the reference and then perturbs it with `corrupt`. */
+function fakeRunner(corrupt: (out: Float32Array) => void, log: string[]): Runner {
+  return {
+    backend: "js",
+    prepare(op: OpSpec, shape: Shape, dtype, _variant, inputs: OpInputs): Promise<Prepared> {
+      return Promise.resolve({
+        compileMs: 0,
+        output() {
+          log.push("output");
+          const out = Float32Array.from(op.reference(shape, dtype, inputs));
+          corrupt(out);
+          return Promise.resolve(out);
+        },
+        time(reps: number) {
+          log.push("time");
+          return Promise.resolve({ wallMs: 0.5 * reps * (0.95 + 0.1 * Math.random()) });
+        },
+        dispose() {
+          log.push("dispose");
+        },
+      });
+    },
+    close: () => Promise.resolve(),
+  };
+}
+
+const only = (runner: Runner): RunnerSource => () => Promise.resolve(runner);
+const quick = { stopping: { budgetMs: 50, minSamples: 5 } };
+
+Deno.test("measure() reports a kernel with a wrong answer as failed and never times it", async () => {
+  const log: string[] = [];
+  const runner = fakeRunner((out) => out[out.length - 1]! += 1, log);
+  const r = await measure(
+    { op: "add", shape: { n: 1000 }, dtype: "f32", backend: "js" },
+    { runners: only(runner), ...quick },
+  );
+  assert.equal(r.state, "failed");
+  if (r.state !== "failed") return;
+  assert.match(r.error, /element 999/);
+  assert.ok((r.maxRelError ?? 0) > 1e-3);
+  assert.ok(!log.includes("time"), "a wrong kernel is never timed");
+  assert.ok(log.includes("dispose"));
+});
+
+Deno.test("measure() times a right kernel and summarises its samples", async () => {
+  const log: string[] = [];
+  const r = await measure(
+    { op: "add", shape: { n: 1000 }, dtype: "f32", backend: "js" },
+    { runners: only(fakeRunner(() => {}, log)), ...quick },
+  );
+  assert.equal(r.state, "ok");
+  if (r.state !== "ok") return;
+  assert.ok(r.wall.n >= 5);
+  assert.ok(Math.abs(r.wall.median - 0.5) < 0.05);
+  assert.equal(r.flops, 1000);
+  assert.equal(r.bytes, 12000);
+  assert.ok(r.gbps > 0);
+});
+
+Deno.test("measure() says why a backend is unavailable instead of failing", async () => {
+  const r = await measure(
+    { op: "matmul", shape: { m: 8, k: 8, n: 8 }, dtype: "f32", backend: "webgpu" },
+    { runners: () => Promise.resolve("No WebGPU adapter on this machine") },
+  );
+  assert.equal(r.state, "unsupported");
+  if (r.state === "unsupported") assert.match(r.reason, /No WebGPU adapter/);
+});
+
+Deno.test("measure() refuses a dtype the op does not support and an unknown variant", async () => {
+  const r = await measure(
+    { op: "add", shape: { n: 8 }, dtype: "q4", backend: "js" },
+    { runners: only(fakeRunner(() => {}, [])) },
+  );
+  assert.equal(r.state, "unsupported");
+  await assert.rejects(
+    () => measure({ op: "add", shape: { n: 8 }, dtype: "f32", backend: "js", variant: "tile=99" }),
+    /Unknown variant "tile=99"/,
+  );
+  await assert.rejects(
+    () => measure({ op: "conv", shape: { n: 8 }, dtype: "f32", backend: "js" }),
+    /Unknown op "conv"/,
+  );
+});
+
+Deno.test("measureMany() interleaves the samples of the cases it compares", async () => {
+  const order: string[] = [];
+  const tagged = (tag: string): Runner => {
+    const inner = fakeRunner(() => {}, []);
+    return {
+      ...inner,
+      async prepare(...args) {
+        const p = await inner.prepare(...args);
+        return { ...p, time: (reps: number) => (order.push(tag), p.time(reps)) };
+      },
+    };
+  };
+  const runners: RunnerSource = (b) => Promise.resolve(tagged(b));
+  await measureMany([
+    { op: "add", shape: { n: 64 }, dtype: "f32", backend: "js" },
+    { op: "add", shape: { n: 64 }, dtype: "f32", backend: "wasm" },
+  ], { runners, ...quick });
+  const firstWasm = order.indexOf("wasm");
+  const lastJs = order.lastIndexOf("js");
+  assert.ok(firstWasm >= 0 && firstWasm < lastJs, `samples alternate: ${order.join(",")}`);
+});
