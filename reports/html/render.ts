@@ -574,7 +574,9 @@ function failedSection(report: Report): string {
   const rows = failed.slice(0, 200).map((m) =>
     `<tr><td>${esc(m.op)}</td><td>${esc(m.dtype)}</td><td>${esc(m.backend)}</td><td><code>${
       esc(m.variant)
-    }</code></td><td class="n">${esc(num(m.size))}</td><td>${esc(m.error)}</td></tr>`
+    }</code></td><td class="n">${Number.isInteger(m.size) ? m.size : num(m.size)}</td><td>${
+      esc(m.error)
+    }</td></tr>`
   );
   return `<section id="failed"><h2>Failed measurements</h2>
 <details><summary>${failed.length} kernel run${
