@@ -129,6 +129,11 @@ export class WorkerPool {
     const started = performance.now();
     let pending: number;
     while ((pending = Atomics.load(this.#header, PENDING)) !== 0) {
+      if (pending < 0) {
+        this.#broken = new Error(`wasm-mt workers finished ${-pending} time(s) too often`);
+        this.close();
+        throw this.#broken;
+      }
       Atomics.wait(this.#header, PENDING, pending, WAIT_SLICE_MS);
       if (performance.now() - started > WORKER_HANG_MS) {
         const error = new Error(

@@ -55,7 +55,11 @@ async function serve(control: SharedArrayBuffer, index: number, gen: number): Pr
   for (;;) {
     const wait = Atomics.waitAsync(header, GEN, seen);
     if (wait.async) await wait.value;
-    seen = Atomics.load(header, GEN);
+    // A wake without a new generation (spurious, or a timeout) must not rerun the last
+    // generation's arguments: that would count this worker done twice.
+    const now = Atomics.load(header, GEN);
+    if (now === seen) continue;
+    seen = now;
     const args = slot.args();
     if (args) {
       try {
