@@ -98,6 +98,9 @@ function measurementKey(m: {
   return `${m.op}|${m.dtype}|${m.backend}|${m.variant}|${m.residency}|${dims}`;
 }
 
+/** Variants that pass the screening at the smaller search anchor. */
+const SCREENED_VARIANTS = 4;
+
 function residenciesFor(backend: Backend): Residency[] {
   return backend === "webgpu" ? ["end-to-end", "device-resident"] : ["end-to-end"];
 }
@@ -299,7 +302,7 @@ export async function calibrate(options: CalibrateOptions = {}): Promise<Calibra
       });
       const backends = job.backends.filter((b) => implOf(op, b) !== undefined);
 
-      // Variant search at the anchor sizes: full search there, then only the best few elsewhere.
+      // Variant search at the anchor sizes, then only the best few variants everywhere else.
       const chosen = new Map<Backend, Variant[]>();
       for (const backend of backends) {
         const variants = implOf(op, backend)!.variants;
@@ -307,30 +310,27 @@ export async function calibrate(options: CalibrateOptions = {}): Promise<Calibra
           chosen.set(backend, variants.slice(0, plan.keepVariants));
           continue;
         }
-        const scores = new Map<string, number>();
-        for (const size of job.anchors) {
+        // Screen every variant at the smaller anchor; only the best few go on to the larger.
+        let candidates: Variant[] = [...variants];
+        for (const [i, size] of job.anchors.entries()) {
           const shape = op.axis.shape(size);
-          const reqs = variants.flatMap((v) =>
-            residenciesFor(backend).slice(-1).map((residency) => ({
-              op: op.name,
-              shape,
-              dtype,
-              backend,
-              variant: v,
-              residency,
-            }))
+          const residency = residenciesFor(backend).at(-1)!;
+          const results = await run(
+            candidates.map((v) => ({ op: op.name, shape, dtype, backend, variant: v, residency })),
+            op,
+            plan.searchStopping,
           );
-          const results = await run(reqs, op, plan.searchStopping);
-          results.forEach((r, i) => {
-            const id = variantId(variants[i]!);
-            const ms = r?.state === "ok" ? r.wall.median : Infinity;
-            scores.set(id, (scores.get(id) ?? 0) + Math.log(ms));
-          });
+          const ms = (j: number) => {
+            const r = results[j];
+            return r?.state === "ok" ? r.wall.median : Infinity;
+          };
+          const order = candidates.map((_, j) => j).filter((j) => ms(j) < Infinity)
+            .sort((a, b) => ms(a) - ms(b));
+          if (order.length === 0) break;
+          const keep = i < job.anchors.length - 1 ? SCREENED_VARIANTS : plan.keepVariants;
+          candidates = order.slice(0, keep).map((j) => candidates[j]!);
         }
-        const ranked = [...variants].sort((a, b) =>
-          (scores.get(variantId(a)) ?? Infinity) - (scores.get(variantId(b)) ?? Infinity)
-        );
-        chosen.set(backend, ranked.slice(0, plan.keepVariants));
+        chosen.set(backend, candidates.slice(0, plan.keepVariants));
       }
 
       // The grid, growing until the fastest backend's rate has converged or runs get too long.

@@ -49,7 +49,7 @@ export interface MeasureOptions {
 }
 
 /** Device-resident batches aim at this long: comparable with the ~11 ms sync they subtract. */
-const RESIDENT_BATCH_MS = 25;
+const RESIDENT_BATCH_MS = 50;
 /** Most dispatches recorded into one device-resident batch. */
 const MAX_RESIDENT_REPS = 256;
 /** CPU and end-to-end batches aim at this long by default, well above timer resolution. */
@@ -193,10 +193,13 @@ function errorText(e: unknown): string {
 async function warmUp(c: LiveCase, minBatchMs: number): Promise<void> {
   const first = await c.prepared.time(1);
   if (c.identity.residency === "device-resident") {
-    // One run's wall time is mostly the ~11 ms sync: size the batch from the growth between a
-    // batch of 1 and a batch of 8 instead.
-    const eight = await c.prepared.time(8);
-    const perRun = Math.max((eight.wallMs - first.wallMs) / 7, eight.wallMs / 8 / 100, 1e-3);
+    // A fast kernel's single run is mostly the ~11 ms sync: size its batch from the growth
+    // between a batch of 1 and a batch of 8 instead. A slow one is its own measure.
+    let perRun = first.wallMs;
+    if (first.wallMs < RESIDENT_BATCH_MS) {
+      const eight = await c.prepared.time(8);
+      perRun = Math.max((eight.wallMs - first.wallMs) / 7, eight.wallMs / 8 / 100, 1e-3);
+    }
     c.reps = Math.min(MAX_RESIDENT_REPS, Math.max(1, Math.ceil(RESIDENT_BATCH_MS / perRun)));
   } else {
     c.reps = Math.max(1, Math.ceil(minBatchMs / Math.max(first.wallMs, 1e-4)));

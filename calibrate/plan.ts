@@ -11,6 +11,8 @@ import { geometricGrid, rateConverged } from "./sweep.ts";
 
 /** Host bytes one case may touch in a full run; beyond, sizes stop growing. */
 const FULL_MAX_BYTES = 256 * 2 ** 20;
+/** Largest work (FLOPs or bytes) of a variant-search anchor. */
+const ANCHOR_MAX_WORK = 64e6;
 /** Host bytes one case may touch in a quick run. */
 const QUICK_MAX_BYTES = 48 * 2 ** 20;
 
@@ -118,9 +120,15 @@ export function planFor(options: PlanOptions): CalibrationPlan {
       );
       if (backends.length === 0) continue;
       const sizes = sizesFor(op, dtype, options.quick);
-      const anchors = sizes.length > 2
-        ? [sizes[Math.floor(sizes.length / 2)]!, sizes[sizes.length - 2]!]
-        : sizes.slice(-1);
+      // Variants are searched where a run is big enough to tell them apart but small enough
+      // that trying a slow one (a naive matmul on a software GPU) stays cheap.
+      const searchable = sizes.filter((size) => {
+        const shape = op.axis.shape(size);
+        return Math.max(op.flops(shape), op.bytes(shape, dtype)) <= ANCHOR_MAX_WORK;
+      });
+      const anchors = searchable.length > 2
+        ? [searchable[Math.floor(searchable.length / 2)]!, searchable[searchable.length - 1]!]
+        : searchable.slice(-1);
       jobs.push({
         op,
         dtype,
