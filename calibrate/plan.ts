@@ -87,8 +87,9 @@ export interface PlanOptions {
 function sizesFor(op: OpSpec, dtype: Dtype, quick: boolean): number[] {
   const maxBytes = quick ? QUICK_MAX_BYTES : FULL_MAX_BYTES;
   const span = Math.log2(op.axis.max / Math.max(op.axis.min, 1));
-  // About 10 grid points in a full run and 5 in a quick one, whatever the axis spans.
-  const factor = 2 ** Math.max(1, Math.round(span / (quick ? 5 : 10)));
+  // About 8 grid points in a full run and 5 in a quick one, whatever the axis spans;
+  // refinement adds points where the fastest backend changes.
+  const factor = 2 ** Math.max(1, Math.round(span / (quick ? 5 : 8)));
   const start = Math.max(op.axis.min, op.complexity === "matrix" ? 4 : 16);
   return geometricGrid(start, op.axis.max, { factor }).filter((s) =>
     op.bytes(op.axis.shape(s), dtype) <= maxBytes
@@ -138,23 +139,23 @@ export function planFor(options: PlanOptions): CalibrationPlan {
         converged: (measurements, size) => fastestRateConverged(measurements, op, dtype, size),
       });
       // webgpu counts twice (two residencies), each backend about twice (kept variants).
-      estimatedCases += sizes.length * (backends.length + (backends.includes("webgpu") ? 1 : 0)) *
-        (options.quick ? 1 : 2);
+      estimatedCases += sizes.length * (backends.length + (backends.includes("webgpu") ? 1 : 0));
     }
   }
   return {
     jobs,
     stopping: options.quick
       ? { budgetMs: 150, minSamples: 5, targetRelCi: 0.03 }
-      : { budgetMs: 700, minSamples: 7 },
+      : { budgetMs: 400, minSamples: 7 },
     searchStopping: options.quick
       ? { budgetMs: 80, minSamples: 3, targetRelCi: 0.05 }
       : { budgetMs: 250, minSamples: 5, targetRelCi: 0.04 },
     // A quick run skips the variant search: each backend's declared default variant.
-    keepVariants: options.quick ? 1 : 2,
+    // The runner-up is measured at the search anchors (the tuning table); the grid runs the best.
+    keepVariants: 1,
     searchVariants: !options.quick,
     maxCaseMs: options.quick ? 60 : 400,
-    refineRounds: options.quick ? 1 : 4,
+    refineRounds: options.quick ? 1 : 3,
     estimatedCases,
   };
 }
