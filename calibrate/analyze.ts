@@ -71,7 +71,21 @@ export function fitAll(measurements: readonly Measurement[]): CostFit[] {
       weight: 1 / Math.max(m.wall.relCi, 0.01),
     });
   }
-  return fitCostModels([...series.values()]);
+  // A variant timed only at the search anchors must not stand for a backend whose grid variant
+  // covers the whole range: per (op, dtype, backend, residency) only the best-covered series
+  // (at least three quarters as many sizes as the best) compete for the fit.
+  const all = [...series.values()];
+  const groupOf = (m: Series["meta"]) => `${m.op}|${m.dtype}|${m.backend}|${m.residency}`;
+  const mostSizes = new Map<string, number>();
+  for (const s of all) {
+    const sizes = new Set(s.points.map((p) => p.size)).size;
+    mostSizes.set(groupOf(s.meta), Math.max(mostSizes.get(groupOf(s.meta)) ?? 0, sizes));
+  }
+  return fitCostModels(
+    all.filter((s) =>
+      new Set(s.points.map((p) => p.size)).size >= 0.75 * mostSizes.get(groupOf(s.meta))!
+    ),
+  );
 }
 
 /**
@@ -181,6 +195,10 @@ export function allCrossovers(
     for (const dtype of op.dtypes) {
       for (const residency of RESIDENCIES) {
         const curves = curvesFor(measurements, fits, op, dtype, residency);
+        if (!curves.some((c) => CPU_BACKENDS.includes(c.backend)) && dtype === "f16") {
+          out.push(...f16AgainstF32Cpu(measurements, fits, op, residency, curves));
+          continue;
+        }
         if (curves.length < 2) continue;
         const found = findCrossovers(crossoverInput(op, dtype, residency, curves));
         // CPU curves are residency-free: report their pairs once, under end-to-end.
@@ -189,6 +207,29 @@ export function allCrossovers(
     }
   }
   return out;
+}
+
+/**
+ * No CPU backend computes in f16, so an f16 problem's CPU alternative is the same problem in f32:
+ * the GPU's f16 curve against the CPU's f32 measurements, raw medians only (the CPU fits are of
+ * f32 work and would be evaluated at f16 bytes). The reason says so.
+ */
+function f16AgainstF32Cpu(
+  measurements: readonly Measurement[],
+  fits: readonly CostFit[],
+  op: OpSpec,
+  residency: Residency,
+  gpuCurves: readonly BackendCurve[],
+): Crossover[] {
+  const gpu = gpuCurves.filter((c) => c.backend === "webgpu");
+  const cpu = curvesFor(measurements, fits, op, "f32", residency)
+    .filter((c) => CPU_BACKENDS.includes(c.backend))
+    .map((c) => ({ ...c, fit: null }));
+  if (gpu.length === 0 || cpu.length === 0) return [];
+  const note = "the CPU side runs the problem in f32 (no CPU backend computes in f16)";
+  return findCrossovers(crossoverInput(op, "f16", residency, [...cpu, ...gpu]))
+    .filter((c) => c.pair === "cpu→webgpu")
+    .map((c) => ({ ...c, reason: c.reason ? `${c.reason}; ${note}` : note }));
 }
 
 /**

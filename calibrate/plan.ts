@@ -89,7 +89,7 @@ function sizesFor(op: OpSpec, dtype: Dtype, quick: boolean): number[] {
   const span = Math.log2(op.axis.max / Math.max(op.axis.min, 1));
   // About 8 grid points in a full run and 5 in a quick one, whatever the axis spans;
   // refinement adds points where the fastest backend changes.
-  const factor = 2 ** Math.max(1, Math.round(span / (quick ? 5 : 8)));
+  const factor = 2 ** Math.max(1, span / (quick ? 5 : 8));
   const start = Math.max(op.axis.min, op.complexity === "matrix" ? 4 : 16);
   return geometricGrid(start, op.axis.max, { factor }).filter((s) =>
     op.bytes(op.axis.shape(s), dtype) <= maxBytes

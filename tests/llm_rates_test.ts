@@ -24,11 +24,28 @@ Deno.test("ratesFromReport() takes matmul, dispatch, sync and host link from the
   const r = ratesFromReport(report);
   assert.match(r.matmulGflops.f32!.source!, /matmul f32 webgpu device-resident/);
   assert.equal(r.matmulGflops.f16, undefined);
-  assert.equal(r.perDispatchUs, report.system.perDispatchUs);
   assert.equal(r.syncRoundTripMs.value, 11.2);
   assert.equal(r.hostLinkGBps.upload.value, 1.9);
   assert.equal(r.hostLinkGBps.readback.value, 1.6);
   assert.equal(r.memoryBytes, 7.8 * 2 ** 30);
+});
+
+Deno.test("ratesFromReport() charges each dispatch the median fixed cost of the device's kernels", () => {
+  const report = syntheticReport();
+  const t0s = report.fits
+    .filter((f) => f.backend === "webgpu" && f.residency === "device-resident")
+    .map((f) => f.t0Us)
+    .sort((a, b) => a - b);
+  const r = ratesFromReport(report);
+  assert.equal(r.perDispatchUs.value, t0s[Math.floor(t0s.length / 2)]);
+  assert.equal(r.perDispatchUs.tag, "fitted");
+  assert.match(r.perDispatchUs.source!, /median fixed cost t0 of \d+ device-resident webgpu fits/);
+});
+
+Deno.test("ratesFromReport() uses the trivial dispatch when the report has no device fits", () => {
+  const report = syntheticReport();
+  const r = ratesFromReport({ ...report, fits: report.fits.filter((f) => f.backend !== "webgpu") });
+  assert.equal(r.perDispatchUs, report.system.perDispatchUs);
 });
 
 Deno.test("ratesFromReport() falls back to the fastest CPU backend without an adapter", () => {

@@ -141,6 +141,27 @@ function fitFigure(f: CostFit, value: number, unit: string, what: string): RateF
   };
 }
 
+/**
+ * The fixed cost of one real kernel on the device: the median launch overhead `t0` of the
+ * report's device-resident WebGPU fits. The system figure `perDispatchUs` times a one-thread
+ * kernel; a decode's kernels spread over many workgroups, and on a software adapter their fixed
+ * cost is several times larger (measured ~200–550 µs against ~27 µs on lavapipe), so the fits,
+ * not the trivial dispatch, say what each of a token's dispatches costs. Null without such fits.
+ */
+function kernelLaunchFigure(report: Report): RateFigure | null {
+  const fits = report.fits
+    .filter((f) => f.backend === "webgpu" && f.residency === "device-resident" && f.t0Us > 0)
+    .sort((a, b) => a.t0Us - b.t0Us);
+  if (fits.length === 0) return null;
+  const median = fits[Math.floor(fits.length / 2)]!;
+  return {
+    ...fitFigure(median, median.t0Us, "us", "fixed cost t0"),
+    source: `median fixed cost t0 of ${fits.length} device-resident webgpu fits (${
+      fits.map((f) => `${f.op} ${f.dtype} ${Math.round(f.t0Us)} us`).join(", ")
+    }); median: ${median.op} ${median.dtype} variant ${median.variant}`,
+  };
+}
+
 /** Gemv bandwidth: the fastest variant at the largest size measured, else the best fit's bandwidth. */
 function gemvFigure(
   report: Report,
@@ -333,7 +354,8 @@ export function ratesFromReport(report: Report, opts: RatesOptions = {}): Report
   const matmulF16 = matmulFigure(report, backend, "f16");
   const system = backend === "webgpu"
     ? {
-      perDispatchUs: systemFigure(report.system.perDispatchUs, "perDispatchUs"),
+      perDispatchUs: kernelLaunchFigure(report) ??
+        systemFigure(report.system.perDispatchUs, "perDispatchUs"),
       syncRoundTripMs: systemFigure(report.system.dispatchRoundTripMs, "syncRoundTripMs"),
       hostLinkGBps: {
         upload: systemFigure(report.system.uploadGBps, "hostLinkGBps.upload"),
