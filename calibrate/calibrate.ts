@@ -98,6 +98,21 @@ function measurementKey(m: {
   return `${m.op}|${m.dtype}|${m.backend}|${m.variant}|${m.residency}|${dims}`;
 }
 
+/** The first `keep` of the ranked variants that declare they can run this shape. */
+function runnable(
+  op: OpSpec,
+  backend: Backend,
+  shape: Shape,
+  dtype: Dtype,
+  ranked: readonly Variant[] | undefined,
+  keep: number,
+): Variant[] {
+  const impl = implOf(op, backend);
+  return (ranked ?? [])
+    .filter((v) => (impl?.unsupported?.(shape, dtype, v) ?? null) === null)
+    .slice(0, keep);
+}
+
 /** Variants that pass the screening at the smaller search anchor. */
 const SCREENED_VARIANTS = 4;
 
@@ -307,7 +322,7 @@ export async function calibrate(options: CalibrateOptions = {}): Promise<Calibra
       for (const backend of backends) {
         const variants = implOf(op, backend)!.variants;
         if (variants.length <= plan.keepVariants || !plan.searchVariants) {
-          chosen.set(backend, variants.slice(0, plan.keepVariants));
+          chosen.set(backend, [...variants]);
           continue;
         }
         // Screen every variant at the smaller anchor; only the best few go on to the larger.
@@ -330,7 +345,9 @@ export async function calibrate(options: CalibrateOptions = {}): Promise<Calibra
           const keep = i < job.anchors.length - 1 ? SCREENED_VARIANTS : plan.keepVariants;
           candidates = order.slice(0, keep).map((j) => candidates[j]!);
         }
-        chosen.set(backend, candidates.slice(0, plan.keepVariants));
+        // Ranked winners first, then the rest in declared order: a size the winner cannot run
+        // (a vec4 kernel at n = 11) falls to the best variant that can.
+        chosen.set(backend, [...candidates, ...variants.filter((v) => !candidates.includes(v))]);
       }
 
       // The grid, growing until the fastest backend's rate has converged or runs get too long.
@@ -357,7 +374,9 @@ export async function calibrate(options: CalibrateOptions = {}): Promise<Calibra
           if (stopped.has(backend)) continue;
           for (const residency of residenciesFor(backend)) {
             if (tooLong(backend, residency, size)) continue;
-            for (const v of chosen.get(backend) ?? []) {
+            for (
+              const v of runnable(op, backend, shape, dtype, chosen.get(backend), plan.keepVariants)
+            ) {
               reqs.push({ op: op.name, shape, dtype, backend, variant: v, residency });
             }
           }
@@ -390,7 +409,10 @@ export async function calibrate(options: CalibrateOptions = {}): Promise<Calibra
         for (const { size, backends: pair, residency } of sizes) {
           for (const backend of pair) {
             if (!backends.includes(backend)) continue;
-            for (const v of (chosen.get(backend) ?? []).slice(0, 1)) {
+            for (
+              const v of runnable(op, backend, op.axis.shape(size), dtype, chosen.get(backend), 1)
+                .slice(0, 1)
+            ) {
               reqs.push({
                 op: op.name,
                 shape: op.axis.shape(size),

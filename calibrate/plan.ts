@@ -180,11 +180,12 @@ function fastestRateConverged(
     series.set(key, best);
     best.set(m.size, Math.max(best.get(m.size) ?? 0, Math.max(m.flops, m.bytes) / m.wall.median));
   }
-  if (series.size === 0) return false;
+  let growing = 0;
   for (const best of series.values()) {
     const sizes = [...best.keys()].sort((a, b) => a - b);
-    if (sizes[sizes.length - 1] !== upTo) continue; // stopped earlier: too slow to matter
+    if (sizes[sizes.length - 1] !== upTo) continue; // stopped earlier (too slow), or skipped here
+    growing++;
     if (!rateConverged(sizes, sizes.map((s) => best.get(s)!))) return false;
   }
-  return true;
+  return growing > 0;
 }
