@@ -390,14 +390,16 @@ export function thresholdTable(crossovers: readonly Crossover[]): Threshold[] {
 function peakFigure(candidates: readonly Ok[], rate: (m: Ok) => number, unit: string): Figure {
   const best = candidates.reduce<Ok | null>((b, m) => (!b || rate(m) > rate(b) ? m : b), null);
   if (!best) return { value: null, unit, tag: "measured", reason: "Nothing measured" };
-  const lo = rate(best) * best.wall.median / (best.wall.median + best.wall.ciHalfWidth);
-  const hi = rate(best) * best.wall.median /
-    Math.max(best.wall.median - best.wall.ciHalfWidth, 1e-12);
+  const { median, ciHalfWidth } = best.wall;
+  const lo = rate(best) * median / (median + ciHalfWidth);
+  const hi = rate(best) * median / (median - ciHalfWidth);
+  // A time interval reaching down near zero bounds the rate by nothing worth printing.
+  const bounded = median - ciHalfWidth > 0.1 * median;
   return {
     value: rate(best),
     unit,
     tag: "measured",
-    ci: [lo, hi],
+    ...(bounded ? { ci: [lo, hi] as [number, number] } : {}),
     source: `${best.op} ${best.dtype} ${best.backend} ${best.variant} ${
       Object.values(best.shape).join("x")
     } ${best.residency}`,

@@ -40,6 +40,18 @@ export interface RunContext {
   readonly commit?: string | null;
 }
 
+/**
+ * Recognises the warning {@linkcode assembleReport} adds for a noisy run, so a resumed run
+ * recomputes it instead of repeating it.
+ *
+ * @example
+ * ```ts
+ * import { NOISY_WARNING } from "./assemble.ts";
+ * console.log(NOISY_WARNING.test("3 of 9 measurements missed the ±2 % confidence target")); // true
+ * ```
+ */
+export const NOISY_WARNING = /measurements missed the ±2 % confidence target/;
+
 const MISSING = (reason: string, unit: string) =>
   ({ value: null, unit, tag: "measured", reason }) as const;
 

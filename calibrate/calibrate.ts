@@ -29,7 +29,7 @@ import type { MeasureRequest, MeasureResult } from "./result.ts";
 import type { Runner } from "./runner.ts";
 import { openRunner } from "./runners/mod.ts";
 import { measureSystem } from "./system.ts";
-import { assembleReport, type RunContext } from "./assemble.ts";
+import { assembleReport, NOISY_WARNING, type RunContext } from "./assemble.ts";
 
 /**
  * Options of {@linkcode calibrate}.
@@ -137,7 +137,9 @@ export async function calibrate(options: CalibrateOptions = {}): Promise<Calibra
   const started = performance.now();
   const elapsedS = () => (performance.now() - started) / 1000;
   const emit = options.onProgress ?? (() => {});
-  const warnings: string[] = [...(options.resume?.provenance.warnings ?? [])];
+  // The noisy-machine warning is the report's own summary: recomputed, not carried over.
+  const warnings: string[] = (options.resume?.provenance.warnings ?? [])
+    .filter((w) => !NOISY_WARNING.test(w));
   const warn = (message: string) => {
     warnings.push(message);
     emit({ kind: "warning", message, elapsedS: elapsedS() });
