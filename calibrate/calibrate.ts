@@ -430,7 +430,7 @@ export async function calibrate(options: CalibrateOptions = {}): Promise<Calibra
       }
       await save(false, "interrupted");
     }
-    if ((options.llm ?? true) && currentGpu && !signal.aborted) {
+    if ((options.llm ?? !options.quick) && currentGpu && !signal.aborted) {
       emit({
         kind: "phase",
         phase: "llm decode",

@@ -26,7 +26,9 @@ Options:
   --budget SECONDS     Stop after this long and write a partial report (complete: false)
   --out PATH           Report path (default: reports/<machine-slug>.json)
   --resume PATH        Continue a partial report of this machine without redoing its measurements
-  --no-llm             Skip the LLM decode validation (a synthetic WebGPU decode, ~1 min)
+  --no-llm             Skip the LLM decode validation (a synthetic WebGPU decode, ~1 min;
+                       --quick skips it unless --llm is given)
+  --llm                Run the LLM decode validation even with --quick
   --json               Machine-readable progress: one JSON object per line on stdout
   -h, --help           Show this help
 
@@ -57,6 +59,7 @@ export async function main(args: string[]): Promise<number> {
       out: { type: "string" },
       resume: { type: "string" },
       "no-llm": { type: "boolean" },
+      llm: { type: "boolean" },
       json: { type: "boolean" },
       help: { type: "boolean", short: "h" },
     });
@@ -87,7 +90,7 @@ export async function main(args: string[]): Promise<number> {
       ...(budgetS !== undefined ? { budgetS } : {}),
       ...(values.out !== undefined ? { out: values.out } : {}),
       ...(resume ? { resume, resumePath: values.resume! } : {}),
-      ...(values["no-llm"] ? { llm: false } : {}),
+      ...(values["no-llm"] ? { llm: false } : values.llm ? { llm: true } : {}),
       command: ["deno", "task", "calibrate", ...args],
     };
   } catch (e) {
