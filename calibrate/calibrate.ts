@@ -64,8 +64,8 @@ export interface CalibrateOptions {
   /** The command line, for the report's provenance. */
   readonly command?: readonly string[];
   /**
-   * Validate the LLM tokens/sec estimate against a synthetic WebGPU decode after the ops (default:
-   * when WebGPU is calibrated and there is an adapter).
+   * Validate the LLM tokens/sec estimate against a synthetic WebGPU decode after the ops
+   * (default: on for a full run with an adapter, off for a quick one).
    */
   readonly llm?: boolean;
 }
