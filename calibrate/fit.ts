@@ -107,6 +107,22 @@ export interface CostFit {
 const MIN_CV_SIZES = 4;
 
 /**
+ * Whether a rate term shapes the fitted curve anywhere in the measured range: dropping it must
+ * change some prediction by more than 2 %. A series that is all fixed cost (a GPU kernel hidden
+ * behind its launch) otherwise reports whatever huge rate the optimiser drifted to.
+ */
+function identified(
+  params: ModelParams,
+  points: readonly CostPoint[],
+  term: "lnCf" | "lnCb",
+): boolean {
+  const without: ModelParams = { ...params, [term]: -Infinity };
+  return points.some((p) =>
+    modelMs(params, p.flops, p.bytes) > 1.02 * modelMs(without, p.flops, p.bytes)
+  );
+}
+
+/**
  * Fits the cost model to one series (several sizes of one op, backend, dtype, variant, residency).
  *
  * Minimises Σ wᵢ ρ(ln t_pred − ln t_meas) over ln t0, ln(1/F), ln(1/B) (so all stay positive) by
@@ -154,8 +170,12 @@ export function fitCostModel(points: readonly CostPoint[], meta: FitMeta): CostF
     variant: meta.variant,
     residency: meta.residency,
     t0Us: 1000 * Math.exp(params.lnT0),
-    gflops: params.kind === "memory" ? null : 1e-6 / Math.exp(params.lnCf),
-    gbps: params.kind === "compute" ? null : 1e-6 / Math.exp(params.lnCb),
+    gflops: params.kind === "memory" || !identified(params, sorted, "lnCf")
+      ? null
+      : 1e-6 / Math.exp(params.lnCf),
+    gbps: params.kind === "compute" || !identified(params, sorted, "lnCb")
+      ? null
+      : 1e-6 / Math.exp(params.lnCb),
     points: sizes.length,
     sizeRange: [sizes[0]!, sizes[sizes.length - 1]!],
     rmsLogError: Math.sqrt(residuals.reduce((s, r) => s + r * r, 0) / residuals.length),

@@ -144,3 +144,22 @@ Deno.test("CostFit matches the report schema", () => {
   const asReport: ReportCostFit = fit;
   assert.deepEqual(CostFitSchema.parse(asReport), fit);
 });
+
+Deno.test("fitCostModel() claims no rate for a series that is all fixed cost", () => {
+  const points = [1e3, 1e4, 1e5, 1e6].map((n, i) => ({
+    size: n,
+    flops: n,
+    bytes: 12 * n,
+    ms: 12 * (1 + 0.01 * ((i % 2) - 0.5)),
+  }));
+  const fit = fitCostModel(points, {
+    op: "add",
+    dtype: "f32",
+    backend: "webgpu",
+    variant: "default",
+    residency: "end-to-end",
+  });
+  assert.equal(fit.gbps, null);
+  assert.equal(fit.gflops, null);
+  assert.ok(Math.abs(fit.t0Us / 1000 - 12) < 0.5);
+});
