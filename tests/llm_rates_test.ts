@@ -85,3 +85,18 @@ Deno.test("ratesFromReport() requiring an unmeasured dtype names it in the comma
     /"gemvGBps\.q8" has no webgpu measurement; run deno task calibrate --ops gemv --dtypes q8/,
   );
 });
+
+Deno.test("ratesFromReport() runs decode on the CPU when it streams gemv faster than the GPU", () => {
+  const report = syntheticReport();
+  const slowGpu = {
+    ...report,
+    measurements: report.measurements.map((m) =>
+      m.state === "ok" && m.op === "gemv" && m.backend === "webgpu"
+        ? { ...m, gbps: m.gbps / 1000 }
+        : m
+    ),
+  };
+  const r = ratesFromReport(slowGpu);
+  assert.notEqual(r.backend, "webgpu");
+  assert.match(r.backendReason, /streams gemv weights faster .* than the WebGPU adapter/);
+});

@@ -212,18 +212,30 @@ function largestGemvRate(report: Report, backend: Backend): number {
 
 function chooseBackend(report: Report, forced?: Backend): { backend: Backend; reason: string } {
   if (forced) return { backend: forced, reason: "asked for" };
-  const gpuRate = largestGemvRate(report, "webgpu");
-  if (report.adapter && gpuRate > 0) {
-    return {
-      backend: "webgpu",
-      reason: `the report has a WebGPU adapter (${report.adapter.description || "unnamed"}) ` +
-        `with device-resident gemv measurements`,
-    };
-  }
+  const gpuRate = report.adapter ? largestGemvRate(report, "webgpu") : 0;
   const ranked = CPU_BACKENDS.map((b) => ({ b, rate: largestGemvRate(report, b) }))
     .filter((r) => r.rate > 0)
     .sort((a, b) => b.rate - a.rate);
   const best = ranked[0];
+  // Decode streams weights through gemv: the device that streams them fastest runs it. A
+  // software adapter (llvmpipe) can lose to the CPU it runs on.
+  if (gpuRate > 0 && (!best || gpuRate >= best.rate)) {
+    return {
+      backend: "webgpu",
+      reason: `the report has a WebGPU adapter (${report.adapter!.description || "unnamed"}) ` +
+        `whose device-resident gemv (${gpuRate.toPrecision(3)} GB/s) is the fastest measured`,
+    };
+  }
+  if (gpuRate > 0 && best) {
+    return {
+      backend: best.b,
+      reason: `${best.b} streams gemv weights faster (${
+        best.rate.toPrecision(3)
+      } GB/s) than the WebGPU adapter (${
+        gpuRate.toPrecision(3)
+      } GB/s) at the largest size measured`,
+    };
+  }
   if (!best) {
     throw new MissingCalibrationError(
       "gemvGBps",
