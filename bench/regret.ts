@@ -16,7 +16,16 @@ import { openRunner } from "../calibrate/runners/mod.ts";
 import { textTable } from "../calibrate/summary.ts";
 import { getOp } from "../kernels/catalog.ts";
 import { SOFTMAX_SWEEP_ROWS } from "../kernels/softmax/mod.ts";
-import { type Backend, BACKENDS, type Dtype, formatShape, type Shape } from "../kernels/types.ts";
+import {
+  type Backend,
+  BACKENDS,
+  type Dtype,
+  formatShape,
+  implOf,
+  type Shape,
+  type Variant,
+  variantId,
+} from "../kernels/types.ts";
 import { loadReport } from "../reports/load.ts";
 import type { Report } from "../reports/schema.ts";
 import { predictTime } from "../models/predict.ts";
@@ -263,8 +272,9 @@ async function runWorkload(
       dtype: w.dtype,
       backend,
       residency: "end-to-end" as const,
-      // The variant gpucal would run here: the one the report tunes or fits for this size.
-      ...(predicted[backend] ? { variant: predicted[backend].variant } : {}),
+      // The variant gpucal would run here: the one the report tunes or fits for this size, or,
+      // when that one cannot run this shape (a vec4 kernel at n = 23), the first that can.
+      ...runnableVariant(w, backend, predicted[backend]?.variant),
     })),
     { runners: source, stopping: STOPPING },
   );
@@ -362,6 +372,24 @@ interface AccuracyPair {
   readonly backend: Backend;
   readonly predicted: number;
   readonly measured: number;
+}
+
+function runnableVariant(
+  w: Workload,
+  backend: Backend,
+  preferred: string | undefined,
+): { variant?: string } {
+  const impl = implOf(getOp(w.op), backend);
+  if (!impl) return preferred === undefined ? {} : { variant: preferred };
+  const runs = (v: Variant) => (impl.unsupported?.(w.shape, w.dtype, v) ?? null) === null;
+  const wanted = impl.variants.find((v) => variantId(v) === preferred);
+  if (wanted && runs(wanted)) return { variant: preferred! };
+  const fallback = impl.variants.find(runs);
+  return fallback
+    ? { variant: variantId(fallback) }
+    : preferred === undefined
+    ? {}
+    : { variant: preferred };
 }
 
 /** Predictions of the measured variant at each held-out (workload, backend) against its median. */
