@@ -323,12 +323,29 @@ export interface MemoryBreakdown {
 }
 
 /**
+ * The part of a model one device holds: its parameters, and the layers and KV heads whose cache
+ * it keeps. The whole model by default; a shard's slice when sharded.
+ *
+ * @example
+ * ```ts
+ * import type { HeldPart } from "./memory.ts";
+ * const half: HeldPart = { params: 4e9, layers: 16, kvHeads: 8 };
+ * ```
+ */
+export interface HeldPart {
+  readonly params: number;
+  readonly layers: number;
+  readonly kvHeads: number;
+}
+
+/**
  * Weights, KV cache and activation memory of a model at a quantization, context and batch.
  * Every parameter (norm gains too) is counted at the quantization's bytes per weight.
  *
  * @param model The model.
  * @param quant The weight quantization.
  * @param opts Context, batch and KV dtype.
+ * @param held What the device holds (the whole model by default; a shard's slice).
  * @returns The breakdown.
  * @throws {RangeError} when context or batch is not a positive integer.
  * @example
@@ -343,12 +360,13 @@ export function memoryBreakdown(
   model: ModelSpec,
   quant: Quant,
   opts: MemoryOptions,
+  held: HeldPart = { params: model.params, layers: model.layers, kvHeads: model.kvHeads },
 ): MemoryBreakdown {
   const context = positiveInteger("context", opts.context);
   const batch = positiveInteger("batch", opts.batch);
   const kvDtype = opts.kvDtype ?? defaultKvDtype(quant);
-  const weights = Math.ceil(model.params * BYTES_PER_WEIGHT[quant]);
-  const kv = kvCacheBytes(model, kvDtype, context, batch);
+  const weights = Math.ceil(held.params * BYTES_PER_WEIGHT[quant]);
+  const kv = kvCacheBytes(model, kvDtype, context, batch, held.layers, held.kvHeads);
   const act = activationsBytes(model, quant, context, batch);
   return {
     model: model.name,
@@ -356,7 +374,7 @@ export function memoryBreakdown(
     kvDtype,
     context,
     batch,
-    params: model.params,
+    params: held.params,
     weightsBytes: weights,
     kvCacheBytes: kv,
     activationsBytes: act,

@@ -14,11 +14,8 @@
 import { KERNELS_PER_LAYER, MODEL_KERNELS } from "./decode_kernels.ts";
 import type { Interconnect } from "./comm.ts";
 import {
-  activationsBytes,
-  BYTES_PER_WEIGHT,
-  defaultKvDtype,
-  kvCacheBytes,
   type MemoryBreakdown,
+  memoryBreakdown,
   type MemoryOptions,
   positiveInteger,
   type Quant,
@@ -205,22 +202,9 @@ export function shardMemory(
   slice: ShardSlice,
   opts: MemoryOptions,
 ): MemoryBreakdown {
-  const context = positiveInteger("context", opts.context);
-  const batch = positiveInteger("batch", opts.batch);
-  const kvDtype = opts.kvDtype ?? defaultKvDtype(quant);
-  const weights = Math.ceil(slice.heldParams * BYTES_PER_WEIGHT[quant]);
-  const kv = kvCacheBytes(model, kvDtype, context, batch, slice.layerCount, slice.kvHeads);
-  const act = activationsBytes(model, quant, context, batch);
-  return {
-    model: model.name,
-    quant,
-    kvDtype,
-    context,
-    batch,
+  return memoryBreakdown(model, quant, opts, {
     params: slice.heldParams,
-    weightsBytes: weights,
-    kvCacheBytes: kv,
-    activationsBytes: act,
-    totalBytes: weights + kv + act,
-  };
+    layers: slice.layerCount,
+    kvHeads: slice.kvHeads,
+  });
 }
