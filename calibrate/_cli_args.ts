@@ -103,3 +103,24 @@ export function positiveNumberFlag(flag: string, value: string | undefined): num
   }
   return n;
 }
+
+/**
+ * The end of a command line's `main` for a failure: a {@linkcode UsageError} is printed with the
+ * usage line and becomes exit code 2; anything else is rethrown.
+ *
+ * @param error What was thrown.
+ * @param usage The command's one-line usage, e.g. `"Usage: deno task check --baseline A --current B"`.
+ * @returns 2, for a usage error.
+ * @throws {unknown} `error` itself when it is not a usage error.
+ * @example
+ * ```ts
+ * import { usageFailure, UsageError } from "./_cli_args.ts";
+ * const code = usageFailure(new UsageError("--out is required"), "Usage: x --out P");
+ * console.log(code); // 2
+ * ```
+ */
+export function usageFailure(error: unknown, usage: string): number {
+  if (!(error instanceof UsageError)) throw error;
+  console.error(`error: ${error.message}\n\n${usage} (see --help)`);
+  return 2;
+}

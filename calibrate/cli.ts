@@ -6,7 +6,7 @@
 import { OPS } from "../kernels/catalog.ts";
 import { BACKENDS, DTYPES } from "../kernels/types.ts";
 import { loadReport } from "../reports/load.ts";
-import { listFlag, parseFlags, positiveNumberFlag, UsageError } from "./_cli_args.ts";
+import { listFlag, parseFlags, positiveNumberFlag, UsageError, usageFailure } from "./_cli_args.ts";
 import { calibrate, type CalibrateOptions } from "./calibrate.ts";
 import { progressPrinter } from "./progress.ts";
 import { formatSummary } from "./summary.ts";
@@ -94,11 +94,7 @@ export async function main(args: string[]): Promise<number> {
       command: ["deno", "task", "calibrate", ...args],
     };
   } catch (e) {
-    if (e instanceof UsageError) {
-      console.error(`error: ${e.message}\n\nUsage: deno task calibrate [options] (see --help)`);
-      return 2;
-    }
-    throw e;
+    return usageFailure(e, "Usage: deno task calibrate [options]");
   }
 
   const mode = json ? "json" : Deno.stderr.isTerminal() ? "tty" : "plain";

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { parseFlags, UsageError } from "../calibrate/_cli_args.ts";
+import { parseFlags, UsageError, usageFailure } from "../calibrate/_cli_args.ts";
 import { compareReports } from "./compare.ts";
 import { COMPARISON_FORMATS, type ComparisonFormat, formatComparison } from "./compare_format.ts";
 import { loadReport } from "./load.ts";
@@ -117,11 +117,7 @@ export async function main(args: readonly string[]): Promise<number> {
     }
     return comparison.regressed ? 1 : 0;
   } catch (e) {
-    if (e instanceof UsageError) {
-      console.error(`error: ${e.message}\n\n${USAGE} (see --help)`);
-      return 2;
-    }
-    throw e;
+    return usageFailure(e, USAGE);
   }
 }
 

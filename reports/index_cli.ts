@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { parseFlags, UsageError } from "../calibrate/_cli_args.ts";
+import { parseFlags, usageFailure } from "../calibrate/_cli_args.ts";
 import { writeJsonAtomic } from "./atomic.ts";
 import { buildIndex } from "./index.ts";
 import { ReportError } from "./load.ts";
@@ -47,11 +47,7 @@ export async function main(args: readonly string[]): Promise<number> {
     }
     dir = (values.dir ?? "reports").replace(/[\\/]+$/, "");
   } catch (e) {
-    if (e instanceof UsageError) {
-      console.error(`error: ${e.message}\n\n${USAGE} (see --help)`);
-      return 2;
-    }
-    throw e;
+    return usageFailure(e, USAGE);
   }
   try {
     const index = await buildIndex(dir);

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { parseFlags, UsageError } from "../calibrate/_cli_args.ts";
+import { parseFlags, UsageError, usageFailure } from "../calibrate/_cli_args.ts";
 import { renderMarkdown } from "./html/markdown.ts";
 import { renderHtml } from "./html/render.ts";
 import { loadReport } from "./load.ts";
@@ -115,11 +115,7 @@ export async function main(args: readonly string[]): Promise<number> {
     console.error(`Wrote ${out}`);
     return 0;
   } catch (e) {
-    if (e instanceof UsageError) {
-      console.error(`error: ${e.message}\n\n${USAGE} (see --help)`);
-      return 2;
-    }
-    throw e;
+    return usageFailure(e, USAGE);
   }
 }
 

@@ -7,7 +7,7 @@
  */
 // deno-lint-ignore no-import-prefix
 import { z } from "npm:zod@4.6.7";
-import { parseFlags, UsageError } from "../calibrate/_cli_args.ts";
+import { parseFlags, UsageError, usageFailure } from "../calibrate/_cli_args.ts";
 import { writeJsonAtomic } from "./atomic.ts";
 import { type GpuSpec, parseSpecTables } from "./specs.ts";
 
@@ -168,10 +168,6 @@ export async function main(args: readonly string[]): Promise<number> {
     );
     return 0;
   } catch (e) {
-    if (e instanceof UsageError) {
-      console.error(`error: ${e.message}\n\n${USAGE} (see --help)`);
-      return 2;
-    }
     if (e instanceof ImportError) {
       console.error(`error: ${e.message}`);
       return 1;
@@ -182,7 +178,7 @@ export async function main(args: readonly string[]): Promise<number> {
       );
       return 2;
     }
-    throw e;
+    return usageFailure(e, USAGE);
   }
 }
 
