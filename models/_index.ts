@@ -16,6 +16,7 @@ import {
   type Shape,
 } from "../kernels/types.ts";
 import type { CostFit, ProvenanceTag, Report, Tuning } from "../reports/schema.ts";
+import { correctionAt, type ResidualCurve, residualCurve } from "./_residuals.ts";
 
 /** Relative distance within which a measured shape counts as "this shape". */
 export const MEASURED_TOLERANCE = 0.05;
@@ -47,6 +48,8 @@ export interface VariantSeries {
   readonly bytesRange: readonly [number, number];
   /** Measured shapes of this variant, by size. */
   readonly points: readonly MeasuredPoint[];
+  /** What the fit misses at those shapes, to correct it between them; null without a fit. */
+  readonly residuals: ResidualCurve | null;
 }
 
 /** What is known about one backend for one (op, dtype, residency). */
@@ -86,6 +89,8 @@ export interface Prediction {
   readonly fit: CostFit | null;
   /** The two measured points interpolated between when there is neither (else empty). */
   readonly bracket: readonly MeasuredPoint[];
+  /** The residual correction applied to the fit's time, when there is one. */
+  readonly residuals: ResidualCurve | null;
 }
 
 const NONE: readonly MeasuredPoint[] = Object.freeze([]);
@@ -209,11 +214,15 @@ function buildSeries(
   for (const variant of names) {
     const fit = fits.find((f) => f.variant === variant) ?? null;
     const points = (byVariant.get(variant) ?? []).sort(bySize);
+    const model = fit === null ? null : compileFit(fit);
     variants.set(variant, {
       variant,
       fit,
-      model: fit === null ? null : compileFit(fit),
+      model,
       points,
+      residuals: model === null
+        ? null
+        : residualCurve(points, (p) => compiledMs(model, p.flops, p.bytes)),
       ...workRanges(op, dtype, fit),
     });
   }
@@ -404,18 +413,22 @@ export function predictSeries(
         point,
         fit: null,
         bracket: NONE,
+        residuals: null,
       };
     }
   }
   const v = chosen ?? tunedVariant(s, size) ?? fastestFitted(s, flops, bytes);
   if (v !== null && v.fit !== null) {
+    const residuals = v.residuals;
     return {
-      ms: compiledMs(v.model!, flops, bytes),
+      ms: compiledMs(v.model!, flops, bytes) *
+        (residuals === null ? 1 : correctionAt(residuals, bytes)),
       variant: v.variant,
       provenance: withinFit(v, flops, bytes) ? "fitted" : "extrapolated",
       point: null,
       fit: v.fit,
       bracket: NONE,
+      residuals,
     };
   }
   return interpolate(v ?? largestSeries(s), size);
@@ -466,6 +479,7 @@ function interpolate(v: VariantSeries | null, size: number): Prediction | null {
       point: null,
       fit: null,
       bracket: [p],
+      residuals: null,
     };
   }
   let i = 1;
@@ -482,6 +496,7 @@ function interpolate(v: VariantSeries | null, size: number): Prediction | null {
     point: null,
     fit: null,
     bracket: [a, b],
+    residuals: null,
   };
 }
 

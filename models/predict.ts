@@ -72,8 +72,10 @@ export interface TimePrediction {
   readonly ms: number;
   /**
    * Where the true time should lie: the median's 95 % CI when measured; a factor of
-   * 1 + held-out error (`cvMaxError`, else `cvMape`, else e^(2·rmsLogError) − 1) either way when
-   * fitted, compounded once per doubling of work beyond the fitted range when extrapolated.
+   * 1 + held-out error either way when fitted — the worst leave-one-out error of the
+   * residual-corrected fit (at least the fit's `cvMape`) when it has three or more sizes, else the
+   * fit's `cvMaxError`, else `cvMape`, else e^(2·rmsLogError) − 1 — compounded once per doubling
+   * of work beyond the fitted range when extrapolated.
    */
   readonly interval: readonly [number, number];
   readonly provenance: ProvenanceTag;
@@ -169,7 +171,12 @@ function describe(
   }
   if (p.fit !== null) {
     const f = p.fit;
-    const error = f.cvMaxError ?? f.cvMape ?? Math.expm1(2 * f.rmsLogError);
+    const fitError = f.cvMaxError ?? f.cvMape ?? Math.expm1(2 * f.rmsLogError);
+    const looMax = p.residuals?.looMax ?? null;
+    const corrected = looMax !== null;
+    // The correction's leave-one-out error rests on a few sizes and cannot see an offset its
+    // neighbours share, so the interval never claims less than the fit's mean held-out error.
+    const error = looMax === null ? fitError : Math.max(looMax, f.cvMape ?? fitError);
     const lo = table.op.axis.shape(f.sizeRange[0]);
     const hi = table.op.axis.shape(f.sizeRange[1]);
     const doublings = p.provenance === "extrapolated"
@@ -183,7 +190,9 @@ function describe(
       ...base,
       interval: [p.ms / factor, p.ms * factor],
       source: `cost model of ${what} fitted on ${f.points} sizes ${f.sizeRange[0]}–` +
-        `${f.sizeRange[1]} ${table.op.axis.unit} (held-out error ${(100 * error).toFixed(1)} %)` +
+        `${f.sizeRange[1]} ${table.op.axis.unit}` +
+        (corrected ? ", corrected by its residuals between measured sizes" : "") +
+        ` (held-out error ${(100 * error).toFixed(1)} %)` +
         (doublings > 0 ? `, ${doublings.toFixed(1)} doublings beyond it` : ""),
     };
   }

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { predictMs } from "../calibrate/fit.ts";
 import { compiledMs, compileFit } from "../models/_index.ts";
+import { residualCurve } from "../models/_residuals.ts";
 import { predictTime, recommendTuning, variantParams } from "../models/predict.ts";
 import { syntheticReport, syntheticTimeMs } from "./_fixtures.ts";
 
@@ -22,15 +23,68 @@ Deno.test("predictTime() returns the measured median and its CI at a measured sh
   assert.match(t.source, /^measured matmul f32 wasm/);
 });
 
-Deno.test("predictTime() uses the fit between measured sizes, with its held-out error", () => {
+Deno.test("predictTime() uses the residual-corrected fit between measured sizes, with the correction's held-out error", () => {
   const report = syntheticReport();
   const t = predictTime(report, { op: "matmul", shape: cube(300), dtype: "f32", backend: "wasm" });
   const truth = syntheticTimeMs("matmul", "f32", "wasm", "end-to-end", 300);
   assert.equal(t.provenance, "fitted");
   assert.ok(Math.abs(t.ms / truth - 1) < 0.2, `${t.ms} vs ${truth}`);
   const fit = report.fits.find((f) => f.op === "matmul" && f.backend === "wasm")!;
-  assert.ok(Math.abs(t.interval[1] / t.ms - (1 + fit.cvMaxError!)) < 1e-9);
+  const model = compileFit(fit);
+  const points = report.measurements.flatMap((m) =>
+    m.state === "ok" && m.op === "matmul" && m.backend === "wasm" && m.variant === fit.variant
+      ? [{ flops: m.flops, bytes: m.bytes, ms: m.wall.median }]
+      : []
+  );
+  const { looMax } = residualCurve(points, (p) => compiledMs(model, p.flops, p.bytes));
+  assert.ok(looMax !== null);
+  assert.ok(Math.abs(t.interval[1] / t.ms - (1 + Math.max(looMax, fit.cvMape!))) < 1e-9);
+  assert.match(t.source, /corrected by its residuals/);
   assert.ok(t.interval[0] < truth && truth < t.interval[1]);
+});
+
+Deno.test("predictTime() follows a cache step the single-bandwidth fit misses", () => {
+  // Measured: 3× faster per byte while the working set fits a 1 MB cache; the fit averages both.
+  const inCache = (bytes: number) => 0.001 + bytes / 30e6;
+  const spilled = (bytes: number) => 0.001 + bytes / 10e6;
+  const truth = (n: number) => (12 * n <= 1e6 ? inCache : spilled)(12 * n);
+  const sizes = [1e3, 4e3, 16e3, 64e3, 256e3, 1e6, 4e6];
+  const base = syntheticReport();
+  const fit = base.fits.find((f) => f.op === "add" && f.backend === "wasm" && f.dtype === "f32")!;
+  const template = base.measurements.find((m) =>
+    m.state === "ok" && m.op === "add" && m.backend === "wasm" && m.dtype === "f32"
+  )!;
+  assert.ok(template.state === "ok");
+  const measurements = [
+    ...base.measurements.filter((m) => !(m.op === "add" && m.backend === "wasm")),
+    ...sizes.map((n) => ({
+      ...template,
+      variant: fit.variant,
+      size: n,
+      shape: { n },
+      flops: n,
+      bytes: 12 * n,
+      wall: { ...template.wall, median: truth(n), ciHalfWidth: truth(n) * 0.01 },
+    })),
+  ];
+  const fits = base.fits.map((f) =>
+    f === fit
+      ? { ...f, t0Us: 1, gflops: null, gbps: 15, sizeRange: [1e3, 4e6] as [number, number] }
+      : f
+  );
+  const report = syntheticReport({ measurements, fits });
+  for (const n of [2_000, 30_000, 40_000, 2_000_000]) {
+    const t = predictTime(report, { op: "add", shape: { n }, dtype: "f32", backend: "wasm" });
+    const uncorrected = compiledMs(
+      compileFit(
+        fits.find((f) => f.variant === fit.variant && f.op === "add" && f.backend === "wasm")!,
+      ),
+      n,
+      12 * n,
+    );
+    assert.ok(Math.abs(t.ms / truth(n) - 1) < 0.05, `n=${n}: ${t.ms} vs ${truth(n)}`);
+    assert.ok(Math.abs(uncorrected / truth(n) - 1) > 0.3, `the fit alone is off at n=${n}`);
+  }
 });
 
 Deno.test("predictTime() tags sizes beyond the fit extrapolated and widens the interval", () => {

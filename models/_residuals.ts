@@ -1,0 +1,123 @@
+/**
+ * Private: the part of the measurements a cost model misses, kept to correct it between measured
+ * sizes. `t0 + max(flops / F, bytes / B)` has one bandwidth, but a CPU streams ~3× faster while
+ * the working set fits a cache than once it spills, so a single fit is off by tens of percent
+ * just inside and outside each cache; interpolating ln(measured / model) in ln(bytes) between
+ * the measured sizes restores the measured shape there, while the model still carries the
+ * prediction between points and beyond them.
+ *
+ * The correction's own held-out error comes from leaving each interior point out in turn and
+ * interpolating from its neighbours (the fit itself held fixed).
+ *
+ * @example
+ * ```ts
+ * import { correctionAt, residualCurve } from "./_residuals.ts";
+ * const model = (bytes: number) => bytes / 1e6; // 1 GB/s, ms
+ * const curve = residualCurve([
+ *   { bytes: 1e3, ms: 0.0005 }, { bytes: 1e5, ms: 0.05 }, { bytes: 1e7, ms: 20 },
+ * ], model);
+ * console.log(correctionAt(curve, 1e5)); // 0.5: the model is 2× slow at 100 kB
+ * ```
+ *
+ * @module
+ */
+
+/** Residuals of a fit at its measured sizes, and how well interpolating them predicts. */
+export interface ResidualCurve {
+  /** ln(bytes) of each measured size, ascending, distinct. */
+  readonly x: Float64Array;
+  /** ln(measured / model) there (the mean when a size was measured more than once). */
+  readonly r: Float64Array;
+  /** Leave-one-out mean absolute relative error of the corrected prediction; null under 3 sizes. */
+  readonly looMape: number | null;
+  /** The worst of those leave-one-out errors; null under 3 sizes. */
+  readonly looMax: number | null;
+}
+
+/** A measured point as the correction needs it. */
+export interface ResidualPoint {
+  readonly bytes: number;
+  readonly ms: number;
+}
+
+/**
+ * The residual curve of a model over measured points.
+ *
+ * @param points Measured points of one variant (any order; non-positive values are skipped).
+ * @param model The fitted time, ms, of a point's bytes (and whatever else the caller closes over).
+ * @returns The curve; empty when no point is usable.
+ * @example
+ * ```ts
+ * import { residualCurve } from "./_residuals.ts";
+ * const c = residualCurve([{ bytes: 10, ms: 2 }, { bytes: 10, ms: 8 }], () => 4);
+ * console.log(c.x.length, c.r[0]); // 1 0
+ * ```
+ */
+export function residualCurve<P extends ResidualPoint>(
+  points: readonly P[],
+  model: (p: P) => number,
+): ResidualCurve {
+  const byX = new Map<number, number[]>();
+  for (const p of points) {
+    const m = model(p);
+    if (!(p.bytes > 0 && p.ms > 0 && m > 0)) continue;
+    const x = Math.log(p.bytes);
+    const list = byX.get(x) ?? [];
+    list.push(Math.log(p.ms / m));
+    byX.set(x, list);
+  }
+  const xs = [...byX.keys()].sort((a, b) => a - b);
+  const x = Float64Array.from(xs);
+  const r = Float64Array.from(xs, (k) => {
+    const list = byX.get(k)!;
+    return list.reduce((s, v) => s + v, 0) / list.length;
+  });
+  let looMape: number | null = null;
+  let looMax: number | null = null;
+  if (x.length >= 3) {
+    let sum = 0;
+    let max = 0;
+    for (let i = 1; i < x.length - 1; i++) {
+      const w = (x[i]! - x[i - 1]!) / (x[i + 1]! - x[i - 1]!);
+      const predicted = r[i - 1]! + w * (r[i + 1]! - r[i - 1]!);
+      const error = Math.abs(Math.expm1(predicted - r[i]!));
+      sum += error;
+      if (error > max) max = error;
+    }
+    looMape = sum / (x.length - 2);
+    looMax = max;
+  }
+  return { x, r, looMape, looMax };
+}
+
+/**
+ * The multiplicative correction at some bytes: e^(residual), interpolated linearly in ln(bytes)
+ * between measured sizes and held at the end value beyond them; 1 for an empty curve.
+ *
+ * @param curve A residual curve.
+ * @param bytes The work's bytes.
+ * @returns The factor to multiply the model's time by.
+ * @example
+ * ```ts
+ * import { correctionAt, residualCurve } from "./_residuals.ts";
+ * const c = residualCurve([{ bytes: 1, ms: 1 }, { bytes: 100, ms: 4 }], () => 1);
+ * console.log(correctionAt(c, 10)); // 2: halfway in ln(bytes), geometric mean of 1 and 4
+ * ```
+ */
+export function correctionAt(curve: ResidualCurve, bytes: number): number {
+  const { x, r } = curve;
+  const n = x.length;
+  if (n === 0) return 1;
+  const lx = Math.log(bytes);
+  if (!(lx > x[0]!)) return Math.exp(r[0]!);
+  if (lx >= x[n - 1]!) return Math.exp(r[n - 1]!);
+  let lo = 0;
+  let hi = n - 1;
+  while (hi - lo > 1) {
+    const mid = (lo + hi) >>> 1;
+    if (x[mid]! <= lx) lo = mid;
+    else hi = mid;
+  }
+  const w = (lx - x[lo]!) / (x[hi]! - x[lo]!);
+  return Math.exp(r[lo]! + w * (r[hi]! - r[lo]!));
+}
