@@ -157,6 +157,7 @@ function crossoverInput(
   dtype: Dtype,
   residency: Residency,
   curves: BackendCurve[],
+  drift?: Drift,
 ): CrossoverInput {
   return {
     op: op.name,
@@ -164,6 +165,7 @@ function crossoverInput(
     residency,
     unit: op.axis.unit,
     curves,
+    ...(drift ? { drift } : {}),
     work: (size) => {
       // Roots and bootstrap replicates land between integer sizes; shapes are integral.
       const shape = op.axis.shape(Math.max(op.axis.min, Math.round(size)));
@@ -172,12 +174,17 @@ function crossoverInput(
   };
 }
 
+/** Per backend, the relative run-to-run drift of its curves (`calibrate/stability.ts`). */
+type Drift = Readonly<Partial<Record<Backend, number>>>;
+
 /**
  * Crossovers of every op and dtype measured, for both residencies.
  *
  * @param measurements Raw measurements.
  * @param fits Fits from {@linkcode fitAll}.
  * @param ops The ops (for axes and work).
+ * @param drift Per backend, the run's drift (standard deviation of ln time); when given, every
+ * crossover also gets a `driftCi`.
  * @returns The crossovers.
  * @example
  * ```ts
@@ -189,6 +196,7 @@ export function allCrossovers(
   measurements: readonly Measurement[],
   fits: readonly CostFit[],
   ops: readonly OpSpec[],
+  drift?: Drift,
 ): Crossover[] {
   const out: Crossover[] = [];
   for (const op of ops) {
@@ -196,11 +204,11 @@ export function allCrossovers(
       for (const residency of RESIDENCIES) {
         const curves = curvesFor(measurements, fits, op, dtype, residency);
         if (!curves.some((c) => CPU_BACKENDS.includes(c.backend)) && dtype === "f16") {
-          out.push(...f16AgainstF32Cpu(measurements, fits, op, residency, curves));
+          out.push(...f16AgainstF32Cpu(measurements, fits, op, residency, curves, drift));
           continue;
         }
         if (curves.length < 2) continue;
-        const found = findCrossovers(crossoverInput(op, dtype, residency, curves));
+        const found = findCrossovers(crossoverInput(op, dtype, residency, curves, drift));
         // CPU curves are residency-free: report their pairs once, under end-to-end.
         out.push(...found.filter((c) => residency === "end-to-end" || c.pair === "cpu→webgpu"));
       }
@@ -220,6 +228,7 @@ function f16AgainstF32Cpu(
   op: OpSpec,
   residency: Residency,
   gpuCurves: readonly BackendCurve[],
+  drift: Drift | undefined,
 ): Crossover[] {
   const gpu = gpuCurves.filter((c) => c.backend === "webgpu");
   const cpu = curvesFor(measurements, fits, op, "f32", residency)
@@ -227,7 +236,7 @@ function f16AgainstF32Cpu(
     .map((c) => ({ ...c, fit: null }));
   if (gpu.length === 0 || cpu.length === 0) return [];
   const note = "the CPU side runs the problem in f32 (no CPU backend computes in f16)";
-  return findCrossovers(crossoverInput(op, "f16", residency, [...cpu, ...gpu]))
+  return findCrossovers(crossoverInput(op, "f16", residency, [...cpu, ...gpu], drift))
     .filter((c) => c.pair === "cpu→webgpu")
     .map((c) => ({ ...c, reason: c.reason ? `${c.reason}; ${note}` : note }));
 }

@@ -11,6 +11,7 @@ import type { Measurement } from "../reports/schema.ts";
 import { allCrossovers, fitAll, peakRates, thresholdTable, tuningTable } from "./analyze.ts";
 import type { GpuInfo } from "./device.ts";
 import type { MachineInfo } from "./machine.ts";
+import { type StabilityProbe, summarizeStability } from "./stability.ts";
 
 /** gpucal's version, written into every report: `deno.json`'s, so there is one source. */
 export const GPUCAL_VERSION: string = config.version;
@@ -38,6 +39,8 @@ export interface RunContext {
   readonly durationS: number;
   /** Git commit of the gpucal checkout, when known. */
   readonly commit?: string | null;
+  /** Drift probes taken so far (`calibrate/stability.ts`); no `stability` section when absent. */
+  readonly probes?: readonly StabilityProbe[];
 }
 
 /**
@@ -104,7 +107,8 @@ export function assembleReport(
   ops: readonly OpSpec[],
 ): Report {
   const fits = fitAll(measurements);
-  const crossovers = allCrossovers(measurements, fits, ops);
+  const stability = ctx.probes && ctx.probes.length > 0 ? summarizeStability(ctx.probes) : null;
+  const crossovers = allCrossovers(measurements, fits, ops, stability?.driftSigma);
   const peaks = peakRates(measurements, ops);
   const base = system ?? missingSystemFigures(
     ctx.gpu ? "Not measured: the run stopped before the system figures" : "No WebGPU adapter",
@@ -164,5 +168,6 @@ export function assembleReport(
     tuning: tuningTable(measurements, ops),
     system: { ...base, peakGflops: peaks.peakGflops, peakGbps: peaks.peakGbps },
     thresholds: thresholdTable(crossovers),
+    ...(stability ? { stability } : {}),
   };
 }

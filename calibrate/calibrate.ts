@@ -30,6 +30,7 @@ import type { Runner } from "./runner.ts";
 import { openRunner } from "./runners/mod.ts";
 import { measureSystem } from "./system.ts";
 import { assembleReport, NOISY_WARNING, type RunContext } from "./assemble.ts";
+import { measureProbe, type StabilityProbe } from "./stability.ts";
 
 /**
  * Options of {@linkcode calibrate}.
@@ -196,6 +197,16 @@ export async function calibrate(options: CalibrateOptions = {}): Promise<Calibra
   let progressDone = 0;
   let progressTotal = plan.estimatedCases;
 
+  // Drift probes continue a resumed run's, on its clock: seconds since its first session began.
+  const probes: StabilityProbe[] = [...(options.resume?.stability?.probes ?? [])];
+  const priorS = options.resume?.provenance.durationS ?? 0;
+  const probeBackends = (options.backends ?? BACKENDS).filter((b) => b !== "webgpu" || gpu);
+  const probe = async () => {
+    if (signal.aborted) return;
+    const p = await measureProbe(probeBackends, source, priorS + elapsedS(), signal);
+    if (!signal.aborted && Object.keys(p.ms).length > 0) probes.push(p);
+  };
+
   const commit = await gitCommit();
   const context = (): RunContext => ({
     commit,
@@ -209,7 +220,8 @@ export async function calibrate(options: CalibrateOptions = {}): Promise<Calibra
     resumedFrom: options.resumePath ?? null,
     warnings,
     startedAt: new Date(Date.now() - (performance.now() - started)),
-    durationS: elapsedS() + (options.resume?.provenance.durationS ?? 0),
+    durationS: elapsedS() + priorS,
+    probes,
   });
   let system = options.resume?.system ?? null;
   let llm: Report["llm"] = options.resume?.llm ?? null;
@@ -307,6 +319,7 @@ export async function calibrate(options: CalibrateOptions = {}): Promise<Calibra
       });
       system = await measureSystem(currentGpu, { quick: options.quick ?? false, signal });
     }
+    await probe();
     for (const job of plan.jobs) {
       if (signal.aborted) break;
       const { op, dtype } = job;
@@ -428,6 +441,7 @@ export async function calibrate(options: CalibrateOptions = {}): Promise<Calibra
         }
         await run(reqs, op, plan.stopping);
       }
+      await probe();
       await save(false, "interrupted");
     }
     if ((options.llm ?? !options.quick) && currentGpu && !signal.aborted) {

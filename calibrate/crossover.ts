@@ -82,6 +82,13 @@ export interface Crossover {
   unit: string;
   /** 95 % bootstrap interval of `size`. */
   ci: [number, number] | null;
+  /**
+   * 95 % bootstrap interval of `size` when each backend's whole curve may also shift by its
+   * run-to-run drift ({@linkcode CrossoverInput.drift}); absent when no drift was given.
+   */
+  driftCi?: [number, number];
+  /** Share of the drift replicates (0–1) whose curves no longer cross in range; with `driftCi`. */
+  driftOutOfRange?: number;
   /** Crossover of the two fitted curves. */
   fromFit: number | null;
   /** Crossover of the raw medians, log-log interpolated between bracketing sizes. */
@@ -153,6 +160,11 @@ export interface CrossoverInput {
   readonly bootstrap?: number;
   /** Bootstrap seed; 1 when absent. */
   readonly seed?: number;
+  /**
+   * Per backend, the relative run-to-run drift of its whole curve (standard deviation of ln time,
+   * from `calibrate/stability.ts`); when given, {@linkcode Crossover.driftCi} is computed too.
+   */
+  readonly drift?: Readonly<Partial<Record<Backend, number>>>;
 }
 
 /**
@@ -462,7 +474,11 @@ function solvePair(
   const headline = basis === "fit" ? fromFit!.size : primary.size;
   const [below, above] = primary.toWinsAbove ? [from, to] : [to, from];
   const exact = primary.lo !== primary.hi;
-  const ci = bootstrapInterval(input, fromCurves, toCurves, basis, headline, range, seed, notes);
+  const replicate: Replicate = { basis, headline, range, toWinsAbove: primary.toWinsAbove };
+  const ci = bootstrapInterval(input, fromCurves, toCurves, replicate, seed, notes);
+  const drift = driftOf(input, [...fromCurves, ...toCurves]);
+  const driftCi = drift &&
+    driftInterval(input, fromCurves, toCurves, replicate, drift, seed + 500, notes);
   return {
     op: input.op,
     dtype: input.dtype,
@@ -473,6 +489,12 @@ function solvePair(
     size: round(headline),
     unit,
     ci: ci && [round(ci[0]), round(ci[1])],
+    ...(driftCi
+      ? {
+        driftCi: [round(driftCi.ci[0]), round(driftCi.ci[1])] as [number, number],
+        driftOutOfRange: driftCi.outOfRange,
+      }
+      : {}),
     fromFit: fromFit ? round(fromFit.size) : null,
     fromRaw: raw.length > 0 ? round(primary.size) : null,
     tag,
@@ -496,13 +518,77 @@ function perturb(curve: BackendCurve, rng: Rng): CurvePoint[] {
   });
 }
 
+/** What a bootstrap replicate re-solves: the basis, the headline it tracks, and the search range. */
+interface Replicate {
+  readonly basis: "raw" | "fit";
+  readonly headline: number;
+  readonly range: readonly [number, number];
+  /** Orientation of the headline crossing: the `to` side is faster above it. */
+  readonly toWinsAbove: boolean;
+}
+
+/** The given drift of the curves' backends, or null when none of them has one. */
+function driftOf(
+  input: CrossoverInput,
+  curves: readonly BackendCurve[],
+): ReadonlyMap<Backend, number> | null {
+  const drift = new Map<Backend, number>();
+  for (const c of curves) {
+    const sigma = input.drift?.[c.backend];
+    if (sigma !== undefined && sigma > 0) drift.set(c.backend, sigma);
+  }
+  return drift.size > 0 ? drift : null;
+}
+
+/**
+ * A replicate's curves: every median redrawn within its own noise and, with `drift`, every
+ * backend's whole curve scaled by exp(N(0, σ)) — the correlated shift another run would see.
+ */
+function redrawer(
+  curves: readonly BackendCurve[],
+  basis: Replicate["basis"],
+  rng: Rng,
+  drift: ReadonlyMap<Backend, number> | null,
+): (c: BackendCurve) => Curve {
+  const sigmas = new Map<BackendCurve, number>();
+  for (const c of curves) {
+    if (c.fit) {
+      const params = paramsFromRates(c.fit.t0Us, c.fit.gflops, c.fit.gbps);
+      sigmas.set(c, robustScale(logResiduals(params, c.points)));
+    }
+  }
+  return (c) => {
+    const sigma = drift?.get(c.backend);
+    const shift = sigma === undefined ? 1 : Math.exp(sigma * normal(rng));
+    const points = perturb(c, rng).map((p) => shift === 1 ? p : { ...p, ms: p.ms * shift });
+    const scale = sigmas.get(c);
+    let params: ModelParams | null = null;
+    if (basis === "fit" && c.fit && scale !== undefined) {
+      const start = paramsFromRates(c.fit.t0Us, c.fit.gflops, c.fit.gbps);
+      params = fitKind(points, start.kind, [start], scale).params;
+    }
+    return { backend: c.backend, ms: new Map(points.map((p) => [p.size, p.ms])), params };
+  };
+}
+
+/** The replicate's crossing nearest the headline, or null when its curves do not cross. */
+function resolve(
+  input: CrossoverInput,
+  from: readonly Curve[],
+  to: readonly Curve[],
+  r: Replicate,
+): number | null {
+  const crossings = r.basis === "fit"
+    ? fitCrossings(from, to, input.work, r.range) ?? []
+    : rawCrossings(from, to, commonSizes(from, to));
+  return nearest(crossings, r.headline)?.size ?? null;
+}
+
 function bootstrapInterval(
   input: CrossoverInput,
   fromCurves: readonly BackendCurve[],
   toCurves: readonly BackendCurve[],
-  basis: "raw" | "fit",
-  headline: number,
-  range: readonly [number, number],
+  r: Replicate,
   seed: number,
   notes: string[],
 ): [number, number] | null {
@@ -515,32 +601,11 @@ function bootstrapInterval(
     notes.push("no point carries samples or a CI, so no interval is given");
     return null;
   }
-  const rng = seededRng(seed);
-  const sigmas = new Map<BackendCurve, number>();
-  for (const c of [...fromCurves, ...toCurves]) {
-    if (c.fit) {
-      const params = paramsFromRates(c.fit.t0Us, c.fit.gflops, c.fit.gbps);
-      sigmas.set(c, robustScale(logResiduals(params, c.points)));
-    }
-  }
-  const redraw = (c: BackendCurve): Curve => {
-    const points = perturb(c, rng);
-    const sigma = sigmas.get(c);
-    let params: ModelParams | null = null;
-    if (basis === "fit" && c.fit && sigma !== undefined) {
-      const start = paramsFromRates(c.fit.t0Us, c.fit.gflops, c.fit.gbps);
-      params = fitKind(points, start.kind, [start], sigma).params;
-    }
-    return { backend: c.backend, ms: new Map(points.map((p) => [p.size, p.ms])), params };
-  };
+  const redraw = redrawer([...fromCurves, ...toCurves], r.basis, seededRng(seed), null);
   const found: number[] = [];
   for (let b = 0; b < replicates; b++) {
-    const from = fromCurves.map(redraw), to = toCurves.map(redraw);
-    const crossings = basis === "fit"
-      ? fitCrossings(from, to, input.work, range) ?? []
-      : rawCrossings(from, to, commonSizes(from, to));
-    const c = nearest(crossings, headline);
-    if (c) found.push(c.size);
+    const size = resolve(input, fromCurves.map(redraw), toCurves.map(redraw), r);
+    if (size !== null) found.push(size);
   }
   if (found.length < MIN_BOOTSTRAP_FOUND * replicates) {
     notes.push(
@@ -550,6 +615,58 @@ function bootstrapInterval(
   }
   found.sort((a, b) => a - b);
   return [quantile(found, 0.025), quantile(found, 0.975)];
+}
+
+/**
+ * The bootstrap interval with run-to-run drift. A drifted replicate whose curves no longer cross
+ * in range still says where the crossover went: below the range when the side that wins above
+ * the headline now wins everywhere, above it otherwise. Such replicates count at the range's
+ * edge (the interval is clamped there, and a note says how many), so an ill-conditioned
+ * crossover gets a wide interval rather than none.
+ */
+function driftInterval(
+  input: CrossoverInput,
+  fromCurves: readonly BackendCurve[],
+  toCurves: readonly BackendCurve[],
+  r: Replicate,
+  drift: ReadonlyMap<Backend, number>,
+  seed: number,
+  notes: string[],
+): { ci: [number, number]; outOfRange: number } | null {
+  const replicates = input.bootstrap ?? 200;
+  if (replicates <= 0) return null;
+  const redraw = redrawer([...fromCurves, ...toCurves], r.basis, seededRng(seed), drift);
+  const [min, max] = r.basis === "fit" ? r.range : [
+    Math.min(...commonSizes(fromCurves.map(toCurve), toCurves.map(toCurve))),
+    Math.max(...commonSizes(fromCurves.map(toCurve), toCurves.map(toCurve))),
+  ];
+  const found: number[] = [];
+  let beyond = 0;
+  for (let b = 0; b < replicates; b++) {
+    const from = fromCurves.map(redraw), to = toCurves.map(redraw);
+    const size = resolve(input, from, to, r);
+    if (size !== null) {
+      found.push(size);
+      continue;
+    }
+    beyond++;
+    const top = r.basis === "fit"
+      ? [fitAt(to, max, input.work), fitAt(from, max, input.work)]
+      : [rawAt(to, max), rawAt(from, max)];
+    const toFasterAtTop = (top[0]?.ms ?? Infinity) < (top[1]?.ms ?? Infinity);
+    found.push(toFasterAtTop === r.toWinsAbove ? min : max);
+  }
+  if (beyond > 0) {
+    notes.push(
+      `${beyond} of ${replicates} replicates with run-to-run drift move the crossover out of ` +
+        `[${min}, ${max}] ${input.unit}; its drift interval is clamped there`,
+    );
+  }
+  found.sort((a, b) => a - b);
+  return {
+    ci: [quantile(found, 0.025), quantile(found, 0.975)],
+    outOfRange: Math.round(1000 * beyond / replicates) / 1000,
+  };
 }
 
 /**

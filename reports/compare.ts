@@ -2,7 +2,9 @@
  * Noise-aware comparison of two calibration reports of the same machine: which crossovers,
  * effective rates and system figures moved, by how much, and whether the move is beyond noise.
  * A crossover moving in either direction is a regression (other programs decide with it); a rate
- * falling or a time rising is a regression, the opposite an improvement.
+ * falling or a time rising is a regression, the opposite an improvement. When a report carries
+ * `stability` (the machine's measured run-to-run drift per backend), its intervals are widened
+ * by that drift, so a move another run of the same machine would also show is not flagged.
  *
  * @example
  * ```ts ignore
@@ -14,6 +16,7 @@
  *
  * @module
  */
+import type { Backend } from "../kernels/types.ts";
 import type { CostFit, Crossover, Figure, Report } from "./schema.ts";
 
 /** Default relative tolerance: a figure must move more than 10 % to count. */
@@ -57,9 +60,18 @@ export interface ComparisonRow {
   readonly baselineCi: Interval | null;
   /** The current report's 95 % interval, when known. */
   readonly currentCi: Interval | null;
+  /** The baseline's 95 % interval with its run-to-run drift, when it has stability data. */
+  readonly baselineDriftCi: Interval | null;
+  /** The current report's 95 % interval with its run-to-run drift, when it has stability data. */
+  readonly currentDriftCi: Interval | null;
+  /** The largest run-to-run drift that entered the row's intervals, or null when none did. */
+  readonly drift: Drift | null;
   /** `current / baseline - 1`, or null when either value is missing or the baseline is 0. */
   readonly change: number | null;
-  /** The move exceeds the tolerance and the intervals (when known) do not overlap. */
+  /**
+   * The move exceeds the tolerance and the intervals (when known; with drift when either report
+   * has stability data) do not overlap.
+   */
   readonly beyondNoise: boolean;
   /** Beyond noise and in the bad direction (for crossovers: either direction). */
   readonly regressed: boolean;
@@ -105,14 +117,38 @@ export interface CompareOptions {
   readonly allowDifferentMachine?: boolean;
 }
 
+/**
+ * A backend's run-to-run drift: the standard deviation of ln time of its probe
+ * (`report.stability.driftSigma`), 0.1 ≈ 10 %.
+ *
+ * @example
+ * ```ts
+ * import type { Drift } from "./compare.ts";
+ * const d: Drift = { backend: "wasm-mt", sigma: 0.12 };
+ * ```
+ */
+export interface Drift {
+  readonly backend: Backend;
+  readonly sigma: number;
+}
+
 type Better = "higher" | "lower" | "unchanged";
 
 interface Sample {
   readonly value: number | null;
   readonly ci: Interval | null;
+  /** The interval with run-to-run drift; absent when the report has no stability data. */
+  readonly driftCi?: Interval | null;
+  /** The largest drift that entered `driftCi`. */
+  readonly drift?: Drift | null;
+  /** Share of drift replicates that move a crossover out of the measured range. */
+  readonly outOfRange?: number;
   /** Why the value is missing, when it is. */
   readonly reason?: string;
 }
+
+/** Drift replicates leaving the range above this share make a vanishing threshold plausible. */
+const OUT_OF_RANGE_PLAUSIBLE = 0.025;
 
 const NO_CI_NOTE = "no 95 % interval on both sides: judged on the tolerance alone";
 
@@ -122,6 +158,42 @@ function overlaps(a: Interval, b: Interval): boolean {
 
 function percent(x: number): string {
   return `${x >= 0 ? "+" : ""}${(x * 100).toFixed(1)} %`;
+}
+
+/** Whether two values are told apart by their intervals, and how that was decided. */
+function separation(
+  base: number,
+  baseCi: Interval | null,
+  cur: number,
+  curCi: Interval | null,
+  withDrift: boolean,
+): { separated: boolean; how: string } {
+  const intervals = withDrift ? "95 % intervals with run-to-run drift" : "95 % intervals";
+  if (baseCi !== null && curCi !== null) {
+    const separated = !overlaps(baseCi, curCi);
+    return { separated, how: `${intervals} ${separated ? "do not overlap" : "overlap"}` };
+  }
+  if (baseCi !== null || curCi !== null) {
+    const ci = (baseCi ?? curCi)!;
+    const other = baseCi === null ? base : cur;
+    const separated = other < ci[0] || other > ci[1];
+    const one = withDrift ? "one 95 % interval with run-to-run drift" : "one 95 % interval";
+    return {
+      separated,
+      how: `the other value lies ${separated ? "outside" : "inside"} the ${one}`,
+    };
+  }
+  return { separated: true, how: NO_CI_NOTE };
+}
+
+function larger(a: Drift | null | undefined, b: Drift | null | undefined): Drift | null {
+  if (!a) return b ?? null;
+  if (!b) return a;
+  return b.sigma > a.sigma ? b : a;
+}
+
+function driftWords(d: Drift): string {
+  return `run-to-run drift of ${d.backend} (σ ${(d.sigma * 100).toFixed(0)} %)`;
 }
 
 /** The verdict on one pair of values; `better: "unchanged"` means any move is a regression. */
@@ -135,7 +207,14 @@ function judge(
   tolerance: number,
 ): ComparisonRow {
   const common = { kind, key, unit, baseline: base.value, current: cur.value };
-  const cis = { baselineCi: base.ci, currentCi: cur.ci };
+  const drift = larger(base.drift, cur.drift);
+  const cis = {
+    baselineCi: base.ci,
+    currentCi: cur.ci,
+    baselineDriftCi: base.driftCi ?? null,
+    currentDriftCi: cur.driftCi ?? null,
+    drift,
+  };
   if (base.value === null || cur.value === null) {
     if (base.value === null && cur.value === null) {
       return {
@@ -147,8 +226,11 @@ function judge(
         note: `not obtained in either report (${cur.reason ?? base.reason ?? "no value"})`,
       };
     }
-    // A threshold appearing or vanishing changes decisions as much as one moving.
-    const threshold = better === "unchanged";
+    // A threshold appearing or vanishing changes decisions as much as one moving, unless the
+    // report that has it says drift alone often moves it out of the measured range.
+    const present = base.value === null ? cur : base;
+    const plausible = (present.outOfRange ?? 0) > OUT_OF_RANGE_PLAUSIBLE && drift !== null;
+    const threshold = better === "unchanged" && !plausible;
     const note = base.value === null
       ? `appeared (baseline: ${base.reason ?? "no value"})`
       : `disappeared (current: ${cur.reason ?? "no value"})`;
@@ -158,36 +240,36 @@ function judge(
       change: null,
       beyondNoise: threshold,
       regressed: threshold,
-      note: threshold ? `threshold ${note}` : note,
+      note: threshold
+        ? `threshold ${note}`
+        : plausible
+        ? `${note}: within ${driftWords(drift)}, which moves it out of the measured sizes in ${
+          Math.round(present.outOfRange! * 100)
+        } % of replicates`
+        : note,
     };
   }
   const change = base.value === 0 ? null : cur.value / base.value - 1;
   const overTolerance = change === null ? cur.value !== 0 : Math.abs(change) > tolerance;
-  let separated: boolean;
-  let how: string;
-  if (base.ci !== null && cur.ci !== null) {
-    separated = !overlaps(base.ci, cur.ci);
-    how = separated ? "95 % intervals do not overlap" : "95 % intervals overlap";
-  } else if (base.ci !== null || cur.ci !== null) {
-    const ci = (base.ci ?? cur.ci)!;
-    const other = base.ci === null ? base.value : cur.value;
-    separated = other < ci[0] || other > ci[1];
-    how = separated
-      ? "the other value lies outside the one 95 % interval"
-      : "the other value lies inside the one 95 % interval";
-  } else {
-    separated = true;
-    how = NO_CI_NOTE;
-  }
-  const beyondNoise = overTolerance && separated;
+  const within = separation(base.value, base.ci, cur.value, cur.ci, false);
+  const hasDrift = base.driftCi != null || cur.driftCi != null;
+  const withDrift = hasDrift
+    ? separation(base.value, base.driftCi ?? base.ci, cur.value, cur.driftCi ?? cur.ci, true)
+    : null;
+  const verdict = withDrift ?? within;
+  const beyondNoise = overTolerance && verdict.separated;
   const moved = change === null ? "changed from 0" : percent(change);
   if (!beyondNoise) {
-    const why = !overTolerance ? `within the ${percent(tolerance).slice(1)} tolerance` : how;
+    const why = !overTolerance
+      ? `within the ${percent(tolerance).slice(1)} tolerance`
+      : within.separated && drift !== null
+      ? `within ${driftWords(drift)}`
+      : within.how;
     return { ...common, ...cis, change, beyondNoise, regressed: false, note: `${moved}: ${why}` };
   }
   const up = cur.value > base.value;
   const regressed = better === "unchanged" || (better === "higher" ? !up : up);
-  const verdict = better === "unchanged"
+  const word = better === "unchanged"
     ? `threshold moved ${up ? "up" : "down"}`
     : regressed
     ? "regression"
@@ -198,7 +280,7 @@ function judge(
     change,
     beyondNoise,
     regressed,
-    note: `${moved}: ${verdict} (${how})`,
+    note: `${moved}: ${word} (${verdict.how})`,
   };
 }
 
@@ -218,6 +300,9 @@ function onlyIn(
     current: side === "current" ? sample.value : null,
     baselineCi: side === "baseline" ? sample.ci : null,
     currentCi: side === "current" ? sample.ci : null,
+    baselineDriftCi: side === "baseline" ? sample.driftCi ?? null : null,
+    currentDriftCi: side === "current" ? sample.driftCi ?? null : null,
+    drift: sample.drift ?? null,
     change: null,
     beyondNoise: false,
     regressed: false,
@@ -225,12 +310,15 @@ function onlyIn(
   };
 }
 
-/** Pairs entries of two lists by key and judges each pair; keys keep the baseline's order. */
+/**
+ * Pairs entries of the two reports by key and judges each pair; keys keep the baseline's order.
+ * `describe` is told which report an entry came from (for its stability data).
+ */
 function pairUp<T>(
   kind: ComparisonRow["kind"],
-  baseline: ReadonlyMap<string, T>,
-  current: ReadonlyMap<string, T>,
-  describe: (item: T) => { unit: string; sample: Sample; better: Better },
+  [baseReport, baseline]: readonly [Report, ReadonlyMap<string, T>],
+  [curReport, current]: readonly [Report, ReadonlyMap<string, T>],
+  describe: (item: T, report: Report) => { unit: string; sample: Sample; better: Better },
   tolerance: number,
 ): ComparisonRow[] {
   const keys = [...baseline.keys(), ...[...current.keys()].filter((k) => !baseline.has(k))];
@@ -238,14 +326,52 @@ function pairUp<T>(
     const b = baseline.get(key);
     const c = current.get(key);
     if (b === undefined) {
-      const d = describe(c!);
+      const d = describe(c!, curReport);
       return onlyIn(kind, key, d.unit, "current", d.sample);
     }
-    const db = describe(b);
+    const db = describe(b, baseReport);
     if (c === undefined) return onlyIn(kind, key, db.unit, "baseline", db.sample);
-    const dc = describe(c);
+    const dc = describe(c, curReport);
     return judge(kind, key, db.unit, db.sample, dc.sample, db.better, tolerance);
   });
+}
+
+/** A report's drift of a backend, or null when it has no stability data for it. */
+function driftOf(report: Report, backend: Backend): Drift | null {
+  const sigma = report.stability?.driftSigma[backend];
+  return sigma === undefined ? null : { backend, sigma };
+}
+
+/** The largest drift among some backends of a report. */
+function maxDrift(report: Report, backends: readonly Backend[]): Drift | null {
+  return backends.map((b) => driftOf(report, b)).reduce(larger, null);
+}
+
+/**
+ * An interval widened by a drift in log space: the interval's own log half-width and the
+ * drift's 95 % half-width add in quadrature about the interval's geometric centre (about the
+ * value when there is no interval).
+ */
+function widen(value: number, ci: Interval | null, drift: Drift | null): Interval | null {
+  if (drift === null) return null;
+  const d = Z95 * drift.sigma;
+  if (ci === null) return value > 0 ? [value * Math.exp(-d), value * Math.exp(d)] : null;
+  if (!(ci[0] > 0 && ci[1] >= ci[0])) return [ci[0], ci[1] * Math.exp(d)];
+  const centre = Math.sqrt(ci[0] * ci[1]);
+  const half = Math.hypot(Math.log(ci[1] / ci[0]) / 2, d);
+  return [centre * Math.exp(-half), centre * Math.exp(half)];
+}
+
+/** What the comparison needs of a crossover: its interval with drift and the drift behind it. */
+function crossoverSample(report: Report, c: Crossover): Sample {
+  const drift = maxDrift(report, [c.from, c.to]);
+  return {
+    value: c.size,
+    ci: c.ci,
+    ...(report.stability ? { driftCi: c.driftCi ?? null, drift } : {}),
+    ...(c.driftOutOfRange !== undefined ? { outOfRange: c.driftOutOfRange } : {}),
+    ...(c.reason !== null ? { reason: c.reason } : {}),
+  };
 }
 
 function crossoverMap(report: Report): Map<string, Crossover> {
@@ -262,6 +388,7 @@ interface Rate {
   readonly unit: string;
   readonly variant: string;
   readonly ci: Interval;
+  readonly drift: Drift | null;
 }
 
 /**
@@ -277,7 +404,13 @@ function rateMap(report: Report): Map<string, Rate> {
     const prior = map.get(key);
     if (prior !== undefined && prior.value >= value) return;
     const spread = Math.exp(Z95 * Math.max(f.rmsLogError, f.cvMape ?? 0));
-    map.set(key, { value, unit, variant: f.variant, ci: [value / spread, value * spread] });
+    map.set(key, {
+      value,
+      unit,
+      variant: f.variant,
+      ci: [value / spread, value * spread],
+      drift: driftOf(report, f.backend),
+    });
   };
   for (const f of report.fits) {
     add(f, "compute", f.gflops, "GFLOP/s");
@@ -289,23 +422,34 @@ function rateMap(report: Report): Map<string, Rate> {
 interface SystemFigure {
   readonly figure: Figure;
   readonly better: Better;
+  readonly drift: Drift | null;
 }
+
+const BACKEND_NAMES: readonly Backend[] = ["webgpu", "wasm", "wasm-mt", "js"];
 
 function systemMap(report: Report): Map<string, SystemFigure> {
   const s = report.system;
+  // Synchronisation, transfer and compile figures are the WebGPU backend's.
+  const gpu = driftOf(report, "webgpu");
   const map = new Map<string, SystemFigure>([
-    ["dispatch round trip", { figure: s.dispatchRoundTripMs, better: "lower" }],
-    ["per dispatch", { figure: s.perDispatchUs, better: "lower" }],
-    ["upload", { figure: s.uploadGBps, better: "higher" }],
-    ["readback", { figure: s.readbackGBps, better: "higher" }],
-    ["device copy", { figure: s.copyGBps, better: "higher" }],
-    ["pipeline compile", { figure: s.compileMs, better: "lower" }],
+    ["dispatch round trip", { figure: s.dispatchRoundTripMs, better: "lower", drift: gpu }],
+    ["per dispatch", { figure: s.perDispatchUs, better: "lower", drift: gpu }],
+    ["upload", { figure: s.uploadGBps, better: "higher", drift: gpu }],
+    ["readback", { figure: s.readbackGBps, better: "higher", drift: gpu }],
+    ["device copy", { figure: s.copyGBps, better: "higher", drift: gpu }],
+    ["pipeline compile", { figure: s.compileMs, better: "lower", drift: gpu }],
   ]);
   for (const [dtype, figure] of Object.entries(s.peakGflops)) {
-    if (figure !== undefined) map.set(`peak compute ${dtype}`, { figure, better: "higher" });
+    if (figure === undefined) continue;
+    // A peak's source names the measurement ("matmul f32 wasm-mt …"); its third word the backend.
+    const backend = BACKEND_NAMES.find((b) => figure.source?.split(" ")[2] === b);
+    const drift = backend ? driftOf(report, backend) : maxDrift(report, BACKEND_NAMES);
+    map.set(`peak compute ${dtype}`, { figure, better: "higher", drift });
   }
   for (const [backend, figure] of Object.entries(s.peakGbps)) {
-    if (figure !== undefined) map.set(`peak bandwidth ${backend}`, { figure, better: "higher" });
+    if (figure === undefined) continue;
+    const drift = driftOf(report, backend as Backend);
+    map.set(`peak bandwidth ${backend}`, { figure, better: "higher", drift });
   }
   return map;
 }
@@ -389,21 +533,23 @@ export function compareReports(
     ]);
   }
 
-  const crossoverRows = pairUp("crossover", crossoverMap(baseline), crossoverMap(current), (c) => ({
-    unit: c.unit,
-    sample: {
-      value: c.size,
-      ci: c.ci,
-      ...(c.reason !== null ? { reason: c.reason } : {}),
-    },
-    better: "unchanged",
-  }), tolerance);
+  // Only a report with stability data has drift intervals: one without keeps the old verdicts.
+  const widened = (report: Report, value: number | null, ci: Interval | null, d: Drift | null) =>
+    report.stability && value !== null ? { driftCi: widen(value, ci, d), drift: d } : {};
+
+  const crossoverRows = pairUp(
+    "crossover",
+    [baseline, crossoverMap(baseline)],
+    [current, crossoverMap(current)],
+    (c, report) => ({ unit: c.unit, sample: crossoverSample(report, c), better: "unchanged" }),
+    tolerance,
+  );
 
   const baseRates = rateMap(baseline);
   const currentRates = rateMap(current);
-  const rateRows = pairUp("rate", baseRates, currentRates, (r) => ({
+  const rateRows = pairUp("rate", [baseline, baseRates], [current, currentRates], (r, report) => ({
     unit: r.unit,
-    sample: { value: r.value, ci: r.ci },
+    sample: { value: r.value, ci: r.ci, ...widened(report, r.value, r.ci, r.drift) },
     better: "higher",
   }), tolerance).map((row) => {
     const b = baseRates.get(row.key);
@@ -412,15 +558,22 @@ export function compareReports(
     return { ...row, note: `${row.note}; best variant ${b.variant} → ${c.variant}` };
   });
 
-  const systemRows = pairUp("system", systemMap(baseline), systemMap(current), (s) => ({
-    unit: s.figure.unit,
-    sample: {
-      value: s.figure.value,
-      ci: s.figure.ci ?? null,
-      ...(s.figure.reason !== undefined ? { reason: s.figure.reason } : {}),
-    },
-    better: s.better,
-  }), tolerance);
+  const systemRows = pairUp(
+    "system",
+    [baseline, systemMap(baseline)],
+    [current, systemMap(current)],
+    (s, report) => ({
+      unit: s.figure.unit,
+      sample: {
+        value: s.figure.value,
+        ci: s.figure.ci ?? null,
+        ...widened(report, s.figure.value, s.figure.ci ?? null, s.drift),
+        ...(s.figure.reason !== undefined ? { reason: s.figure.reason } : {}),
+      },
+      better: s.better,
+    }),
+    tolerance,
+  );
 
   const rows = [...crossoverRows, ...rateRows, ...systemRows];
   return {

@@ -46,6 +46,7 @@ const MAX = {
   command: 256,
   validations: 1000,
   details: 256,
+  probes: 10_000,
 } as const;
 
 const name = z.string().min(1).max(MAX.name);
@@ -189,6 +190,12 @@ export const CrossoverSchema = z.strictObject({
   size: nonNegative.nullable(),
   unit: z.string().max(MAX.name),
   ci: interval.nullable(),
+  driftCi: named(
+    z.tuple([finite, finite]),
+    "DriftInterval",
+    "A 95 % interval of the crossover size that also lets each backend's whole curve shift by the run's measured drift (stability.driftSigma): the spread another run of this machine should expect. Absent when the report has no stability data",
+  ).exactOptional(),
+  driftOutOfRange: z.number().min(0).max(1).exactOptional(),
   fromFit: nonNegative.nullable(),
   fromRaw: nonNegative.nullable(),
   tag: ProvenanceTagSchema,
@@ -247,6 +254,29 @@ export const LlmValidationSchema = z.strictObject({
     MAX.details,
   ).exactOptional(),
 });
+
+/** One drift probe: when it was taken and each backend's median time of the probe case. */
+export const StabilityProbeSchema = z.strictObject({
+  atS: nonNegative,
+  ms: z.partialRecord(BackendSchema, nonNegative),
+});
+
+/**
+ * The machine's drift during the run: a fixed small case measured on every backend at the start,
+ * after every op and at the end (`calibrate/stability.ts`).
+ */
+export const StabilitySchema = named(
+  z.strictObject({
+    op: name,
+    dtype: DtypeSchema,
+    shape: ShapeSchema,
+    residency: ResidencySchema,
+    probes: z.array(StabilityProbeSchema).max(MAX.probes),
+    driftSigma: z.partialRecord(BackendSchema, nonNegative),
+  }),
+  "Stability",
+  "Run-to-run drift: probe times of one fixed case per backend over the run, and per backend the standard deviation of ln(probe time) (driftSigma; 0.1 is about 10 %)",
+);
 
 /** The gpucal build that wrote the report. */
 export const GpucalInfoSchema = z.strictObject({
@@ -307,6 +337,7 @@ export const ReportSchema = z.strictObject({
   tuning: z.array(TuningSchema).max(MAX.derived),
   system: SystemSchema,
   thresholds: z.array(ThresholdSchema).max(MAX.derived),
+  stability: StabilitySchema.exactOptional(),
   llm: z.strictObject({ validations: z.array(LlmValidationSchema).max(MAX.validations) })
     .nullable()
     .exactOptional(),
@@ -402,6 +433,16 @@ export type Tuning = z.infer<typeof TuningSchema>;
  * ```
  */
 export type SystemFigures = z.infer<typeof SystemSchema>;
+/**
+ * The run's drift probes and per-backend drift.
+ *
+ * @example
+ * ```ts
+ * import type { StabilityInfo } from "./schema.ts";
+ * function wasmDrift(s: StabilityInfo) { return s.driftSigma.wasm ?? null; }
+ * ```
+ */
+export type StabilityInfo = z.infer<typeof StabilitySchema>;
 /**
  * A row of the threshold table.
  *
