@@ -18,8 +18,11 @@ const HELP = `${USAGE}
 Compares a calibration report with a baseline report of the same machine: crossover thresholds,
 the best variant's fitted GFLOP/s and GB/s, and the system figures and peaks. A figure moved
 beyond noise when it changed by more than the tolerance AND its two 95 % intervals do not
-overlap (without intervals, the tolerance alone decides). A crossover moving either way is a
-regression (programs decide with it); a rate falling or a time rising is a regression.
+overlap (without intervals, the tolerance alone decides). A report calibrated with drift
+probes (its "stability" section) widens its intervals by each backend's measured run-to-run
+drift, so a move that a second run of the same machine would also show is reported as "within
+run-to-run drift of <backend>", not flagged. A crossover moving either way is a regression
+(programs decide with it); a rate falling or a time rising is a regression.
 
 Options:
   --baseline PATH            The reference report (required)

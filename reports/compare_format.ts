@@ -52,7 +52,7 @@ function num(x: number | null): string {
   return a >= 1e5 || a < 1e-2 ? x.toExponential(2) : x.toPrecision(3);
 }
 
-function ci(x: Interval | null): string {
+function interval(x: Interval | null): string {
   return x === null ? "" : `[${num(x[0])}, ${num(x[1])}]`;
 }
 
@@ -75,6 +75,25 @@ function moved(rows: readonly ComparisonRow[]): ComparisonRow[] {
   return rows.filter((r) =>
     r.beyondNoise || ((r.baseline === null) !== (r.current === null) && r.change === null)
   );
+}
+
+/**
+ * Rows a reader might expect to be flagged and are not: moved more than the tolerance but
+ * within noise (their note says which noise), or a threshold that appeared or vanished within
+ * drift.
+ */
+function excused(c: Comparison): ComparisonRow[] {
+  return c.rows.filter((r) =>
+    !r.beyondNoise &&
+    (r.change !== null
+      ? Math.abs(r.change) > c.tolerance
+      : r.kind === "crossover" && (r.baseline === null) !== (r.current === null))
+  );
+}
+
+/** The interval a verdict used: with run-to-run drift when the report had stability data. */
+function verdictCi(ci: Interval | null, driftCi: Interval | null): string {
+  return driftCi !== null ? `${interval(driftCi)} with drift` : interval(ci);
 }
 
 function headline(c: Comparison): string {
@@ -113,6 +132,11 @@ function text(c: Comparison, labels: ComparisonLabels): string {
   lines.push(
     rows.length === 0 ? "Nothing moved beyond noise." : textTable(HEADER, rows.map(cells)),
   );
+  const within = excused(c);
+  if (within.length > 0) {
+    lines.push("", "Moved more than the tolerance, but within noise:");
+    lines.push(textTable(HEADER, within.map(cells)));
+  }
   return lines.join("\n");
 }
 
@@ -137,7 +161,7 @@ function markdown(c: Comparison, labels: ComparisonLabels): string {
     "",
     `Current \`${escapeCell(labels.current)}\` against baseline \`${
       escapeCell(labels.baseline)
-    }\`. A figure moved beyond noise when it changed by more than the tolerance and its 95 % intervals do not overlap; crossover thresholds count as regressions in either direction.`,
+    }\`. A figure moved beyond noise when it changed by more than the tolerance and its 95 % intervals do not overlap (widened by each report's measured run-to-run drift when it has one); crossover thresholds count as regressions in either direction.`,
   ];
   if (c.reasons.length > 0) lines.push("", ...c.reasons.map((r) => `- ${r}`));
   if (!c.comparable) return lines.join("\n");
@@ -145,6 +169,21 @@ function markdown(c: Comparison, labels: ComparisonLabels): string {
   lines.push(
     "",
     rows.length === 0 ? "_Nothing moved beyond noise._" : markdownTable(HEADER, rows.map(cells)),
+  );
+  const within = excused(c);
+  if (within.length > 0) {
+    lines.push(
+      "",
+      `<details><summary>${within.length} figure${
+        within.length === 1 ? "" : "s"
+      } moved more than the tolerance but within noise</summary>`,
+      "",
+      markdownTable(HEADER, within.map(cells)),
+      "",
+      "</details>",
+    );
+  }
+  lines.push(
     "",
     "<details><summary>All compared figures</summary>",
     "",
@@ -154,9 +193,9 @@ function markdown(c: Comparison, labels: ComparisonLabels): string {
         r.kind,
         r.key,
         `${num(r.baseline)} ${r.unit}`.trim(),
-        ci(r.baselineCi),
+        verdictCi(r.baselineCi, r.baselineDriftCi),
         `${num(r.current)} ${r.unit}`.trim(),
-        ci(r.currentCi),
+        verdictCi(r.currentCi, r.currentDriftCi),
         change(r),
         verdict(r),
       ]),
@@ -170,8 +209,10 @@ function markdown(c: Comparison, labels: ComparisonLabels): string {
 /**
  * Renders a comparison for people (text, Markdown) or programs (JSON).
  *
- * Text and Markdown list only what moved beyond noise or exists in one report only; Markdown adds
- * a headline with ✅ / ❌, and every compared figure in a collapsed `<details>` block.
+ * Text and Markdown list what moved beyond noise or exists in one report only, then what moved
+ * more than the tolerance but stayed within noise (the note says which: within-run intervals or
+ * a backend's run-to-run drift); Markdown adds a headline with ✅ / ❌, collapses the second list,
+ * and lists every compared figure in a collapsed `<details>` block.
  *
  * @param comparison The result of `compareReports`.
  * @param format `"text"`, `"markdown"` or `"json"`.

@@ -169,3 +169,40 @@ Deno.test("check --help prints usage and exits 0", async () => {
   assert.equal(code, 0);
   assert.match(out, /Exit codes: 0 nothing regressed/);
 });
+
+Deno.test("check --format markdown lists a move excused by run-to-run drift, and why", async () => {
+  const probes = Array.from({ length: 9 }, (_, i) => ({
+    atS: 5 * i,
+    ms: { wasm: 0.03 * Math.exp(0.15 * ((i % 3) - 1)) },
+  }));
+  const stability = {
+    op: "add",
+    dtype: "f32" as const,
+    shape: { n: 65536 },
+    residency: "end-to-end" as const,
+    probes,
+    driftSigma: { wasm: 0.2224 },
+  };
+  const current = { ...syntheticReport(), stability };
+  const fit = current.fits.find((f) =>
+    f.op === "matmul" && f.backend === "wasm" && f.residency === "end-to-end"
+  )!;
+  fit.gflops = fit.gflops! * 0.8;
+  await withReports({ a: { ...BASE, stability }, b: current }, async (p) => {
+    const { code, out } = await run([
+      "--baseline",
+      p("a"),
+      "--current",
+      p("b"),
+      "--format",
+      "markdown",
+    ]);
+    assert.equal(code, 0);
+    assert.match(out, /moved more than the tolerance but within noise<\/summary>/);
+    assert.match(
+      out,
+      /\| rate \| matmul f32 wasm end-to-end compute \| .* \| -20\.0 % \| within noise \| -20\.0 %: within run-to-run drift of wasm \(σ 22 %\) \|/,
+    );
+    assert.match(out, /with drift/);
+  });
+});

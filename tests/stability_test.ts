@@ -1,0 +1,191 @@
+import assert from "node:assert/strict";
+import { normal } from "../calibrate/_numeric.ts";
+import { type BackendCurve, type Crossover, findCrossovers } from "../calibrate/crossover.ts";
+import { fitCostModel } from "../calibrate/fit.ts";
+import { driftSigma, summarizeStability } from "../calibrate/stability.ts";
+import { geometricGrid } from "../calibrate/sweep.ts";
+import { seededRng } from "../kernels/_random.ts";
+import type { Backend } from "../kernels/types.ts";
+import { compareReports } from "../reports/compare.ts";
+import { CrossoverSchema, type Report, ReportSchema } from "../reports/schema.ts";
+import { syntheticReport } from "./_fixtures.ts";
+import { movedGpuCrossover } from "./_report_variants.ts";
+import { addWork, synthesize, type Truth } from "./_synthetic_curves.ts";
+
+Deno.test("driftSigma() recovers the log-normal spread of a long probe series within 15 %", () => {
+  const rng = seededRng(11);
+  const series = Array.from({ length: 400 }, () => 0.2 * Math.exp(0.1 * normal(rng)));
+  const sigma = driftSigma(series)!;
+  assert.ok(Math.abs(sigma / 0.1 - 1) < 0.15, `sigma ${sigma}`);
+});
+
+Deno.test("driftSigma() is zero for a steady backend and null with fewer than 3 probes", () => {
+  assert.equal(driftSigma([0.5, 0.5, 0.5, 0.5]), 0);
+  assert.equal(driftSigma([0.5, 0.7]), null);
+});
+
+Deno.test("driftSigma() is not moved by one stalled probe but sees a state lasting many", () => {
+  const steady = [1, 1.02, 0.98, 1.01, 0.99, 1.03, 0.97, 1, 1.02, 0.98, 1.01, 0.99];
+  const stalled = [...steady.slice(0, 11), 10];
+  assert.ok(driftSigma(stalled)! < 2 * driftSigma(steady)!, "one stall is an outlier");
+  // Half of the run on one core: the probe takes twice as long.
+  const halved = steady.map((t, i) => (i % 2 === 0 ? 2 * t : t));
+  assert.ok(driftSigma(halved)! > 0.3, `sigma ${driftSigma(halved)}`);
+});
+
+Deno.test("driftSigma() rejects a time that is not positive", () => {
+  assert.throws(() => driftSigma([1, 0, 1]), RangeError);
+  assert.throws(() => driftSigma([1, NaN, 1]), /Invalid probe time NaN/);
+});
+
+Deno.test("summarizeStability() gives a drift only to backends probed at least 3 times", () => {
+  const s = summarizeStability([
+    { atS: 0, ms: { wasm: 1, webgpu: 12 } },
+    { atS: 5, ms: { wasm: 1.1, webgpu: 12 } },
+    { atS: 9, ms: { wasm: 0.9 } },
+  ]);
+  assert.deepEqual(Object.keys(s.driftSigma), ["wasm"]);
+  assert.ok(s.driftSigma.wasm! > 0.05 && s.driftSigma.wasm! < 0.2, `${s.driftSigma.wasm}`);
+  assert.equal(s.probes.length, 3);
+  const report = { ...syntheticReport(), stability: s };
+  assert.equal(ReportSchema.safeParse(report).success, true);
+});
+
+// wasm and wasm-mt on two cores: nearly parallel curves that cross near 70 000 elements, where a
+// 10 % shift of wasm-mt alone moves the crossover by about 40 %.
+const wasm: Truth = { t0Us: 5, gflops: null, gbps: 8 };
+const wasmMt: Truth = { t0Us: 40, gflops: null, gbps: 12 };
+const grid = geometricGrid(1024, 1 << 22);
+
+function curve(backend: Backend, truth: Truth, seed: number, scale = 1): BackendCurve {
+  const points = synthesize(
+    grid,
+    addWork,
+    (n) => scale * (truth.t0Us / 1000 + 12 * n / (truth.gbps! * 1e6)),
+    seededRng(seed),
+  ).map(({ samples: _, ...p }) => ({ ...p, ci: [p.ms * 0.99, p.ms * 1.01] as const }));
+  const fit = fitCostModel(points, {
+    op: "add",
+    dtype: "f32",
+    backend,
+    variant: "default",
+    residency: "end-to-end",
+  });
+  return { backend, points, fit };
+}
+
+function wasmPair(mtScale: number, drift?: Partial<Record<Backend, number>>): Crossover {
+  const found = findCrossovers({
+    op: "add",
+    dtype: "f32",
+    residency: "end-to-end",
+    unit: "elements",
+    curves: [curve("wasm", wasm, 1), curve("wasm-mt", wasmMt, 2, mtScale)],
+    work: addWork,
+    ...(drift ? { drift } : {}),
+  });
+  const c = found.find((x) => x.pair === "wasm→wasm-mt");
+  assert.ok(c?.size, `no wasm→wasm-mt crossover: ${JSON.stringify(found)}`);
+  return c;
+}
+
+Deno.test("findCrossovers() with drift gives a driftCi wider than ci and containing it", () => {
+  const c = wasmPair(1, { wasm: 0.1, "wasm-mt": 0.1 });
+  assert.ok(c.ci && c.driftCi, JSON.stringify(c));
+  assert.ok(c.driftCi[0] <= c.ci[0] && c.driftCi[1] >= c.ci[1], JSON.stringify(c));
+  const logWidth = ([lo, hi]: readonly [number, number]) => Math.log(hi / lo);
+  assert.ok(logWidth(c.driftCi) > 5 * logWidth(c.ci), JSON.stringify(c));
+  assert.equal(CrossoverSchema.safeParse(c).success, true);
+  assert.equal(wasmPair(1).driftCi, undefined, "no drift, no driftCi");
+});
+
+/** A synthetic report whose only crossover is the wasm→wasm-mt one given. */
+function reportWith(c: Crossover, stability: Report["stability"] | null): Report {
+  const report = syntheticReport();
+  report.crossovers = [c];
+  if (stability) report.stability = stability;
+  return report;
+}
+
+const probesOf = (sigma: number) =>
+  summarizeStability(
+    Array.from({ length: 9 }, (_, i) => ({
+      atS: 5 * i,
+      ms: { wasm: 0.03, "wasm-mt": 0.025 * Math.exp(sigma * ((i % 3) - 1)) },
+    })),
+  );
+
+Deno.test("compareReports() does not flag a crossover moved by a drift-sized shift of one backend", () => {
+  const stability = probesOf(0.1);
+  const sigma = stability.driftSigma;
+  const base = wasmPair(1, sigma), moved = wasmPair(1.1, sigma);
+  const change = moved.size! / base.size! - 1;
+  assert.ok(change > 0.2, `the shift should move it well past the tolerance: ${change}`);
+  assert.ok(moved.ci![0] > base.ci![1], "within-run intervals alone are apart");
+  const row = compareReports(reportWith(base, stability), reportWith(moved, stability)).rows
+    .find((r) => r.key === "add f32 wasm→wasm-mt end-to-end");
+  assert.ok(row);
+  assert.equal(row.regressed, false, row.note);
+  assert.match(row.note, /within run-to-run drift of wasm-mt \(σ 1\d %\)/);
+  assert.deepEqual(row.drift, { backend: "wasm-mt", sigma: sigma["wasm-mt"] });
+});
+
+Deno.test("compareReports() without stability data still flags the same drift-sized move", () => {
+  const strip = ({ driftCi: _, driftOutOfRange: __, ...c }: Crossover) => c;
+  const base = strip(wasmPair(1, probesOf(0.1).driftSigma));
+  const moved = strip(wasmPair(1.1, probesOf(0.1).driftSigma));
+  const row = compareReports(reportWith(base, null), reportWith(moved, null)).rows
+    .find((r) => r.key === "add f32 wasm→wasm-mt end-to-end");
+  assert.equal(row?.regressed, true);
+  assert.match(row.note, /threshold moved up \(95 % intervals do not overlap\)/);
+  assert.equal(row.drift, null);
+});
+
+Deno.test("compareReports() still flags a 2x GPU crossover move when the drift is small", () => {
+  const stability = summarizeStability(
+    Array.from({ length: 9 }, (_, i) => ({
+      atS: 5 * i,
+      ms: { webgpu: 12 * (1 + 0.02 * ((i % 3) - 1)), "wasm-mt": 0.03 * (1 + 0.02 * (i % 2)) },
+    })),
+  );
+  const base = { ...syntheticReport(), stability };
+  const current = { ...movedGpuCrossover(2), stability };
+  // The bootstrap with a 2 % drift widens each interval by a few per cent at most.
+  for (const r of [base, current]) {
+    for (const c of r.crossovers) {
+      if (c.ci) c.driftCi = [c.ci[0] * 0.95, c.ci[1] * 1.05];
+    }
+  }
+  const result = compareReports(base, current);
+  assert.equal(result.regressed, true);
+  const row = result.rows.find((r) => r.key === "matmul f32 cpu→webgpu end-to-end");
+  assert.equal(row?.regressed, true);
+  assert.match(
+    row.note,
+    /threshold moved up \(95 % intervals with run-to-run drift do not overlap\)/,
+  );
+});
+
+Deno.test("compareReports() widens a rate's interval by its backend's drift", () => {
+  const stability = summarizeStability(
+    Array.from({ length: 9 }, (_, i) => ({
+      atS: 5 * i,
+      ms: { wasm: 0.03 * Math.exp(0.15 * ((i % 3) - 1)) },
+    })),
+  );
+  const current = { ...syntheticReport(), stability };
+  const fit = current.fits.find((f) =>
+    f.op === "matmul" && f.backend === "wasm" && f.residency === "end-to-end"
+  )!;
+  fit.gflops = fit.gflops! * 0.8;
+  const key = "matmul f32 wasm end-to-end compute";
+  const plain = compareReports(syntheticReport(), { ...current, stability: undefined! });
+  const row = compareReports({ ...syntheticReport(), stability }, current).rows
+    .find((r) => r.key === key);
+  assert.equal(plain.rows.find((r) => r.key === key)?.regressed, true, "no drift: regression");
+  assert.equal(row?.regressed, false, JSON.stringify(row));
+  const percent = Math.round(stability.driftSigma.wasm! * 100);
+  assert.equal(row.note, `-20.0 %: within run-to-run drift of wasm (σ ${percent} %)`);
+  assert.ok(row.currentDriftCi && row.currentCi);
+  assert.ok(row.currentDriftCi[0] < row.currentCi[0] && row.currentDriftCi[1] > row.currentCi[1]);
+});
