@@ -51,7 +51,8 @@ Deno.test("estimate prints plan, memory, prefill and decode rates with their sou
     assert.match(r.out, /Memory per device:\n {2}0: llvmpipe/);
     assert.match(r.out, /Prefill: [\d.]+ tokens\/s/);
     assert.match(r.out, /Decode: {2}[\d.]+ tokens\/s/);
-    assert.match(r.out, /gemvGBps\.q4 = [\d.]+ GB\/s \(measured; measurement gemv q4 webgpu/);
+    assert.match(r.out, /ms per step, bandwidth-bound, per-kernel: projections [\d.]+/);
+    assert.match(r.out, /decode kernel q_proj ×4 on llvmpipe.*: gemv 512×512 q4 = [\d.]+ ms each/);
   });
 });
 

@@ -58,3 +58,23 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name: "measureDecode() runs each projection's own gemv variant when given one",
+  ignore: !hasAdapter,
+  fn: async () => {
+    const gpu = (await openGpu({ onUnavailable: () => {} }))!;
+    try {
+      const m = await measureDecode(gpu, getPreset("tiny-16m"), "f32", {
+        tokens: 1,
+        context: 4,
+        warmup: 1,
+        gemvVariant: "rpw=1,tpr=64,vec4=true",
+        gemvVariants: { lm_head: "rpw=4,tpr=32,vec4=true" },
+      });
+      assert.equal(m.gemvVariant, "rpw=1,tpr=64,vec4=true;rpw=4,tpr=32,vec4=true");
+    } finally {
+      gpu.device.destroy();
+    }
+  },
+});

@@ -62,7 +62,7 @@ Deno.test("ratesFromReport() feeds estimateTokensPerSec with sources naming meas
   const r = ratesFromReport(syntheticReport(), { require: ["q4"] });
   const e = estimateTokensPerSec(getPreset("tiny-16m"), "int4", r, { context: 64, batch: 1 });
   assert.ok(e.decodeTokensPerSec > 0);
-  assert.ok(e.sources.some((s) => /gemvGBps\.q4 .*measurement gemv q4 webgpu/.test(s)));
+  assert.ok(e.sources.some((s) => /kernel lm_head .*gemv q4 webgpu .*device-resident/.test(s)));
 });
 
 Deno.test("ratesFromReport() without gemv names the calibrate command", () => {
@@ -99,4 +99,17 @@ Deno.test("ratesFromReport() runs decode on the CPU when it streams gemv faster 
   const r = ratesFromReport(slowGpu);
   assert.notEqual(r.backend, "webgpu");
   assert.match(r.backendReason, /streams gemv weights faster .* than the WebGPU adapter/);
+});
+
+Deno.test("ratesFromReport() lets the estimate price each WebGPU decode kernel from the report", () => {
+  const r = ratesFromReport(syntheticReport(), { require: ["q4"] });
+  const t = r.kernelTime!({ op: "gemv", shape: { rows: 512, cols: 512 }, dtype: "q4" });
+  assert.match(t.source, /gemv q4 webgpu .*device-resident/);
+  const e = estimateTokensPerSec(getPreset("tiny-16m"), "int4", r, { context: 64, batch: 1 });
+  assert.equal(e.perTokenMs.method, "per-kernel");
+  const q = e.kernels.find((k) => k.name === "q_proj")!;
+  assert.equal(q.ms, t.ms);
+  // The fixture has no dot: the norms are charged the per-dispatch cost, and say so.
+  assert.ok(e.sources.some((s) => /kernel attn_norm .*no dot f32 data .*perDispatchUs/.test(s)));
+  assert.equal(ratesFromReport(syntheticReport({ adapter: null })).kernelTime, undefined);
 });

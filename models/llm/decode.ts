@@ -26,7 +26,7 @@ import {
   softmaxShader,
   valuesShader,
 } from "./_decode_wgsl.ts";
-import { KERNELS_PER_LAYER, MODEL_KERNELS } from "./decode_kernels.ts";
+import { type KernelDims, KERNELS_PER_LAYER, MODEL_KERNELS } from "./decode_kernels.ts";
 import { positiveInteger } from "./memory.ts";
 import type { ModelSpec } from "./presets.ts";
 
@@ -51,6 +51,8 @@ export interface DecodeOptions {
   readonly warmup?: number;
   /** Gemv variant (object or id such as `"rpw=1,tpr=64,vec4=true"`); a sound default when absent. */
   readonly gemvVariant?: Variant | string;
+  /** Gemv variant id per projection kernel name (`"q_proj"`, `"lm_head"` …), over `gemvVariant`. */
+  readonly gemvVariants?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -78,7 +80,7 @@ export interface DecodeMeasurement {
   readonly dispatchesPerToken: number;
   /** Bytes of weights on the device. */
   readonly weightBytes: number;
-  /** The gemv variant the projections ran. */
+  /** The gemv variant the projections ran (the distinct ones, `;`-separated, when several). */
   readonly gemvVariant: string;
   /** KV cache element type (always f32 here). */
   readonly kvDtype: "f32";
@@ -353,17 +355,25 @@ export async function measureDecode(
     device.queue.writeBuffer(token, 0, new Uint32Array([1]));
 
     const shapes = new Map<string, GPUBuffer>();
+    const ran = new Set<string>();
+    const gemvShape = projectionShapes(dims, context);
     const gemv = async (
       name: string,
-      w: Weight,
-      rows: number,
-      cols: number,
+      weight: string,
       input: GPUBuffer,
       output: GPUBuffer | ((pos: number) => GPUBufferBinding),
+      layer: string,
     ): Promise<Dispatch> => {
-      const program = gemvWebGpu.program({ rows, cols }, dtype, variant);
-      const why = gemvWebGpu.unsupported?.({ rows, cols }, dtype, variant);
-      if (why) throw new RangeError(`Gemv variant ${variantText(variant)} cannot run: ${why}`);
+      const { rows, cols } = gemvShape(name);
+      const w = b.matrix(`${layer}${weight}`, rows, cols, quant);
+      const id = opts.gemvVariants?.[name];
+      const v = id === undefined ? variant : parseVariantId(id);
+      const program = gemvWebGpu.program({ rows, cols }, dtype, v);
+      const why = gemvWebGpu.unsupported?.({ rows, cols }, dtype, v);
+      if (why) {
+        throw new RangeError(`Gemv variant ${variantText(v)} cannot run ${name}: ${why}`);
+      }
+      ran.add(variantText(v));
       const pipeline = await b.pipeline(program);
       const key = `${rows}x${cols}`;
       const dimsBuf = shapes.get(key) ?? b.uniform(`dims ${key}`, program.uniforms!);
@@ -400,22 +410,19 @@ export async function measureDecode(
       const p = `layer${layer}`;
       const kcache = act(`${p}.kcache`, context * kvd);
       const vcache = act(`${p}.vcache`, context * kvd);
-      const w = (name: string, rows: number, cols: number) =>
-        b.matrix(`${p}.${name}`, rows, cols, quant);
       const attnNorm = b.ones(`${p}.attn_norm`, hidden);
       const mlpNorm = b.ones(`${p}.mlp_norm`, hidden);
       const builders: Record<string, () => Promise<Dispatch>> = {
         attn_norm: () =>
           simple("attn_norm", rmsNormShader(hidden), [x, attnNorm, xn], () => [1, 1, 1]),
-        q_proj: () =>
-          gemv("q_proj", w("wq", heads * headDim, hidden), heads * headDim, hidden, xn, q),
-        k_proj: () => gemv("k_proj", w("wk", kvd, hidden), kvd, hidden, xn, k),
+        q_proj: () => gemv("q_proj", "wq", xn, q, `${p}.`),
+        k_proj: () => gemv("k_proj", "wk", xn, k, `${p}.`),
         v_proj: () =>
-          gemv("v_proj", w("wv", kvd, hidden), kvd, hidden, xn, (pos) => ({
+          gemv("v_proj", "wv", xn, (pos) => ({
             buffer: vcache,
             offset: pos * kvd * 4,
             size: kvd * 4,
-          })),
+          }), `${p}.`),
         rope: () =>
           simple(
             "rope",
@@ -437,20 +444,16 @@ export async function measureDecode(
             [scores, vcache, attn, step],
             () => lanes(heads * headDim),
           ),
-        o_proj: () =>
-          gemv("o_proj", w("wo", hidden, heads * headDim), hidden, heads * headDim, attn, out),
+        o_proj: () => gemv("o_proj", "wo", attn, out, `${p}.`),
         attn_residual: () =>
           simple("attn_residual", residualShader(hidden), [x, out], () => lanes(hidden)),
         mlp_norm: () =>
           simple("mlp_norm", rmsNormShader(hidden), [x, mlpNorm, xn], () => [1, 1, 1]),
-        gate_proj: () =>
-          gemv("gate_proj", w("wgate", intermediate, hidden), intermediate, hidden, xn, gate),
-        up_proj: () =>
-          gemv("up_proj", w("wup", intermediate, hidden), intermediate, hidden, xn, up),
+        gate_proj: () => gemv("gate_proj", "wgate", xn, gate, `${p}.`),
+        up_proj: () => gemv("up_proj", "wup", xn, up, `${p}.`),
         silu_mul: () =>
           simple("silu_mul", siluMulShader(intermediate), [gate, up], () => lanes(intermediate)),
-        down_proj: () =>
-          gemv("down_proj", w("wdown", hidden, intermediate), hidden, intermediate, gate, out),
+        down_proj: () => gemv("down_proj", "wdown", gate, out, `${p}.`),
         mlp_residual: () =>
           simple("mlp_residual", residualShader(hidden), [x, out], () => lanes(hidden)),
       };
@@ -461,7 +464,6 @@ export async function measureDecode(
 
     const embedding = b.matrix("embed", vocab, hidden, quant);
     const finalNorm = b.ones("final_norm", hidden);
-    const head = b.matrix("lm_head", vocab, hidden, quant);
     const modelBuilders: Record<string, () => Promise<Dispatch>> = {
       embed: () =>
         simple(
@@ -472,7 +474,7 @@ export async function measureDecode(
         ),
       final_norm: () =>
         simple("final_norm", rmsNormShader(hidden), [x, finalNorm, xn], () => [1, 1, 1]),
-      lm_head: () => gemv("lm_head", head, vocab, hidden, xn, logits),
+      lm_head: () => gemv("lm_head", "lm_head", xn, logits, ""),
       argmax: () => simple("argmax", argmaxShader(vocab), [logits, token], () => [1, 1, 1]),
     };
     const byStage = (stage: "first" | "last") =>
@@ -543,7 +545,7 @@ export async function measureDecode(
       tokenIds,
       dispatchesPerToken: dispatches.length,
       weightBytes: b.weightBytes,
-      gemvVariant: variantText(variant),
+      gemvVariant: [...ran].join(";"),
       kvDtype: "f32",
       setupMs,
     };
@@ -551,6 +553,24 @@ export async function measureDecode(
     for (const buf of b.buffers) buf.destroy();
     readback.destroy();
   }
+}
+
+/** Each projection's rows × cols, as decode_kernels.ts gives them for these dimensions. */
+function projectionShapes(
+  dims: KernelDims,
+  context: number,
+): (name: string) => { rows: number; cols: number } {
+  return (name) => {
+    const kernel = [...KERNELS_PER_LAYER, ...MODEL_KERNELS].find((k) => k.name === name);
+    const work = kernel?.work(dims, context, 1);
+    if (!work || work.op !== "gemv" || work.reads !== "weights") {
+      throw new RangeError(
+        `The synthetic decode builds "${name}" as a projection, but decode_kernels.ts does not ` +
+          `list it as a weight gemv; make the two agree`,
+      );
+    }
+    return { rows: work.shape.rows!, cols: work.shape.cols! };
+  };
 }
 
 function builderFor<T>(builders: Record<string, T>, name: string): T {

@@ -5,13 +5,18 @@
  * are no fudge factors, and every term names the figure it came from.
  *
  * Decode, one step (one token for each of `batch` sequences, at position `context`, the slowest
- * step of a full context):
+ * step of a full context), per kernel when the device rates carry cost models
+ * ({@linkcode DeviceRates.kernelTime}, as `ratesFromReport` gives for WebGPU):
  *
- * - weights: streamed bytes / gemv bandwidth at the weights' dtype, once per step for the whole
- *   batch; when 2 × params × batch FLOPs at the matmul rate take longer, that bounds instead;
- * - KV cache: the cache for `context` tokens × batch / gemv bandwidth at the cache's dtype;
- * - dispatch: kernels per step ({@linkcode KERNELS_PER_LAYER} × layers + {@linkcode MODEL_KERNELS})
- *   × the per-dispatch cost;
+ * - every launch of the step ({@linkcode KERNELS_PER_LAYER} × layers + {@linkcode MODEL_KERNELS},
+ *   from `decode_kernels.ts`, the list the synthetic decode launches) is predicted at its own
+ *   shape and dtype from the report's cost model of its catalog op, or of the catalog op that
+ *   stands in for it (named in the sources); the projections sum to `weightsStreamMs`, the
+ *   attention reads of the KV cache to `kvReadMs`, the rest to `dispatchMs`. When
+ *   2 × params × batch FLOPs at the matmul rate take longer than the projections, that bounds;
+ * - without cost models (hand-made rates, CPU backends) a roofline instead: weights streamed at
+ *   the gemv bandwidth, the KV cache at the gemv bandwidth of its dtype, and kernels per step ×
+ *   the per-dispatch cost;
  * - sync: one round trip per step, plus the token ids up and down the host link;
  * - comm (sharded plans): see `comm.ts` and `shards.ts`.
  *
@@ -21,9 +26,15 @@
  *
  * @module
  */
-import type { Dtype } from "../../kernels/types.ts";
+import type { Dtype, Shape } from "../../kernels/types.ts";
 import { allReduceMs, describeLink, sendMs } from "./comm.ts";
-import { KERNELS_PER_LAYER, MODEL_KERNELS } from "./decode_kernels.ts";
+import {
+  type DecodeKernel,
+  kernelDims,
+  KERNELS_PER_LAYER,
+  type KernelWork,
+  MODEL_KERNELS,
+} from "./decode_kernels.ts";
 import {
   activationBytes,
   BYTES_PER_WEIGHT,
@@ -109,6 +120,89 @@ export interface DeviceRates {
   readonly syncRoundTripMs: RateFigure;
   /** Host ↔ device copy bandwidth, GB/s. */
   readonly hostLinkGBps: Readonly<{ upload: RateFigure; readback: RateFigure }>;
+  /**
+   * Predicts one kernel launch from the device's fitted cost models; when present the decode is
+   * estimated kernel by kernel, otherwise by the roofline of the rates above.
+   */
+  readonly kernelTime?: KernelTimeModel;
+}
+
+/**
+ * One launch to predict: a catalog op at a shape and dtype.
+ *
+ * @example
+ * ```ts
+ * import type { KernelTimeRequest } from "./estimate.ts";
+ * const r: KernelTimeRequest = { op: "gemv", shape: { rows: 512, cols: 512 }, dtype: "q4" };
+ * ```
+ */
+export interface KernelTimeRequest {
+  readonly op: string;
+  readonly shape: Shape;
+  readonly dtype: Dtype;
+}
+
+/**
+ * A predicted launch time with where it came from.
+ *
+ * @example
+ * ```ts
+ * import type { KernelTime } from "./estimate.ts";
+ * const t: KernelTime = {
+ *   ms: 1.6, interval: [1.2, 2.1], tag: "fitted", variant: "rpw=4,tpr=32", source: "cost model",
+ * };
+ * ```
+ */
+export interface KernelTime {
+  /** Milliseconds per launch. */
+  readonly ms: number;
+  /** Where the true time should lie. */
+  readonly interval: readonly [number, number];
+  readonly tag: Provenance;
+  /** The kernel variant predicted (the one a decode should run). */
+  readonly variant: string;
+  readonly source: string;
+}
+
+/**
+ * Predicts one launch on a device.
+ *
+ * @throws {RangeError} when the device has no data on the op at that dtype.
+ * @example
+ * ```ts
+ * import type { KernelTimeModel } from "./estimate.ts";
+ * const fixed: KernelTimeModel = () => ({
+ *   ms: 0.3, interval: [0.2, 0.4], tag: "fitted", variant: "default", source: "example",
+ * });
+ * ```
+ */
+export type KernelTimeModel = (request: KernelTimeRequest) => KernelTime;
+
+/**
+ * One kernel of the decode step as the estimate priced it.
+ *
+ * @example
+ * ```ts
+ * import type { KernelEstimate } from "./estimate.ts";
+ * const show = (k: KernelEstimate) => `${k.name} ×${k.launches}: ${k.ms.toFixed(2)} ms each`;
+ * ```
+ */
+export interface KernelEstimate {
+  /** The kernel's name in `decode_kernels.ts`. */
+  readonly name: string;
+  /** Launches per step on the device (layers × 1 for a layer kernel). */
+  readonly launches: number;
+  /** The catalog op, shape and dtype it was predicted as. */
+  readonly op: string;
+  readonly shape: Shape;
+  readonly dtype: Dtype;
+  /** Why another op stands in; null when the kernel is the op. */
+  readonly standIn: string | null;
+  /** Predicted milliseconds per launch. */
+  readonly ms: number;
+  readonly tag: Provenance;
+  readonly variant: string;
+  readonly source: string;
 }
 
 /**
@@ -174,16 +268,21 @@ export interface EstimateOptions {
  * ```ts
  * import type { DecodeBreakdown } from "./estimate.ts";
  * const b: DecodeBreakdown = {
- *   weightsStreamMs: 5, matmulMs: 0.1, kvReadMs: 0.5, dispatchMs: 1, syncMs: 0.2, commMs: 0,
- *   totalMs: 6.7, bound: "bandwidth",
+ *   method: "roofline", weightsStreamMs: 5, matmulMs: 0.1, kvReadMs: 0.5, dispatchMs: 1,
+ *   syncMs: 0.2, commMs: 0, totalMs: 6.7, bound: "bandwidth",
  * };
  * ```
  */
 export interface DecodeBreakdown {
+  /** How the device terms were obtained: kernel by kernel from cost models, or a roofline. */
+  readonly method: "per-kernel" | "roofline";
+  /** The projections (per kernel), or streamed weight bytes at the gemv bandwidth (roofline). */
   readonly weightsStreamMs: number;
   /** 2 × streamed params × batch at the matmul rate, the compute floor of the weight pass. */
   readonly matmulMs: number;
+  /** The attention kernels reading the KV cache (per kernel), or its bytes at bandwidth. */
   readonly kvReadMs: number;
+  /** Every other kernel (per kernel), or kernels × the per-dispatch cost (roofline). */
   readonly dispatchMs: number;
   readonly syncMs: number;
   readonly commMs: number;
@@ -257,6 +356,8 @@ export interface TokensPerSecEstimate {
   readonly kernelsPerLayer: number;
   /** Kernel launches per decode step on the busiest device. */
   readonly kernelsPerStep: number;
+  /** The slowest device's kernels as priced (empty for a roofline estimate). */
+  readonly kernels: readonly KernelEstimate[];
   /** Memory per device, in plan order. */
   readonly memory: readonly DeviceMemory[];
   /** Which measured figure each term came from, one line per term and figure. */
@@ -296,6 +397,12 @@ class Ledger {
   }
 
   note(line: string): void {
+    this.#sources.add(line);
+  }
+
+  /** Records a line that rests on a figure of provenance `tag`. */
+  noteFigure(line: string, tag: Provenance): void {
+    this.#weakest = Math.max(this.#weakest, PROVENANCE_ORDER.indexOf(tag));
     this.#sources.add(line);
   }
 
@@ -345,6 +452,141 @@ function kvBandwidth(ledger: Ledger, rates: DeviceRates, kvDtype: KvDtype): numb
     return ledger.use("kvReadMs", rates.name, "gemvGBps.f32", rates.gemvGBps.f32, GBPS);
   }
   return ledger.use("kvReadMs", rates.name, `gemvGBps.${dtype}`, fig, GBPS);
+}
+
+/** The kernels one device launches per step, each with how many times. */
+function stepKernels(
+  layers: number,
+  first: boolean,
+  last: boolean,
+): { kernel: DecodeKernel; launches: number }[] {
+  const model = (stage: "first" | "last") =>
+    MODEL_KERNELS.filter((k) => k.stage === stage).map((kernel) => ({ kernel, launches: 1 }));
+  return [
+    ...(first ? model("first") : []),
+    ...(layers > 0 ? KERNELS_PER_LAYER.map((kernel) => ({ kernel, launches: layers })) : []),
+    ...(last ? model("last") : []),
+  ];
+}
+
+/**
+ * The shape a gemv is priced at: the square gemv with as many weights. A report sweeps gemv on
+ * square shapes (its size axis is the row count), so a square shape is what its measurements,
+ * tuning rows and interpolation describe; bytes and FLOPs stay those of the real shape.
+ */
+function pricedShape(work: KernelWork): Shape {
+  if (work.op !== "gemv") return work.shape;
+  const n = Math.max(1, Math.round(Math.sqrt((work.shape.rows ?? 1) * (work.shape.cols ?? 1))));
+  return { rows: n, cols: n };
+}
+
+function shapeText(shape: Shape): string {
+  return Object.values(shape).join("×");
+}
+
+interface KernelTerms {
+  readonly weightsStreamMs: number;
+  readonly kvReadMs: number;
+  readonly dispatchMs: number;
+  readonly kernels: KernelEstimate[];
+}
+
+/**
+ * Prices every launch of a device's step with its cost model. A kernel the device's data cannot
+ * price is charged the per-dispatch cost when it only touches activations, since such kernels are
+ * launch-bound at decode sizes; a projection or attention read that cannot be priced makes the
+ * whole step fall back to the roofline (null, with the reason in the ledger).
+ */
+/**
+ * One launch's prediction; a KV cache read with no data at the cache's dtype is priced at f32, as
+ * the roofline reads such a cache at the f32 gemv bandwidth.
+ */
+function predictAt(predict: KernelTimeModel, work: KernelWork, shape: Shape, dtype: Dtype) {
+  try {
+    return predict({ op: work.op, shape, dtype });
+  } catch (e) {
+    if (!(e instanceof RangeError) || work.reads !== "kv" || dtype === "f32") throw e;
+    const t = predict({ op: work.op, shape, dtype: "f32" });
+    return { ...t, source: `no ${work.op} ${dtype} data, f32 used: ${t.source}` };
+  }
+}
+
+function kernelTerms(
+  ledger: Ledger,
+  rates: DeviceRates,
+  predict: KernelTimeModel,
+  launches: readonly { kernel: DecodeKernel; launches: number }[],
+  dims: ReturnType<typeof kernelDims>,
+  dtypes: Readonly<Record<KernelWork["reads"], Dtype>>,
+  context: number,
+  batch: number,
+): KernelTerms | null {
+  const kernels: KernelEstimate[] = [];
+  const lines: { line: string; tag: Provenance }[] = [];
+  const terms = { weights: 0, kv: 0, activations: 0 };
+  for (const { kernel, launches: count } of launches) {
+    const work = kernel.work(dims, context, batch);
+    const dtype = dtypes[work.reads];
+    const shape = pricedShape(work);
+    const what = `${work.op} ${shapeText(work.shape)} ${dtype}`;
+    let t: KernelTime;
+    try {
+      t = predictAt(predict, work, shape, dtype);
+    } catch (e) {
+      if (!(e instanceof RangeError)) throw e;
+      if (work.reads !== "activations") {
+        ledger.note(
+          `decode: ${rates.name} cannot price kernel ${kernel.name} as ${what} (${e.message}); ` +
+            `roofline used for the whole step`,
+        );
+        return null;
+      }
+      const launch = rates.perDispatchUs;
+      if (launch.value === null) return null;
+      t = {
+        ms: launch.value / 1000,
+        interval: launch.ci ? [launch.ci[0] / 1000, launch.ci[1] / 1000] : [0, Infinity],
+        tag: launch.tag,
+        variant: "default",
+        source: `no ${work.op} ${dtype} data (${e.message}): perDispatchUs` +
+          (launch.source ? `, ${launch.source}` : ""),
+      };
+    }
+    terms[work.reads] += count * t.ms;
+    kernels.push({
+      name: kernel.name,
+      launches: count,
+      op: work.op,
+      shape: work.shape,
+      dtype,
+      standIn: work.standIn,
+      ms: t.ms,
+      tag: t.tag,
+      variant: t.variant,
+      source: t.source,
+    });
+    const as = shapeText(shape) === shapeText(work.shape) ? "" : ` priced as ${shapeText(shape)}`;
+    lines.push({
+      line: `decode kernel ${kernel.name} ×${count} on ${rates.name}: ${what}${as}${
+        work.standIn ? ` [stand-in: ${work.standIn}]` : ""
+      } = ${t.ms.toPrecision(3)} ms each (${t.tag}; ${t.source}; variant ${t.variant})`,
+      tag: t.tag,
+    });
+  }
+  for (const { line, tag } of lines) ledger.noteFigure(line, tag);
+  const extrapolated = kernels.filter((k) => k.tag === "extrapolated");
+  if (extrapolated.length > 0) {
+    ledger.note(
+      `decode: ${extrapolated.length} of ${kernels.length} kernel predictions on ${rates.name} ` +
+        `extrapolate beyond the calibrated sizes (${extrapolated.map((k) => k.name).join(", ")})`,
+    );
+  }
+  return {
+    weightsStreamMs: terms.weights,
+    kvReadMs: terms.kv,
+    dispatchMs: terms.activations,
+    kernels,
+  };
 }
 
 function planDevices(
@@ -418,28 +660,61 @@ export function estimateTokensPerSec(
   const weightDtype = WEIGHT_DTYPE[quant];
   const actBytes = activationBytes(quant);
 
+  const actDtype: Dtype = quant === "f16" ? "f16" : "f32";
+  const dtypes = { weights: weightDtype, kv: KV_READ_DTYPE[kvDtype], activations: actDtype };
+
   const perDevice = slices.map((slice, i) => {
     const rates = devices[i]!;
-    const gemv = ledger.use(
-      "weightsStreamMs",
-      rates.name,
-      `gemvGBps.${weightDtype}`,
-      rates.gemvGBps[weightDtype],
-      GBPS,
-    );
-    const weightsStreamMs = slice.streamedParams * bpw / (gemv * 1e6);
     const decodeFlopRate = matmulRate(ledger, "matmulMs", rates, quant);
     const matmulMs = 2 * slice.streamedParams * batch / (decodeFlopRate * 1e6);
-    const kvBytes = kvCacheBytes(model, kvDtype, context, batch, slice.layerCount, slice.kvHeads);
-    const kvReadMs = kvBytes / (kvBandwidth(ledger, rates, kvDtype) * 1e6);
     const dispatchUs = ledger.use(
-      "dispatchMs",
+      "prefill dispatchMs",
       rates.name,
       "perDispatchUs",
       rates.perDispatchUs,
       US,
     );
-    const dispatchMs = slice.kernels * dispatchUs / 1000;
+    const perKernel = rates.kernelTime
+      ? kernelTerms(
+        ledger,
+        rates,
+        rates.kernelTime,
+        stepKernels(
+          slice.layerCount,
+          plan.strategy !== "pipeline-parallel" || i === 0,
+          plan.strategy !== "pipeline-parallel" || i === slices.length - 1,
+        ),
+        kernelDims(model, plan.strategy === "tensor-parallel" ? plan.ways : 1),
+        dtypes,
+        context,
+        batch,
+      )
+      : null;
+    const roofline = () => {
+      const gemv = ledger.use(
+        "weightsStreamMs",
+        rates.name,
+        `gemvGBps.${weightDtype}`,
+        rates.gemvGBps[weightDtype],
+        GBPS,
+      );
+      const kvBytes = kvCacheBytes(model, kvDtype, context, batch, slice.layerCount, slice.kvHeads);
+      const launchUs = ledger.use(
+        "dispatchMs",
+        rates.name,
+        "perDispatchUs",
+        rates.perDispatchUs,
+        US,
+      );
+      return {
+        weightsStreamMs: slice.streamedParams * bpw / (gemv * 1e6),
+        kvReadMs: kvBytes / (kvBandwidth(ledger, rates, kvDtype) * 1e6),
+        dispatchMs: slice.kernels * launchUs / 1000,
+        kernels: [] as KernelEstimate[],
+      };
+    };
+    const { weightsStreamMs, kvReadMs, dispatchMs, kernels } = perKernel ?? roofline();
+    const prefillDispatchMs = slice.kernels * dispatchUs / 1000;
     const prefillRate = matmulRate(ledger, "prefill matmulMs", rates, quant);
     const prefillMatmulMs = 2 * slice.streamedParams * promptTokens * batch / (prefillRate * 1e6);
     const attentionFlops = 2 * model.headDim * promptTokens * (promptTokens + 1) * slice.heads *
@@ -460,10 +735,13 @@ export function estimateTokensPerSec(
       matmulMs,
       kvReadMs,
       dispatchMs,
+      prefillDispatchMs,
+      kernels,
+      method: perKernel ? "per-kernel" as const : "roofline" as const,
       decodeMs: Math.max(weightsStreamMs, matmulMs) + kvReadMs + dispatchMs,
       prefillMatmulMs,
       attentionMs,
-      prefillMs: prefillMatmulMs + attentionMs + dispatchMs,
+      prefillMs: prefillMatmulMs + attentionMs + prefillDispatchMs,
       loadMs: memory.weightsBytes / (upload * 1e6),
       memory: { device: rates.name, breakdown: memory, fit: fitCheck(memory, rates.memoryBytes) },
     };
@@ -547,6 +825,7 @@ export function estimateTokensPerSec(
     prefillTokensPerSec: promptTokens * batch * 1000 / prefillTotal,
     decodeTokensPerSec: batch * 1000 / decodeTotal,
     perTokenMs: {
+      method: perDevice.every((d) => d.method === "per-kernel") ? "per-kernel" : "roofline",
       weightsStreamMs,
       matmulMs,
       kvReadMs: pick((d) => d.kvReadMs),
@@ -559,7 +838,7 @@ export function estimateTokensPerSec(
     prefillMs: {
       matmulMs: pickPrefill((d) => d.prefillMatmulMs),
       attentionMs: pickPrefill((d) => d.attentionMs),
-      dispatchMs: pickPrefill((d) => d.dispatchMs),
+      dispatchMs: pickPrefill((d) => d.prefillDispatchMs),
       syncMs: prefillSyncMs,
       commMs: prefillCommMs,
       totalMs: prefillTotal,
@@ -567,6 +846,7 @@ export function estimateTokensPerSec(
     loadMs: Math.max(...perDevice.map((d) => d.loadMs)),
     kernelsPerLayer: KERNELS_PER_LAYER.length,
     kernelsPerStep: Math.max(...perDevice.map((d) => d.slice.kernels)),
+    kernels: critical.kernels,
     memory: perDevice.map((d) => d.memory),
     sources: ledger.sources,
     tag: ledger.tag,

@@ -120,10 +120,15 @@ function describe(
     }, sync ${fixed(p.syncMs)}, comm ${fixed(p.commMs)} ms)`,
     `Decode:  ${fixed(e.decodeTokensPerSec)} tokens/s (${
       fixed(t.totalMs)
-    } ms per step, ${t.bound}-bound: ` +
-    `weights ${fixed(t.weightsStreamMs)}, matmul ${fixed(t.matmulMs)}, KV ${fixed(t.kvReadMs)}, ` +
-    `dispatch ${fixed(t.dispatchMs)} (${e.kernelsPerStep} kernels), sync ${fixed(t.syncMs)}, ` +
-    `comm ${fixed(t.commMs)} ms)`,
+    } ms per step, ${t.bound}-bound, ${t.method}: ` +
+    (t.method === "per-kernel"
+      ? `projections ${fixed(t.weightsStreamMs)}, matmul floor ${fixed(t.matmulMs)}, ` +
+        `attention ${fixed(t.kvReadMs)}, other kernels ${fixed(t.dispatchMs)} ` +
+        `(${e.kernelsPerStep} kernels), `
+      : `weights ${fixed(t.weightsStreamMs)}, matmul ${fixed(t.matmulMs)}, KV ${
+        fixed(t.kvReadMs)
+      }, dispatch ${fixed(t.dispatchMs)} (${e.kernelsPerStep} kernels), `) +
+    `sync ${fixed(t.syncMs)}, comm ${fixed(t.commMs)} ms)`,
     `Load:    ${fixed(e.loadMs)} ms to upload the weights`,
     "",
     `From (${e.tag}):`,

@@ -4,13 +4,16 @@
  * link, each figure carrying its provenance and the measurement or fit it came from.
  *
  * The backend is WebGPU (device-resident figures) when the report has an adapter and WebGPU gemv
- * measurements; otherwise the CPU backend with the highest gemv bandwidth.
+ * measurements; otherwise the CPU backend with the highest gemv bandwidth. On WebGPU the rates
+ * also carry the report's per-op cost models (`kernelTime`), so a decode is estimated kernel by
+ * kernel at each kernel's shape.
  *
  * @module
  */
 import type { Backend, Dtype } from "../../kernels/types.ts";
 import type { CostFit, Figure, Measurement, Report } from "../../reports/schema.ts";
-import type { DeviceRates, RateFigure } from "./estimate.ts";
+import { predictTime } from "../predict.ts";
+import type { DeviceRates, KernelTimeModel, RateFigure } from "./estimate.ts";
 
 /** Weight dtypes a gemv figure is looked up for. */
 const GEMV_DTYPES = ["f32", "f16", "q8", "q4"] as const;
@@ -159,6 +162,32 @@ function kernelLaunchFigure(report: Report): RateFigure | null {
     source: `median fixed cost t0 of ${fits.length} device-resident webgpu fits (${
       fits.map((f) => `${f.op} ${f.dtype} ${Math.round(f.t0Us)} us`).join(", ")
     }); median: ${median.op} ${median.dtype} variant ${median.variant}`,
+  };
+}
+
+/**
+ * One launch on the WebGPU device, from the report's device-resident data: the measurement at
+ * that shape, else the cost model of the variant tuned for that size (or the fastest fitted),
+ * with its held-out interval and an `extrapolated` tag beyond the fitted sizes (see
+ * `models/predict.ts`). Device-resident, because a decode's kernels run back to back in one
+ * submit; the step's round trip is charged once, separately.
+ */
+function deviceKernelTime(report: Report): KernelTimeModel {
+  return ({ op, shape, dtype }) => {
+    const t = predictTime(report, {
+      op,
+      shape,
+      dtype,
+      backend: "webgpu",
+      residency: "device-resident",
+    });
+    return {
+      ms: t.ms,
+      interval: t.interval,
+      tag: t.provenance,
+      variant: t.variant,
+      source: t.source,
+    };
   };
 }
 
@@ -375,6 +404,7 @@ export function ratesFromReport(report: Report, opts: RatesOptions = {}): Report
       },
     }
     : cpuSystem(report, backend);
+  const kernelTime = backend === "webgpu" ? { kernelTime: deviceKernelTime(report) } : {};
   const memoryBytes = opts.memoryBytes ?? report.machine.memoryGiB * 2 ** 30;
   if (!(memoryBytes > 0)) {
     throw new RangeError(
@@ -396,6 +426,7 @@ export function ratesFromReport(report: Report, opts: RatesOptions = {}): Report
     matmulGflops: { f32: matmulF32, ...(matmulF16 ? { f16: matmulF16 } : {}) },
     gemvGBps,
     ...system,
+    ...kernelTime,
     backend,
     backendReason: reason,
     memorySource,

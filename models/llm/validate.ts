@@ -11,9 +11,9 @@ import { gemvWebGpu } from "../../kernels/gemv/webgpu.ts";
 import type { GpuHandle } from "../../calibrate/device.ts";
 import type { LlmValidation, Report } from "../../reports/schema.ts";
 import { type DecodeQuant, measureDecode, parseVariantId } from "./decode.ts";
-import { estimateTokensPerSec } from "./estimate.ts";
-import { getPreset } from "./presets.ts";
-import { ratesFromReport } from "./rates.ts";
+import { estimateTokensPerSec, type KernelEstimate } from "./estimate.ts";
+import { getPreset, type ModelSpec } from "./presets.ts";
+import { ratesFromReport, type ReportRates } from "./rates.ts";
 
 /**
  * Options of {@linkcode validateDecode}.
@@ -29,7 +29,7 @@ export interface ValidateOptions {
   readonly models?: readonly string[];
   /** Weight formats; default f32 and int4. */
   readonly quants?: readonly DecodeQuant[];
-  /** Timed tokens per decode; default 6. */
+  /** Timed tokens per decode; default 10. */
   readonly tokens?: number;
   /** KV cache length; default 64. */
   readonly context?: number;
@@ -37,20 +37,28 @@ export interface ValidateOptions {
   readonly onStart?: (model: string, quant: DecodeQuant) => void;
 }
 
+/**
+ * Timed tokens: per-token times on a shared machine spread by ±20 % within one decode, so the
+ * median needs about ten of them; tiny-64m f32 still decodes them in about three seconds.
+ */
+const DEFAULT_TOKENS = 10;
+
 const DTYPE: Readonly<Record<DecodeQuant, Dtype>> = { f32: "f32", int4: "q4" };
 
 /**
  * Measures the synthetic decode and estimates it from the report, for every model × quant.
  *
- * The decode runs the gemv variant behind the report's gemv figure when it suits the decode's
- * shapes, so the estimate and the measurement describe the same kernel; the estimate uses the
- * decode's f32 KV cache and batch 1.
+ * The estimate prices each kernel of the step from the report's cost models; each projection of
+ * the decode then runs the gemv variant its prediction describes (when that variant suits the
+ * shape; otherwise the decode's default, said in the details), so the estimate and the
+ * measurement are of the same kernels. The estimate uses the decode's f32 KV cache and batch 1.
  *
  * @param gpu An open WebGPU device (left open).
  * @param report The report whose rates are validated.
  * @param opts Models, quants, tokens, context.
  * @returns One validation per model × quant: measured and estimated tokens/s, error =
- *   estimated / measured − 1, and details (per-token times, the estimate's terms and sources).
+ *   estimated / measured − 1, and details (per-token times, the estimate's terms, kernels and
+ *   sources).
  * @throws {MissingCalibrationError} when the report lacks a WebGPU figure the estimate needs.
  * @example
  * ```ts ignore
@@ -72,7 +80,7 @@ export async function validateDecode(
 ): Promise<LlmValidation[]> {
   const models = (opts.models ?? ["tiny-16m", "tiny-64m"]).map(getPreset);
   const quants = opts.quants ?? ["f32", "int4"];
-  const tokens = opts.tokens ?? 6;
+  const tokens = opts.tokens ?? DEFAULT_TOKENS;
   const context = opts.context ?? 64;
   const rates = ratesFromReport(report, {
     backend: "webgpu",
@@ -83,22 +91,16 @@ export async function validateDecode(
     for (const quant of quants) {
       opts.onStart?.(model.name, quant);
       const dtype = DTYPE[quant];
-      const reported = rates.gemvVariants[dtype];
-      const usable = reported !== undefined &&
-        gemvWebGpu.unsupported?.(
-            { rows: model.hidden, cols: model.hidden },
-            dtype,
-            parseVariantId(reported),
-          ) === null;
-      const measured = await measureDecode(gpu, model, quant, {
-        tokens,
-        context,
-        ...(usable ? { gemvVariant: reported } : {}),
-      });
       const estimate = estimateTokensPerSec(model, quant, rates, {
         context,
         batch: 1,
         kvDtype: "f32",
+      });
+      const { variants, unusable } = projectionVariants(estimate.kernels, dtype, rates, model);
+      const measured = await measureDecode(gpu, model, quant, {
+        tokens,
+        context,
+        gemvVariants: variants,
       });
       const round = (v: number) => Math.round(v * 100) / 100;
       out.push({
@@ -114,13 +116,14 @@ export async function validateDecode(
           warmup: measured.warmup,
           kvDtype: measured.kvDtype,
           gemvVariant: measured.gemvVariant,
-          gemvVariantSource: usable
-            ? "the variant behind the report's gemv figure"
-            : "the decode's default (the report's variant does not suit these shapes)",
+          gemvVariantSource: unusable.length === 0
+            ? "the variants the estimate's gemv predictions describe"
+            : `the estimate's variants, except ${unusable.join(", ")} (the decode's default there)`,
           measuredMedianMs: round(measured.medianMs),
           measuredPerTokenMs: measured.perTokenMs.map(round),
           dispatchesPerToken: measured.dispatchesPerToken,
           weightBytes: measured.weightBytes,
+          estimateMethod: estimate.perTokenMs.method,
           estimatedMs: {
             weightsStream: round(estimate.perTokenMs.weightsStreamMs),
             matmul: round(estimate.perTokenMs.matmulMs),
@@ -130,10 +133,41 @@ export async function validateDecode(
             total: round(estimate.perTokenMs.totalMs),
           },
           estimatedKernelsPerStep: estimate.kernelsPerStep,
+          estimatedKernelMs: Object.fromEntries(
+            estimate.kernels.map((
+              k,
+            ) => [`${k.name} ×${k.launches}`, Math.round(k.ms * 1000) / 1000]),
+          ),
+          estimateTag: estimate.tag,
           sources: [...estimate.sources],
         },
       });
     }
   }
   return out;
+}
+
+/**
+ * The gemv variant of each projection as the estimate priced it, where the decode can run it
+ * at that projection's shape; the names of the others.
+ */
+function projectionVariants(
+  kernels: readonly KernelEstimate[],
+  dtype: Dtype,
+  rates: ReportRates,
+  model: ModelSpec,
+): { variants: Record<string, string>; unusable: string[] } {
+  const variants: Record<string, string> = {};
+  const unusable: string[] = [];
+  const fallback = rates.gemvVariants[dtype];
+  for (const k of kernels) {
+    if (k.op !== "gemv" || k.dtype !== dtype || k.standIn !== null) continue;
+    const usable = [k.variant, fallback].find((v) =>
+      v !== undefined && v !== "default" &&
+      gemvWebGpu.unsupported?.(k.shape, dtype, parseVariantId(v)) === null
+    );
+    if (usable !== undefined) variants[k.name] = usable;
+    if (usable !== k.variant) unusable.push(`${k.name} (${model.name})`);
+  }
+  return { variants, unusable };
 }

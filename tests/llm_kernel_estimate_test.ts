@@ -1,0 +1,165 @@
+import assert from "node:assert/strict";
+import { kernelDims, KERNELS_PER_LAYER, MODEL_KERNELS } from "../models/llm/decode_kernels.ts";
+import {
+  type DeviceRates,
+  estimateTokensPerSec,
+  type KernelTimeModel,
+  type KernelTimeRequest,
+  type RateFigure,
+} from "../models/llm/estimate.ts";
+import { getPreset, paramBreakdown } from "../models/llm/presets.ts";
+
+// Synthetic rates and cost models to exercise the arithmetic: not measurements of any device.
+const fig = (value: number, unit: string): RateFigure => ({ value, unit, tag: "measured" });
+
+/** A launch costs 0.1 ms plus 1 ms per million elements of its shape: easy to sum by hand. */
+function linearModel(seen: KernelTimeRequest[] = []): KernelTimeModel {
+  return (r) => {
+    seen.push(r);
+    const elements = Object.values(r.shape).reduce((a, b) => a * b, 1);
+    return {
+      ms: 0.1 + elements / 1e6,
+      interval: [0.05, 1],
+      tag: elements > 4e6 ? "extrapolated" : "fitted",
+      variant: `v-${r.op}`,
+      source: `synthetic ${r.op}`,
+    };
+  };
+}
+
+function rates(kernelTime?: KernelTimeModel): DeviceRates {
+  return {
+    name: "synthetic-gpu",
+    memoryBytes: 24e9,
+    matmulGflops: { f32: fig(20_000, "GFLOP/s"), f16: fig(80_000, "GFLOP/s") },
+    gemvGBps: { f32: fig(900, "GB/s"), f16: fig(800, "GB/s"), q4: fig(500, "GB/s") },
+    perDispatchUs: fig(5, "us"),
+    syncRoundTripMs: fig(0.05, "ms"),
+    hostLinkGBps: { upload: fig(25, "GB/s"), readback: fig(20, "GB/s") },
+    ...(kernelTime ? { kernelTime } : {}),
+  };
+}
+
+const tiny = getPreset("tiny-16m");
+
+Deno.test("decode_kernels.ts projections hold exactly the model's streamed matrices", () => {
+  for (const name of ["tiny-16m", "tiny-64m", "llama-3-8b"]) {
+    const model = getPreset(name);
+    const dims = kernelDims(model);
+    const weights = (list: readonly (typeof KERNELS_PER_LAYER)[number][]) =>
+      list.map((k) => k.work(dims, 64, 1)).filter((w) => w.reads === "weights")
+        .reduce((a, w) => a + w.shape.rows! * w.shape.cols!, 0);
+    const pb = paramBreakdown(model);
+    assert.equal(weights(KERNELS_PER_LAYER), pb.attentionPerLayer + pb.mlpPerLayer, name);
+    assert.equal(weights(MODEL_KERNELS), pb.lmHead, name);
+  }
+});
+
+Deno.test("estimateTokensPerSec() prices every launch of the step with the cost model", () => {
+  const seen: KernelTimeRequest[] = [];
+  const e = estimateTokensPerSec(tiny, "int4", rates(linearModel(seen)), {
+    context: 64,
+    batch: 1,
+    kvDtype: "f32",
+  });
+  assert.equal(e.perTokenMs.method, "per-kernel");
+  assert.deepEqual(
+    e.kernels.map((k) => k.name),
+    ["embed", ...KERNELS_PER_LAYER.map((k) => k.name), "final_norm", "lm_head", "argmax"],
+  );
+  const layerNames = new Set(KERNELS_PER_LAYER.map((k) => k.name));
+  for (const k of e.kernels) assert.equal(k.launches, layerNames.has(k.name) ? 4 : 1, k.name);
+  const sum = (f: (k: (typeof e.kernels)[number]) => boolean) =>
+    e.kernels.filter(f).reduce((a, k) => a + k.launches * k.ms, 0);
+  const weights = sum((k) => k.op === "gemv" && k.dtype === "q4");
+  assert.ok(Math.abs(e.perTokenMs.weightsStreamMs - weights) < 1e-12);
+  assert.ok(
+    Math.abs(e.perTokenMs.kvReadMs - sum((k) => k.name.startsWith("attn_") && k.op === "gemv")) <
+      1e-12,
+  );
+  assert.ok(Math.abs(e.perTokenMs.totalMs - (sum(() => true) + e.perTokenMs.syncMs)) < 1e-9);
+  // gate_proj is 1536 × 512, priced as the square gemv with as many weights (887 × 887).
+  assert.ok(seen.some((r) => r.op === "gemv" && r.dtype === "q4" && r.shape.rows === 887));
+  assert.ok(
+    e.sources.some((s) =>
+      s.startsWith(
+        "decode kernel gate_proj ×4 on synthetic-gpu: gemv 1536×512 q4 priced as 887×887",
+      )
+    ),
+  );
+  assert.ok(e.sources.some((s) => /decode kernel softmax ×4 .*softmax 8×64 f32 =/.test(s)));
+  assert.ok(e.sources.some((s) => /decode kernel attn_norm .*\[stand-in: dot/.test(s)));
+});
+
+Deno.test("estimateTokensPerSec() tags a step extrapolated when a kernel's prediction is", () => {
+  const e = estimateTokensPerSec(getPreset("llama-3-8b"), "int4", rates(linearModel()), {
+    context: 4096,
+    batch: 1,
+  });
+  assert.equal(e.perTokenMs.method, "per-kernel");
+  assert.equal(e.tag, "extrapolated");
+  assert.ok(
+    e.sources.some((s) => /kernel predictions on synthetic-gpu extrapolate .*lm_head/.test(s)),
+  );
+});
+
+Deno.test("estimateTokensPerSec() falls back to the roofline when a KV read has no cost model", () => {
+  const noF32Gemv: KernelTimeModel = (r) => {
+    if (r.op === "gemv" && r.dtype === "f32") throw new RangeError("Cannot predict gemv f32");
+    return linearModel()(r);
+  };
+  const e = estimateTokensPerSec(tiny, "int4", rates(noF32Gemv), {
+    context: 64,
+    batch: 1,
+    kvDtype: "f32",
+  });
+  assert.equal(e.perTokenMs.method, "roofline");
+  assert.deepEqual(e.kernels, []);
+  assert.ok(e.sources.some((s) => /cannot price kernel attn_scores .*roofline used/.test(s)));
+  assert.ok(!e.sources.some((s) => s.startsWith("decode kernel")));
+});
+
+Deno.test("estimateTokensPerSec() charges an uncalibrated activation kernel the dispatch cost", () => {
+  const noSoftmax: KernelTimeModel = (r) => {
+    if (r.op === "softmax") throw new RangeError("Cannot predict softmax: not calibrated");
+    return linearModel()(r);
+  };
+  const e = estimateTokensPerSec(tiny, "int4", rates(noSoftmax), { context: 64, batch: 1 });
+  assert.equal(e.perTokenMs.method, "per-kernel");
+  assert.equal(e.kernels.find((k) => k.name === "softmax")!.ms, 5 / 1000);
+  assert.ok(e.sources.some((s) => /kernel softmax .*no softmax f32 data .*perDispatchUs/.test(s)));
+});
+
+Deno.test("estimateTokensPerSec() prices tensor-parallel slices and pipeline stages apart", () => {
+  const llama = getPreset("llama-3-8b");
+  const link = { kind: "nvlink" as const, gbps: 300 };
+  const seen: KernelTimeRequest[] = [];
+  estimateTokensPerSec(llama, "int4", rates(linearModel(seen)), {
+    context: 1024,
+    batch: 1,
+    plan: { strategy: "tensor-parallel", ways: 2, interconnect: link },
+  });
+  // softmax rows are the device's query heads: 32 / 2.
+  assert.ok(seen.some((r) => r.op === "softmax" && r.shape.rows === 16));
+  const p = estimateTokensPerSec(llama, "int4", rates(linearModel()), {
+    context: 1024,
+    batch: 1,
+    plan: { strategy: "pipeline-parallel", layersPerStage: [16, 16], interconnect: link },
+  });
+  assert.equal(p.perTokenMs.method, "per-kernel");
+  assert.ok(p.sources.some((s) => s.startsWith("decode kernel embed ×1")));
+  assert.ok(p.sources.some((s) => s.startsWith("decode kernel q_proj ×16")));
+  assert.ok(p.sources.some((s) => s.startsWith("decode kernel lm_head ×1")));
+});
+
+Deno.test("estimateTokensPerSec() bounds a large batch's projections by the matmul rate", () => {
+  const slowMatmul: DeviceRates = {
+    ...rates(linearModel()),
+    matmulGflops: { f32: fig(100, "GFLOP/s"), f16: fig(100, "GFLOP/s") },
+  };
+  const one = estimateTokensPerSec(tiny, "int4", slowMatmul, { context: 64, batch: 1 });
+  assert.equal(one.perTokenMs.bound, "bandwidth");
+  const many = estimateTokensPerSec(tiny, "int4", slowMatmul, { context: 64, batch: 4096 });
+  assert.equal(many.perTokenMs.bound, "compute");
+  assert.ok(many.perTokenMs.totalMs >= many.perTokenMs.matmulMs);
+});
