@@ -215,6 +215,10 @@ interface Crossing {
  * - `ci`: 2.5 and 97.5 percentiles of the same quantity over seeded bootstrap replicates (each
  *   point's samples resampled, or its median perturbed within its CI; fits refitted), null when
  *   fewer than half the replicates find it.
+ * - `driftCi` (only with `drift`): the same bootstrap with each replicate also scaling every
+ *   backend's whole curve by exp(N(0, σ_backend)); a replicate whose curves no longer cross in
+ *   range counts at the range's edge on the side the crossover left by, and `driftOutOfRange`
+ *   says how many did.
  * - `others`: further crossings, when the curves cross more than once.
  *
  * Pairs whose backends were not measured are left out. Sizes are rounded to 3 significant digits.

@@ -19,6 +19,11 @@ Deno.test("calibrate() writes a valid report with fits and a js→wasm crossover
     const c = report.crossovers.find((x) => x.pair === "js→wasm" && x.op === "add");
     assert.ok(c, "a js→wasm crossover entry (a size or a reasoned null)");
     assert.ok(c.size !== null || (c.reason ?? "").length > 0);
+    // Drift probes at the start and after the one op, on the calibrated backends only.
+    const probes = reread.stability?.probes ?? [];
+    assert.equal(probes.length, 2);
+    assert.deepEqual(Object.keys(probes[0]!.ms).sort(), ["js", "wasm"]);
+    assert.deepEqual(reread.stability?.driftSigma, {}, "too few probes for a drift");
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
@@ -57,6 +62,9 @@ Deno.test("an interrupted calibration keeps what it measured and --resume finish
     });
     assert.equal(report.provenance.complete, true);
     assert.equal(report.provenance.resumedFrom, out);
+    const times = (report.stability?.probes ?? []).map((p) => p.atS);
+    assert.ok(times.length > (partial.stability?.probes.length ?? 0), "probes continue");
+    assert.deepEqual(times, [...times].sort((a, b) => a - b), "on one clock");
     for (const key of kept) {
       assert.ok(
         report.measurements.some((m) => `${m.seq}|${m.backend}|${m.size}|${m.variant}` === key),
