@@ -70,10 +70,15 @@ function verdict(r: ComparisonRow): string {
   return "within noise";
 }
 
-/** Rows worth a reader's attention: beyond noise, or present in only one report. */
-function moved(rows: readonly ComparisonRow[]): ComparisonRow[] {
-  return rows.filter((r) =>
-    r.beyondNoise || ((r.baseline === null) !== (r.current === null) && r.change === null)
+/**
+ * Rows worth a reader's attention: beyond noise, or present in only one report (a threshold that
+ * appeared or vanished within drift is listed with the excused rows instead).
+ */
+function moved(c: Comparison): ComparisonRow[] {
+  const within = new Set(excused(c));
+  return c.rows.filter((r) =>
+    r.beyondNoise ||
+    ((r.baseline === null) !== (r.current === null) && r.change === null && !within.has(r))
   );
 }
 
@@ -127,7 +132,7 @@ function text(c: Comparison, labels: ComparisonLabels): string {
   ];
   if (c.reasons.length > 0) lines.push("", ...c.reasons.map((r) => `  ${r}`));
   if (!c.comparable) return lines.join("\n");
-  const rows = moved(c.rows);
+  const rows = moved(c);
   lines.push("");
   lines.push(
     rows.length === 0 ? "Nothing moved beyond noise." : textTable(HEADER, rows.map(cells)),
@@ -165,7 +170,7 @@ function markdown(c: Comparison, labels: ComparisonLabels): string {
   ];
   if (c.reasons.length > 0) lines.push("", ...c.reasons.map((r) => `- ${r}`));
   if (!c.comparable) return lines.join("\n");
-  const rows = moved(c.rows);
+  const rows = moved(c);
   lines.push(
     "",
     rows.length === 0 ? "_Nothing moved beyond noise._" : markdownTable(HEADER, rows.map(cells)),
