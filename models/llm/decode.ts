@@ -74,6 +74,8 @@ export interface DecodeMeasurement {
   readonly medianMs: number;
   /** Wall time of each timed token: uniform write, encode, submit, token readback. */
   readonly perTokenMs: readonly number[];
+  /** Median host time of a token's uniform write and command encoding, before the submit. */
+  readonly encodeMedianMs: number;
   /** Every token id produced, warm-up included. */
   readonly tokenIds: readonly number[];
   /** Kernel launches per token. */
@@ -489,7 +491,9 @@ export async function measureDecode(
     }
     dispatches.push(...await byStage("last"));
 
-    const runToken = async (pos: number): Promise<{ id: number; ms: number }> => {
+    const runToken = async (
+      pos: number,
+    ): Promise<{ id: number; ms: number; encodeMs: number }> => {
       const t0 = performance.now();
       const n = pos + 1;
       device.queue.writeBuffer(step, 0, new Uint32Array([pos, n, 0, 0]));
@@ -503,7 +507,9 @@ export async function measureDecode(
       }
       pass.end();
       enc.copyBufferToBuffer(token, 0, readback, 0, 4);
-      device.queue.submit([enc.finish()]);
+      const commands = enc.finish();
+      const encodeMs = performance.now() - t0;
+      device.queue.submit([commands]);
       await readback.mapAsync(GPUMapMode.READ);
       const id = new Uint32Array(readback.getMappedRange())[0]!;
       readback.unmap();
@@ -514,7 +520,7 @@ export async function measureDecode(
             `[0, ${vocab}): the logits overflowed or a kernel is broken`,
         );
       }
-      return { id, ms };
+      return { id, ms, encodeMs };
     };
 
     const first = context - tokens - warmup;
@@ -526,14 +532,16 @@ export async function measureDecode(
 
     const tokenIds: number[] = [];
     const perTokenMs: number[] = [];
+    const encodeMs: number[] = [];
     for (const [i, pos] of positions.entries()) {
-      const { id, ms } = await runToken(pos);
-      tokenIds.push(id);
-      if (i >= warmup) perTokenMs.push(ms);
+      const token = await runToken(pos);
+      tokenIds.push(token.id);
+      if (i >= warmup) {
+        perTokenMs.push(token.ms);
+        encodeMs.push(token.encodeMs);
+      }
     }
-    const sorted = [...perTokenMs].sort((a, c) => a - c);
-    const mid = sorted.length >> 1;
-    const medianMs = sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+    const medianMs = median(perTokenMs);
     return {
       model: model.name,
       quant,
@@ -542,6 +550,7 @@ export async function measureDecode(
       tokensPerSec: 1000 / medianMs,
       medianMs,
       perTokenMs,
+      encodeMedianMs: median(encodeMs),
       tokenIds,
       dispatchesPerToken: dispatches.length,
       weightBytes: b.weightBytes,
@@ -571,6 +580,12 @@ function projectionShapes(
     }
     return { rows: work.shape.rows!, cols: work.shape.cols! };
   };
+}
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, c) => a - c);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
 function builderFor<T>(builders: Record<string, T>, name: string): T {

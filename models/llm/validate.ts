@@ -121,6 +121,7 @@ export async function validateDecode(
             : `the estimate's variants, except ${unusable.join(", ")} (the decode's default there)`,
           measuredMedianMs: round(measured.medianMs),
           measuredPerTokenMs: measured.perTokenMs.map(round),
+          measuredEncodeMs: round(measured.encodeMedianMs),
           dispatchesPerToken: measured.dispatchesPerToken,
           weightBytes: measured.weightBytes,
           estimateMethod: estimate.perTokenMs.method,
