@@ -155,10 +155,16 @@ Deno.test("estimateTokensPerSec() prices tensor-parallel slices and pipeline sta
 Deno.test("estimateTokensPerSec() bounds a large batch's projections by the matmul rate", () => {
   const slowMatmul: DeviceRates = {
     ...rates(linearModel()),
-    matmulGflops: { f32: fig(100, "GFLOP/s"), f16: fig(100, "GFLOP/s") },
+    matmulGflops: { f32: fig(1, "GFLOP/s"), f16: fig(1, "GFLOP/s") },
   };
+  // At batch 1 the projections' cost models are their whole time, however slow the matmul.
   const one = estimateTokensPerSec(tiny, "int4", slowMatmul, { context: 64, batch: 1 });
+  assert.ok(one.perTokenMs.matmulMs > one.perTokenMs.weightsStreamMs);
   assert.equal(one.perTokenMs.bound, "bandwidth");
+  const t = one.perTokenMs;
+  assert.ok(
+    Math.abs(t.totalMs - (t.weightsStreamMs + t.kvReadMs + t.dispatchMs + t.syncMs)) < 1e-9,
+  );
   const many = estimateTokensPerSec(tiny, "int4", slowMatmul, { context: 64, batch: 4096 });
   assert.equal(many.perTokenMs.bound, "compute");
   assert.ok(many.perTokenMs.totalMs >= many.perTokenMs.matmulMs);

@@ -1,8 +1,9 @@
 /**
- * Tokens per second of an LLM from measured device rates: a roofline of the decode built from
- * gemv bandwidth, matmul throughput, per-dispatch cost and the synchronisation round trip. Every
- * term is bytes or FLOPs that follow from the architecture, divided by a measured rate; there
- * are no fudge factors, and every term names the figure it came from.
+ * Tokens per second of an LLM from measured device rates: the decode step kernel by kernel from
+ * the device's cost models (or, without them, a roofline of gemv bandwidth and per-dispatch
+ * cost), matmul throughput and the synchronisation round trip. Every term is a kernel at a shape
+ * that follows from the architecture, or bytes or FLOPs divided by a measured rate; there are no
+ * fudge factors, and every term names the figure it came from.
  *
  * Decode, one step (one token for each of `batch` sequences, at position `context`, the slowest
  * step of a full context), per kernel when the device rates carry cost models
@@ -12,17 +13,18 @@
  *   from `decode_kernels.ts`, the list the synthetic decode launches) is predicted at its own
  *   shape and dtype from the report's cost model of its catalog op, or of the catalog op that
  *   stands in for it (named in the sources); the projections sum to `weightsStreamMs`, the
- *   attention reads of the KV cache to `kvReadMs`, the rest to `dispatchMs`. When
- *   2 × params × batch FLOPs at the matmul rate take longer than the projections, that bounds;
+ *   attention reads of the KV cache to `kvReadMs`, the rest to `dispatchMs`;
  * - without cost models (hand-made rates, CPU backends) a roofline instead: weights streamed at
  *   the gemv bandwidth, the KV cache at the gemv bandwidth of its dtype, and kernels per step ×
  *   the per-dispatch cost;
+ * - the weight pass takes at least 2 × params × batch FLOPs at the matmul rate (except per kernel
+ *   at batch 1, where each projection's cost model is its whole time);
  * - sync: one round trip per step, plus the token ids up and down the host link;
  * - comm (sharded plans): see `comm.ts` and `shards.ts`.
  *
  * Prefill: 2 × streamed params × prompt tokens × batch FLOPs plus causal attention
- * (2 × headDim × n(n + 1) per head and layer) at the matmul rate, plus the same dispatch and
- * sync terms once for the whole prompt. Pipeline stages are not overlapped (no micro-batching).
+ * (2 × headDim × n(n + 1) per head and layer) at the matmul rate, plus kernels × the
+ * per-dispatch cost and the sync once for the whole prompt. Pipeline stages are not overlapped (no micro-batching).
  *
  * @module
  */
@@ -261,8 +263,9 @@ export interface EstimateOptions {
 
 /**
  * One decode step, ms. The step's time is max(weightsStreamMs, matmulMs) + kvReadMs +
- * dispatchMs + syncMs + commMs; for a tensor-parallel plan the device terms are those of the
- * slowest device, for a pipeline the sums over stages.
+ * dispatchMs + syncMs + commMs (per kernel at batch 1, weightsStreamMs alone: the projections'
+ * cost models already hold their arithmetic); for a tensor-parallel plan the device terms are
+ * those of the slowest device, for a pipeline the sums over stages.
  *
  * @example
  * ```ts
@@ -287,7 +290,7 @@ export interface DecodeBreakdown {
   readonly syncMs: number;
   readonly commMs: number;
   readonly totalMs: number;
-  /** Which of weightsStreamMs and matmulMs set the weight pass. */
+  /** Whether the weight pass was set by the projections (bandwidth) or the matmul floor. */
   readonly bound: "bandwidth" | "compute";
 }
 
@@ -714,6 +717,11 @@ export function estimateTokensPerSec(
       };
     };
     const { weightsStreamMs, kvReadMs, dispatchMs, kernels } = perKernel ?? roofline();
+    // A projection's own cost model already holds its arithmetic for one sequence; the matmul
+    // floor only speaks for the batch's extra columns, which no gemv measurement covers.
+    const weightPassMs = perKernel && batch === 1
+      ? weightsStreamMs
+      : Math.max(weightsStreamMs, matmulMs);
     const prefillDispatchMs = slice.kernels * dispatchUs / 1000;
     const prefillRate = matmulRate(ledger, "prefill matmulMs", rates, quant);
     const prefillMatmulMs = 2 * slice.streamedParams * promptTokens * batch / (prefillRate * 1e6);
@@ -738,7 +746,8 @@ export function estimateTokensPerSec(
       prefillDispatchMs,
       kernels,
       method: perKernel ? "per-kernel" as const : "roofline" as const,
-      decodeMs: Math.max(weightsStreamMs, matmulMs) + kvReadMs + dispatchMs,
+      computeBound: weightPassMs > weightsStreamMs,
+      decodeMs: weightPassMs + kvReadMs + dispatchMs,
       prefillMatmulMs,
       attentionMs,
       prefillMs: prefillMatmulMs + attentionMs + prefillDispatchMs,
@@ -833,7 +842,7 @@ export function estimateTokensPerSec(
       syncMs: decodeSyncMs,
       commMs: decodeCommMs,
       totalMs: decodeTotal,
-      bound: weightsStreamMs >= matmulMs ? "bandwidth" : "compute",
+      bound: perDevice.some((d) => d.computeBound) ? "compute" : "bandwidth",
     },
     prefillMs: {
       matmulMs: pickPrefill((d) => d.prefillMatmulMs),
