@@ -16,6 +16,8 @@
  *
  * @module
  */
+import { predictMs } from "../calibrate/fit.ts";
+import { OPS } from "../kernels/catalog.ts";
 import type { Backend } from "../kernels/types.ts";
 import type { CostFit, Crossover, Figure, Report } from "./schema.ts";
 
@@ -352,9 +354,14 @@ function maxDrift(report: Report, backends: readonly Backend[]): Drift | null {
  * drift's 95 % half-width add in quadrature about the interval's geometric centre (about the
  * value when there is no interval).
  */
-function widen(value: number, ci: Interval | null, drift: Drift | null): Interval | null {
+function widen(
+  value: number,
+  ci: Interval | null,
+  drift: Drift | null,
+  amplification = 1,
+): Interval | null {
   if (drift === null) return null;
-  const d = Z95 * drift.sigma;
+  const d = Z95 * drift.sigma * amplification;
   if (ci === null) return value > 0 ? [value * Math.exp(-d), value * Math.exp(d)] : null;
   if (!(ci[0] > 0 && ci[1] >= ci[0])) return [ci[0], ci[1] * Math.exp(d)];
   const centre = Math.sqrt(ci[0] * ci[1]);
@@ -389,12 +396,42 @@ interface Rate {
   readonly variant: string;
   readonly ci: Interval;
   readonly drift: Drift | null;
+  /** Share of the fitted time the rate's term explains at the largest size fitted, 0–1. */
+  readonly share: number;
+}
+
+/** Below this share of the time, a rate's term is too small to pin its value down at all. */
+const MIN_SHARE = 0.01;
+
+/**
+ * A rate is judged only where its term is most of the time at the largest size fitted in both
+ * reports: below that, the fixed cost (on Deno's WebGPU the ~11 ms sync) carries the time, and the
+ * rate is whatever slope noise and drift across the sweep leave — quick runs of one machine were
+ * seen to differ 500× in such rates.
+ */
+const DETERMINED_SHARE = 0.5;
+
+/**
+ * Share of the fitted time at the fit's largest size that a rate's term explains: a rate behind
+ * 5 % of the time moves 20× as much as the time does for the same noise (d ln t = share · d ln
+ * rate), so its interval is widened by 1 / share. 1 when the op is unknown to this gpucal.
+ */
+function rateShare(f: CostFit, resource: "compute" | "memory", value: number): number {
+  const op = OPS.find((o) => o.name === f.op);
+  if (op === undefined) return 1;
+  const shape = op.axis.shape(f.sizeRange[1]);
+  const work = resource === "compute" ? op.flops(shape) : op.bytes(shape, f.dtype);
+  // GFLOP/s and GB/s are both 1e6 units per ms.
+  const termMs = work / (value * 1e6);
+  const totalMs = predictMs(f, op.flops(shape), op.bytes(shape, f.dtype));
+  return totalMs > 0 ? Math.min(1, Math.max(MIN_SHARE, termMs / totalMs)) : 1;
 }
 
 /**
  * The best variant's rate per op, dtype, backend, residency and resource. A fit reports no
  * interval for its rates, so one is derived from its residuals: the larger of the RMS log error
- * and the cross-validated MAPE, taken as one standard error in log space.
+ * and the cross-validated MAPE, taken as one standard error of ln time, divided by the share of
+ * the time the rate's term explains (see {@linkcode rateShare}).
  */
 function rateMap(report: Report): Map<string, Rate> {
   const map = new Map<string, Rate>();
@@ -403,13 +440,15 @@ function rateMap(report: Report): Map<string, Rate> {
     const key = `${f.op} ${f.dtype} ${f.backend} ${f.residency} ${resource}`;
     const prior = map.get(key);
     if (prior !== undefined && prior.value >= value) return;
-    const spread = Math.exp(Z95 * Math.max(f.rmsLogError, f.cvMape ?? 0));
+    const share = rateShare(f, resource, value);
+    const spread = Math.exp(Z95 * Math.max(f.rmsLogError, f.cvMape ?? 0) / share);
     map.set(key, {
       value,
       unit,
       variant: f.variant,
       ci: [value / spread, value * spread],
       drift: driftOf(report, f.backend),
+      share,
     });
   };
   for (const f of report.fits) {
@@ -534,8 +573,16 @@ export function compareReports(
   }
 
   // Only a report with stability data has drift intervals: one without keeps the old verdicts.
-  const widened = (report: Report, value: number | null, ci: Interval | null, d: Drift | null) =>
-    report.stability && value !== null ? { driftCi: widen(value, ci, d), drift: d } : {};
+  const widened = (
+    report: Report,
+    value: number | null,
+    ci: Interval | null,
+    d: Drift | null,
+    amplification = 1,
+  ) =>
+    report.stability && value !== null
+      ? { driftCi: widen(value, ci, d, amplification), drift: d }
+      : {};
 
   const crossoverRows = pairUp(
     "crossover",
@@ -549,13 +596,24 @@ export function compareReports(
   const currentRates = rateMap(current);
   const rateRows = pairUp("rate", [baseline, baseRates], [current, currentRates], (r, report) => ({
     unit: r.unit,
-    sample: { value: r.value, ci: r.ci, ...widened(report, r.value, r.ci, r.drift) },
+    sample: { value: r.value, ci: r.ci, ...widened(report, r.value, r.ci, r.drift, 1 / r.share) },
     better: "higher",
   }), tolerance).map((row) => {
     const b = baseRates.get(row.key);
     const c = currentRates.get(row.key);
-    if (b === undefined || c === undefined || b.variant === c.variant) return row;
-    return { ...row, note: `${row.note}; best variant ${b.variant} → ${c.variant}` };
+    if (b === undefined || c === undefined) return row;
+    const share = Math.min(b.share, c.share);
+    const variants = b.variant !== c.variant ? [`best variant ${b.variant} → ${c.variant}`] : [];
+    if (share >= DETERMINED_SHARE) return { ...row, note: [row.note, ...variants].join("; ") };
+    const undetermined = `not judged: the rate explains ${percent(share).slice(1)} of the ` +
+      `time at the largest size fitted, too little to determine it`;
+    return {
+      ...row,
+      beyondNoise: false,
+      regressed: false,
+      note: [`${row.change === null ? "moved" : percent(row.change)}: ${undetermined}`, ...variants]
+        .join("; "),
+    };
   });
 
   const systemRows = pairUp(

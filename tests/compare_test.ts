@@ -143,3 +143,20 @@ Deno.test("compareReports() rejects a non-positive tolerance", () => {
     RangeError,
   );
 });
+
+Deno.test("compareReports() judges a rate only where its term carries most of the time", () => {
+  // A 1 s fixed cost swamps 3 GFLOP/s at n = 512 (0.27 GFLOP): the rate's term is ~8 % of the time.
+  const withT0 = (t0Us: number, gflops: number) => {
+    const r = syntheticReport();
+    r.fits = r.fits.map((f) =>
+      f.op === "matmul" && f.dtype === "f32" && f.backend === "wasm" ? { ...f, t0Us, gflops } : f
+    );
+    return r;
+  };
+  const key = "matmul f32 wasm end-to-end compute";
+  const swamped = compareReports(withT0(1e6, 3), withT0(1e6, 1)).rows.find((r) => r.key === key);
+  assert.equal(swamped?.regressed, false);
+  assert.match(swamped.note, /not judged: the rate explains [\d.]+ % of the time/);
+  const carried = compareReports(withT0(5, 3), withT0(5, 1)).rows.find((r) => r.key === key);
+  assert.equal(carried?.regressed, true);
+});
