@@ -3,13 +3,21 @@
  *
  * - `naive`: one output per invocation, an 8×8 or 16×16 workgroup.
  * - `tiled`: the textbook shared-memory tile (workgroup = tile×tile, K in steps of the tile).
- * - `reg`: each invocation computes a `tm`×`tn` block of C in registers; `vec4` reads B as
- *   `vec4` (needs n % 4 == 0), `kt` > 0 stages `kt`-deep slices of A and B through workgroup
- *   memory, 0 reads them straight from storage; `avec4` (with `kt` 0) also reads A as `vec4`
- *   along k (needs k % 4 == 0), one load feeding four k steps.
+ * - `reg`: each invocation computes a `tm`×`tn` block of C in registers, in a `wg`×`wgy`
+ *   workgroup; `vec4` reads B as `vec4` (needs n % 4 == 0), `kt` > 0 stages `kt`-deep slices of
+ *   A and B through workgroup memory, 0 reads them straight from storage; `avec4` (with `kt` 0)
+ *   also reads A as `vec4` along k (needs k % 4 == 0), one load feeding four k steps.
  *
- * On llvmpipe (a CPU pretending to be a GPU) barriers are costly and registers plentiful: a 4×4
- * block with vec4 loads ran ~8× faster than `naive`, the 16×16 shared tile slower than `naive`.
+ * Why the big `reg` blocks lead the list on llvmpipe (lavapipe), a CPU pretending to be a GPU:
+ * it runs 8 invocations as the 8 lanes of one SIMD vector, and inside a loop (the k loop) it
+ * cannot load a storage or workgroup value once for all lanes: every load is a scalar loop over
+ * the lanes with an exec-mask test, and a bounds test per component. A loaded component costs
+ * several scalar instructions; a multiply-add costs one vector instruction for 8 lanes. The rate
+ * thus follows multiply-adds per loaded component, tm·tn / (tm + tn) per k step: 2 for a 4×4
+ * block, 5.3 for 16×8. `vec4` loads share one lane loop among four components. Workgroup memory
+ * does not help: its reads are lane loops too, and its barriers switch coroutines. Measured here
+ * (Mesa 22.3, Xeon, n = 1024) the 16×8 block with vec4 A and B did about 3× the 4×4 block's work
+ * per CPU second; the 4×4 block ran ~8× faster than `naive`, the 16×16 shared tile slower.
  *
  * f16 variants carry `acc`: `f32` converts each operand and accumulates in f32, `f16` stays in f16.
  *
@@ -17,12 +25,17 @@
  */
 import type { Dtype, Shape, Variant, WebGpuImpl, WgslProgram } from "../types.ts";
 
+/** Largest `tm`: 32 rows of accumulators already spill the CPU's registers to the stack. */
+const MAX_TM = 32;
+
 type Family = "naive" | "tiled" | "reg";
 
 interface Params {
   readonly family: Family;
   /** Workgroup width and height (naive, reg) or tile edge (tiled). */
   readonly wg: number;
+  /** Workgroup height of `reg` (defaults to `wg`). */
+  readonly wgy: number;
   readonly tm: number;
   readonly tn: number;
   readonly vec4: boolean;
@@ -32,9 +45,15 @@ interface Params {
   readonly acc: "f32" | "f16";
 }
 
-// The first runs every shape and f32 or f16, so it is a safe default; the rest trade generality
-// (vec4 needs n % 4 == 0, avec4 k % 4 == 0, acc=f16 f16 operands) for speed.
+// Fastest first on lavapipe (quick calibration takes the first runnable one): the big vec4
+// blocks need k % 4 == 0 and n % 4 == 0; `tm`=4, `tn`=4 without vec4 runs every shape and f32 or
+// f16, so a shape the big blocks cannot run falls to it. The rest trade generality (vec4 needs
+// n % 4 == 0, avec4 k % 4 == 0, acc=f16 f16 operands) for speed.
 const VARIANTS: readonly Variant[] = [
+  { algo: "reg", wg: 8, tm: 16, tn: 8, vec4: true, kt: 0, avec4: true },
+  { algo: "reg", wg: 8, wgy: 4, tm: 16, tn: 16, vec4: true, kt: 0, avec4: true },
+  { algo: "reg", wg: 8, wgy: 4, tm: 16, tn: 8, vec4: true, kt: 0, avec4: true },
+  { algo: "reg", wg: 8, tm: 8, tn: 8, vec4: true, kt: 0, avec4: true },
   { algo: "reg", wg: 8, tm: 4, tn: 4, vec4: false, kt: 0 },
   { algo: "reg", wg: 8, tm: 4, tn: 4, vec4: true, kt: 0 },
   { algo: "reg", wg: 8, tm: 4, tn: 8, vec4: true, kt: 0 },
@@ -75,6 +94,7 @@ function params(variant: Variant): Params {
   const p: Params = {
     family,
     wg: int("wg", 8),
+    wgy: family === "reg" ? int("wgy", int("wg", 8)) : int("wg", 8),
     tm: family === "reg" ? int("tm", 4) : 1,
     tn: family === "reg" ? int("tn", 4) : 1,
     vec4: family === "reg" && variant.vec4 === true,
@@ -82,8 +102,14 @@ function params(variant: Variant): Params {
     avec4: family === "reg" && variant.avec4 === true,
     acc,
   };
-  if (p.family === "reg" && ![1, 2, 4, 8].includes(p.tn)) {
-    throw new RangeError(`Matmul variant tn is ${p.tn}: use 1, 2, 4 or 8`);
+  if (p.family === "reg" && ![1, 2, 4, 8, 12, 16].includes(p.tn)) {
+    throw new RangeError(`Matmul variant tn is ${p.tn}: use 1, 2, 4, 8, 12 or 16`);
+  }
+  if (p.family === "reg" && (p.tm < 1 || p.tm > MAX_TM)) {
+    throw new RangeError(`Matmul variant tm is ${p.tm}: use 1 to ${MAX_TM}`);
+  }
+  if (p.wg < 1 || p.wgy < 1) {
+    throw new RangeError(`Matmul variant workgroup is ${p.wg}×${p.wgy}: use sides of at least 1`);
   }
   if (p.avec4 && p.kt !== 0) {
     throw new RangeError(`Matmul avec4 variants need kt=0, got kt=${p.kt}`);
@@ -106,10 +132,12 @@ function dims(shape: Shape): { m: number; k: number; n: number } {
  * @example
  * ```ts
  * import { matmulWebGpu } from "./webgpu.ts";
- * const v = matmulWebGpu.variants[0]!;
+ * const v = { algo: "reg", wg: 8, tm: 4, tn: 4, vec4: false, kt: 0 };
  * console.log(matmulWebGpu.unsupported!({ m: 33, k: 7, n: 7 }, "f32", v)); // null
  * const p = matmulWebGpu.program({ m: 33, k: 7, n: 64 }, "f32", v);
  * console.log(p.workgroups); // [2, 2, 1]
+ * const big = matmulWebGpu.variants[0]!; // 16×8 blocks, vec4 loads of A and B
+ * console.log(matmulWebGpu.program({ m: 256, k: 256, n: 256 }, "f32", big).workgroups); // [4, 2, 1]
  * ```
  */
 export const matmulWebGpu: WebGpuImpl = {
@@ -131,13 +159,13 @@ export const matmulWebGpu: WebGpuImpl = {
   program(shape: Shape, dtype: Dtype, variant: Variant): WgslProgram {
     const p = params(variant);
     const { m, k, n } = dims(shape);
-    const rows = p.family === "reg" ? p.wg * p.tm : p.wg;
+    const rows = p.family === "reg" ? p.wgy * p.tm : p.wg;
     const cols = p.family === "reg" ? p.wg * p.tn : p.wg;
     const gx = Math.ceil(n / cols);
     const gy = Math.ceil(m / rows);
     const accType = dtype === "f16" ? p.acc : "f32";
     const key =
-      `matmul|${dtype}|${p.family}|wg=${p.wg}|tm=${p.tm}|tn=${p.tn}|vec4=${p.vec4}|kt=${p.kt}|avec4=${p.avec4}|acc=${accType}`;
+      `matmul|${dtype}|${p.family}|wg=${p.wg}|wgy=${p.wgy}|tm=${p.tm}|tn=${p.tn}|vec4=${p.vec4}|kt=${p.kt}|avec4=${p.avec4}|acc=${accType}`;
     const code = p.family === "naive"
       ? naive(dtype, accType, p.wg)
       : p.family === "tiled"
@@ -208,7 +236,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation
  */
 function registerBlocked(dtype: Dtype, acc: string, p: Params): string {
   const t = dtype === "f16" ? "f16" : "f32";
-  const { tm, tn, wg, kt, vec4 } = p;
+  const { tm, tn, wg, wgy, kt, vec4 } = p;
   const w = Math.min(tn, 4);
   const vw = w === 1 ? acc : `vec${w}<${acc}>`;
   const lanes = tn / w;
@@ -255,7 +283,7 @@ function registerBlocked(dtype: Dtype, acc: string, p: Params): string {
       ),
     ]);
     return `${header(dtype, vec4, true)}
-@compute @workgroup_size(${wg}, ${wg})
+@compute @workgroup_size(${wg}, ${wgy})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 ${common.join("\n")}
   if (row0 >= dims.m || col0 >= dims.n) { return; }
@@ -272,7 +300,7 @@ ${writes.join("\n")}
 
   if (kt === 0) {
     return `${header(dtype, vec4)}
-@compute @workgroup_size(${wg}, ${wg})
+@compute @workgroup_size(${wg}, ${wgy})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 ${common.join("\n")}
   if (row0 >= dims.m || col0 >= dims.n) { return; }
@@ -286,9 +314,9 @@ ${writes.join("\n")}
   }
 
   // Workgroup-memory K slices: A as [rows][kt] scalars, B as [kt][cols / w] vectors.
-  const rows = wg * tm;
+  const rows = wgy * tm;
   const cols = wg * tn;
-  const threads = wg * wg;
+  const threads = wg * wgy;
   const aTile = rows * kt;
   const bTile = kt * (cols / w);
   const blockRow = `wid.y * ${rows}u`;
@@ -305,7 +333,7 @@ ${writes.join("\n")}
 var<workgroup> tileA: array<${acc}, ${aTile}>;
 var<workgroup> tileB: array<${vw}, ${bTile}>;
 
-@compute @workgroup_size(${wg}, ${wg})
+@compute @workgroup_size(${wg}, ${wgy})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
 ${common.join("\n")}
   let flat = lid.y * ${wg}u + lid.x;
