@@ -1,7 +1,7 @@
 /**
- * WGSL gemv for f32, f16, q8 and q4. A workgroup is `tpr` × `rpw` invocations: `rpw` rows, each
- * summed by `tpr` invocations striding along it and combined by a tree reduction in workgroup
- * memory (`tpr: 1` is one invocation per row, no reduction). With `u` > 1 an invocation takes `u`
+ * WGSL gemv for f32, f16, q8 and q4. A workgroup is `tpr` × `rpw` invocations: `rpw` × `rpi`
+ * rows, each summed by `tpr` invocations striding along it and combined by a tree reduction in
+ * workgroup memory (`tpr: 1` is one invocation per `rpi` rows, no reduction). With `u` > 1 an invocation takes `u`
  * consecutive chunks per loop trip, unrolled, which amortises the per-trip loop and bounds-check
  * overhead that dominates on llvmpipe (a CPU pretending to be a GPU).
  *
@@ -25,9 +25,10 @@
  * previous load and the next, and the lanes past the row's end multiply x's zero padding. For
  * q8/q4 the group scale is loaded once per group of 32 weights where the row has whole groups.
  *
- * W and x are never indexed past their logical end, except that `vec4` views reach into the
- * runner's zero padding of the last 16 bytes: x's padded lanes are zero (or masked out), so W's
- * lanes past a row's end, which belong to the next row or the padding, add nothing.
+ * No index goes past a buffer's end: `vec4` views reach at most into the runner's zero padding
+ * of the last 16 bytes (W's funnel-shifted loads are clamped to its last vec4), and x's lanes
+ * past cols are zero or masked out, so W's lanes past a row's end, which belong to the next row
+ * or the padding, add nothing.
  *
  * @module
  */
@@ -59,11 +60,12 @@ interface Params {
 }
 
 const VARIANTS: readonly Variant[] = [
-  { tpr: 1, rpw: 64, rpi: 8, vec4: true },
-  { tpr: 1, rpw: 64, rpi: 8, vec4: true, unpack: "bits" },
-  { tpr: 1, rpw: 64, rpi: 4, vec4: true },
   { tpr: 1, rpw: 32, rpi: 8, vec4: true },
-  { tpr: 1, rpw: 64, rpi: 8, vec4: true, acc: "f16" },
+  { tpr: 1, rpw: 32, rpi: 8, vec4: true, unpack: "bits" },
+  { tpr: 1, rpw: 64, rpi: 8, vec4: true },
+  { tpr: 1, rpw: 16, rpi: 4, vec4: true },
+  { tpr: 1, rpw: 16, rpi: 16, vec4: true },
+  { tpr: 1, rpw: 32, rpi: 8, vec4: true, acc: "f16" },
   { tpr: 32, rpw: 4, vec4: true, u: 4 },
   { tpr: 64, rpw: 1, vec4: true, u: 4 },
   { tpr: 64, rpw: 1, vec4: true },
@@ -103,8 +105,8 @@ function params(variant: Variant): Params {
     throw new RangeError(`gemv variant u is ${JSON.stringify(u)}: use 1, 2, 4 or 8`);
   }
   const rpi = variant.rpi ?? 1;
-  if (rpi !== 1 && rpi !== 2 && rpi !== 4 && rpi !== 8) {
-    throw new RangeError(`gemv variant rpi is ${JSON.stringify(rpi)}: use 1, 2, 4 or 8`);
+  if (rpi !== 1 && rpi !== 2 && rpi !== 4 && rpi !== 8 && rpi !== 16) {
+    throw new RangeError(`gemv variant rpi is ${JSON.stringify(rpi)}: use 1, 2, 4, 8 or 16`);
   }
   if (rpi > 1 && (tpr !== 1 || u !== 1 || variant.vec4 !== true)) {
     throw new RangeError(
