@@ -14,10 +14,12 @@
  * the lanes with an exec-mask test, and a bounds test per component. A loaded component costs
  * several scalar instructions; a multiply-add costs one vector instruction for 8 lanes. The rate
  * thus follows multiply-adds per loaded component, tm·tn / (tm + tn) per k step: 2 for a 4×4
- * block, 5.3 for 16×8. `vec4` loads share one lane loop among four components. Workgroup memory
- * does not help: its reads are lane loops too, and its barriers switch coroutines. Measured here
- * (Mesa 22.3, Xeon, n = 1024) the 16×8 block with vec4 A and B did about 3× the 4×4 block's work
- * per CPU second; the 4×4 block ran ~8× faster than `naive`, the 16×16 shared tile slower.
+ * block, 5.3 for 16×8, 8 for 16×16 (past that, accumulators spill to the stack and the gain
+ * stops). `vec4` loads share one lane loop among four components. Workgroup memory does not
+ * help: its reads are lane loops too, and its barriers switch coroutines. Measured here (Mesa
+ * 22.3, 2-core Xeon, n = 1024) the 16×8 and 16×16 blocks with vec4 A and B did about 3× the 4×4
+ * vec4 block's work per CPU second; the 4×4 block ran ~8× faster than `naive`, the 16×16 shared
+ * tile slower.
  *
  * f16 variants carry `acc`: `f32` converts each operand and accumulates in f32, `f16` stays in f16.
  *
@@ -32,7 +34,7 @@ type Family = "naive" | "tiled" | "reg";
 
 interface Params {
   readonly family: Family;
-  /** Workgroup width and height (naive, reg) or tile edge (tiled). */
+  /** Workgroup edge (naive), width (reg, also its height without `wgy`) or tile edge (tiled). */
   readonly wg: number;
   /** Workgroup height of `reg` (defaults to `wg`). */
   readonly wgy: number;
@@ -50,9 +52,9 @@ interface Params {
 // f16, so a shape the big blocks cannot run falls to it. The rest trade generality (vec4 needs
 // n % 4 == 0, avec4 k % 4 == 0, acc=f16 f16 operands) for speed.
 const VARIANTS: readonly Variant[] = [
-  { algo: "reg", wg: 8, tm: 16, tn: 8, vec4: true, kt: 0, avec4: true },
   { algo: "reg", wg: 8, wgy: 4, tm: 16, tn: 16, vec4: true, kt: 0, avec4: true },
   { algo: "reg", wg: 8, wgy: 4, tm: 16, tn: 8, vec4: true, kt: 0, avec4: true },
+  { algo: "reg", wg: 8, tm: 16, tn: 8, vec4: true, kt: 0, avec4: true },
   { algo: "reg", wg: 8, tm: 8, tn: 8, vec4: true, kt: 0, avec4: true },
   { algo: "reg", wg: 8, tm: 4, tn: 4, vec4: false, kt: 0 },
   { algo: "reg", wg: 8, tm: 4, tn: 4, vec4: true, kt: 0 },
@@ -136,8 +138,8 @@ function dims(shape: Shape): { m: number; k: number; n: number } {
  * console.log(matmulWebGpu.unsupported!({ m: 33, k: 7, n: 7 }, "f32", v)); // null
  * const p = matmulWebGpu.program({ m: 33, k: 7, n: 64 }, "f32", v);
  * console.log(p.workgroups); // [2, 2, 1]
- * const big = matmulWebGpu.variants[0]!; // 16×8 blocks, vec4 loads of A and B
- * console.log(matmulWebGpu.program({ m: 256, k: 256, n: 256 }, "f32", big).workgroups); // [4, 2, 1]
+ * const big = matmulWebGpu.variants[0]!; // 16×16 blocks in an 8×4 workgroup, vec4 A and B
+ * console.log(matmulWebGpu.program({ m: 256, k: 256, n: 256 }, "f32", big).workgroups); // [2, 4, 1]
  * ```
  */
 export const matmulWebGpu: WebGpuImpl = {
