@@ -456,12 +456,14 @@ function quantizedRows(dtype: "q8" | "q4", cols: number, p: Params): Rows {
   const words = Math.ceil(cols / perWord);
   const whole = Math.floor(cols / QUANT_GROUP_SIZE);
   const lastX = Math.ceil(cols / 4) - 1;
+  // Rows of whole groups start on 16 bytes: a group's words come as vec4<u32>s, one load per 4.
+  const wide = cols % QUANT_GROUP_SIZE === 0;
   const setup = perRow(
     p,
     (k) =>
       aligned
         ? `  let wb${k} = r${k} * ${
-          rowBytes / 4
+          rowBytes / (wide ? 16 : 4)
         }u;\n  let sr${k} = r${k} * ${groups}u;\n  var acc${k} = 0.0;`
         : `  let byte${k} = r${k} * ${rowBytes}u;
   let wb${k} = byte${k} >> 2u;
@@ -469,7 +471,7 @@ function quantizedRows(dtype: "q8" | "q4", cols: number, p: Params): Rows {
   let sr${k} = r${k} * ${groups}u;
   var acc${k} = 0.0;`,
   );
-  const word = (k: number, j: string) =>
+  const scalarWord = (k: number, j: string) =>
     aligned
       ? `w[wb${k} + ${j}]`
       : `shifted(w[wb${k} + ${j}], w[min(wb${k} + ${j} + 1u, lastWord)], sh${k})`;
@@ -477,11 +479,11 @@ function quantizedRows(dtype: "q8" | "q4", cols: number, p: Params): Rows {
   const mask = (v: string, first: string, on: boolean) =>
     on ? `select(vec4<f32>(0.0), ${v}, vec4<u32>(${first}) + ${lanes} < vec4<u32>(${cols}u))` : v;
   // Statements adding word j of every row to t0.., x loaded once for all rows.
-  const step = (j: string, masked: boolean) => {
+  const step = (j: string, masked: boolean, word: (k: number) => string) => {
     if (dtype === "q8") {
       return `    {
       let xv = ${mask(`x[${j}]`, `4u * (${j})`, masked)};
-${perRow(p, (k) => `      t${k} += dot(${unpackQ8(p, word(k, j))}, xv);`)}
+${perRow(p, (k) => `      t${k} += dot(${unpackQ8(p, word(k))}, xv);`)}
     }`;
     }
     return `    {
@@ -493,18 +495,32 @@ ${
       perRow(p, (k) => {
         const [ev, od] = unpackQ4(p, `wd${k}`);
         return `      let wd${k} = ${
-          word(k, j)
+          word(k)
         };\n      t${k} += dot(${ev} - 8.0, xe) + dot(${od} - 8.0, xo);`;
       })
     }
     }`;
   };
   const zero = perRow(p, (k) => `    var t${k} = 0.0;`);
+  const vecs = wordsPerGroup / 4;
+  const loads = !wide ? "" : perRow(
+    p,
+    (k) =>
+      Array.from(
+        { length: vecs },
+        (_, v) => `    let wv${k}_${v} = w[wb${k} + g * ${vecs}u + ${v}u];`,
+      ).join("\n"),
+  );
+  const groupWord = (i: number) => (k: number) =>
+    wide ? `wv${k}_${i >> 2}.${"xyzw"[i & 3]}` : scalarWord(k, `g * ${wordsPerGroup}u + ${i}u`);
   const wholeGroups = whole === 0 ? "" : `  for (var g = 0u; g < ${whole}u; g++) {
 ${zero}
+${loads}
 ${
-    Array.from({ length: wordsPerGroup }, (_, i) => step(`g * ${wordsPerGroup}u + ${i}u`, false))
-      .join("\n")
+    Array.from(
+      { length: wordsPerGroup },
+      (_, i) => step(`g * ${wordsPerGroup}u + ${i}u`, false, groupWord(i)),
+    ).join("\n")
   }
 ${perRow(p, (k) => `    acc${k} += scales[sr${k} + g] * t${k};`)}
   }`;
@@ -512,12 +528,16 @@ ${perRow(p, (k) => `    acc${k} += scales[sr${k} + g] * t${k};`)}
   const partial = first >= words ? "" : `  {
 ${zero}
     for (var j = ${first}u; j < ${words}u; j++) {
-${step("j", true)}
+${step("j", true, (k) => scalarWord(k, "j"))}
     }
 ${perRow(p, (k) => `    acc${k} += scales[sr${k} + ${whole}u] * t${k};`)}
   }`;
   return {
-    bindings: ["w: array<u32>", "scales: array<f32>", "x: array<vec4<f32>>"],
+    bindings: [
+      `w: array<${wide ? "vec4<u32>" : "u32"}>`,
+      "scales: array<f32>",
+      "x: array<vec4<f32>>",
+    ],
     layout: `cols=${cols}`,
     helpers: aligned ? "" : `
 /** The word starting sh bits into lo, the rest from hi. */
