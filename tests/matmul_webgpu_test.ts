@@ -12,9 +12,15 @@ const adapter = await navigator.gpu?.requestAdapter();
 const hasAdapter = adapter != null;
 const hasF16 = adapter?.features.has("shader-f16") ?? false;
 
-/** The register blocks of at least 8×8: their workgroups cover up to 128 rows or columns. */
-const BIG_BLOCKS: readonly Variant[] = matmulWebGpu.variants.filter((v) =>
-  v.algo === "reg" && Number(v.tm) >= 8 && Number(v.tn) >= 8
+const big = (v: Variant) => v.algo === "reg" && Number(v.tm) >= 8 && Number(v.tn) >= 8;
+
+/** The register blocks of at least 8×8 with vec4 loads: workgroups of up to 128 rows or columns. */
+const VEC4_BLOCKS: readonly Variant[] = matmulWebGpu.variants.filter((v) =>
+  big(v) && v.avec4 === true
+);
+/** The big register blocks with scalar loads, which run every shape. */
+const SCALAR_BLOCKS: readonly Variant[] = matmulWebGpu.variants.filter((v) =>
+  big(v) && v.vec4 !== true
 );
 
 /** Several workgroups with ragged last rows and columns, k and n multiples of 4 (vec4 loads). */
@@ -24,10 +30,22 @@ const RAGGED: readonly Shape[] = [
   { m: 257, k: 12, n: 132 },
   { m: 67, k: 256, n: 260 },
 ];
+/** Ragged shapes with k and n of any value, for the scalar blocks. */
+const ODD: readonly Shape[] = [
+  { m: 1, k: 1, n: 1 },
+  { m: 7, k: 7, n: 7 },
+  { m: 129, k: 33, n: 67 },
+  { m: 70, k: 130, n: 131 },
+];
 
-Deno.test("the first WebGPU matmul variants are the big register blocks", () => {
-  assert.ok(BIG_BLOCKS.length >= 3);
-  assert.deepEqual(matmulWebGpu.variants.slice(0, BIG_BLOCKS.length), BIG_BLOCKS);
+Deno.test("the first WebGPU matmul variants are the big vec4 blocks, then a big one for any shape", () => {
+  assert.ok(VEC4_BLOCKS.length >= 3 && SCALAR_BLOCKS.length >= 1);
+  const lead = [...VEC4_BLOCKS, SCALAR_BLOCKS[0]!];
+  assert.deepEqual(matmulWebGpu.variants.slice(0, lead.length), lead);
+  for (const shape of ODD) {
+    assert.equal(matmulWebGpu.unsupported!(shape, "f32", SCALAR_BLOCKS[0]!), null);
+    assert.equal(matmulWebGpu.unsupported!(shape, "f16", SCALAR_BLOCKS[0]!), null);
+  }
 });
 
 Deno.test("program() dispatches wg×tn columns and wgy×tm rows per workgroup", () => {
@@ -49,8 +67,8 @@ Deno.test("program() rejects block sizes it cannot generate", () => {
   assert.throws(() => matmulWebGpu.program(shape, "f32", { ...base, wgy: 0 }), /workgroup/);
 });
 
-Deno.test("the big register blocks declare shapes without k % 4 == 0 or n % 4 == 0 unsupported", () => {
-  for (const v of BIG_BLOCKS) {
+Deno.test("the big vec4 blocks declare shapes without k % 4 == 0 or n % 4 == 0 unsupported", () => {
+  for (const v of VEC4_BLOCKS) {
     assert.match(matmulWebGpu.unsupported!({ m: 8, k: 7, n: 8 }, "f32", v) ?? "", /k % 4/);
     assert.match(matmulWebGpu.unsupported!({ m: 8, k: 8, n: 6 }, "f32", v) ?? "", /n % 4/);
   }
@@ -69,29 +87,33 @@ for (const dtype of ["f32", "f16"] as const) {
       try {
         const runner = createWebGpuRunner(gpu);
         let ran = 0;
-        for (const [s, shape] of RAGGED.entries()) {
+        const cases = [
+          ...RAGGED.flatMap((shape) => VEC4_BLOCKS.map((variant) => ({ shape, variant }))),
+          ...[...RAGGED, ...ODD].flatMap((shape) =>
+            SCALAR_BLOCKS.map((variant) => ({ shape, variant }))
+          ),
+        ];
+        for (const [s, { shape, variant }] of cases.entries()) {
           const inputs = matmul.inputs(shape, dtype, seededRng(s + 11));
-          const ref = matmul.reference(shape, dtype, inputs);
-          for (const variant of BIG_BLOCKS) {
-            const label = `${dtype} ${JSON.stringify(shape)} ${variantId(variant)}`;
-            assert.equal(matmulWebGpu.unsupported!(shape, dtype, variant), null, label);
-            let prepared;
-            try {
-              prepared = await runner.prepare(matmul, shape, dtype, variant, inputs, "end-to-end");
-            } catch (e) {
-              if (e instanceof UnsupportedError) assert.fail(`${label}: ${e.message}`);
-              throw e;
-            }
-            try {
-              const v = verifyOutput(await prepared.output(), ref, matmul.tolerance(shape, dtype));
-              assert.ok(v.ok, `${label}: ${v.message}`);
-              ran++;
-            } finally {
-              prepared.dispose();
-            }
+          const label = `${dtype} ${JSON.stringify(shape)} ${variantId(variant)}`;
+          assert.equal(matmulWebGpu.unsupported!(shape, dtype, variant), null, label);
+          let prepared;
+          try {
+            prepared = await runner.prepare(matmul, shape, dtype, variant, inputs, "end-to-end");
+          } catch (e) {
+            if (e instanceof UnsupportedError) assert.fail(`${label}: ${e.message}`);
+            throw e;
+          }
+          try {
+            const ref = matmul.reference(shape, dtype, inputs);
+            const v = verifyOutput(await prepared.output(), ref, matmul.tolerance(shape, dtype));
+            assert.ok(v.ok, `${label}: ${v.message}`);
+            ran++;
+          } finally {
+            prepared.dispose();
           }
         }
-        assert.equal(ran, RAGGED.length * BIG_BLOCKS.length);
+        assert.equal(ran, cases.length);
       } finally {
         gpu.device.destroy();
       }
