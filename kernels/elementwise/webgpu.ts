@@ -7,7 +7,7 @@
  * - `{ wg, ept: 4, groups }`: a fixed grid of `groups` workgroups whatever n. Each team of
  *   {@linkcode TEAM} neighbouring invocations owns one contiguous run of vec4s and walks it
  *   together, {@linkcode UNROLL} steps of a team's width per loop trip, so the hot loop has no
- *   bounds test; the remainder past the last whole block is done by invocation 0.
+ *   per-element tail test; the remainder past the last whole block is done by invocation 0.
  *
  * Why the fixed grid is faster on llvmpipe (Mesa's CPU driver, behind lavapipe): a workgroup
  * runs as SIMD groups of 8 lanes (AVX2), one after another, each running its invocations' code
@@ -18,6 +18,11 @@
  * next starts (a new page per step: TLB and prefetcher misses, about 5× slower here). A team
  * walking its own contiguous run streams memory like a CPU loop, and a few workgroups per core
  * keep every thread busy. On a real GPU the same code is a coalesced persistent kernel.
+ *
+ * That fixed per-access cost, not memory, bounds every layout on llvmpipe: in Mesa 22.3 a lane's
+ * access to one component is a compare, a branch and a scalar load or store, several
+ * instructions per 4 bytes, where WebAssembly SIMD moves 16 bytes an instruction; wider views
+ * (`mat4x4`, arrays of vec4) are split back into vec4 accesses and gain nothing.
  *
  * All variants view operands as `array<T>` or `array<vec4<T>>`; the runner zero-pads storage
  * buffers to 16 bytes, so the last, partial vec4 exists, and it is written lane by lane.

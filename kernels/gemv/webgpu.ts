@@ -23,7 +23,9 @@
  * which llvmpipe runs as coroutine switches. Its rows are read as `vec4` whatever cols: when a
  * row does not start on a vec4 boundary (cols % 4 != 0) each vec4 is funnel-shifted from the
  * previous load and the next, and the lanes past the row's end multiply x's zero padding. For
- * q8/q4 the group scale is loaded once per group of 32 weights where the row has whole groups.
+ * q8/q4 the group scale is loaded once per group of 32 weights where the row has whole groups,
+ * and when every group is whole (cols % 32 == 0) a group's words come as `vec4<u32>` loads,
+ * which pay the per-lane part of an access once per four words.
  *
  * No index goes past a buffer's end: `vec4` views reach at most into the runner's zero padding
  * of the last 16 bytes (W's funnel-shifted loads are clamped to its last vec4), and x's lanes
