@@ -56,7 +56,8 @@ async function checkVariants(
 }
 
 const rowsVariants = gemv.impls.webgpu!.variants.filter((v) => (v.rpi ?? 1) !== 1);
-const gridVariants = (op: OpSpec) => op.impls.webgpu!.variants.filter((v) => "groups" in v);
+const teamVariants = (op: OpSpec) =>
+  op.impls.webgpu!.variants.filter((v) => typeof v.ept === "number" && v.ept >= 256);
 
 Deno.test("gemv's rows-per-invocation variants read vec4 rows whatever cols and need tpr 1", () => {
   const impl = gemv.impls.webgpu!;
@@ -69,15 +70,16 @@ Deno.test("gemv's rows-per-invocation variants read vec4 rows whatever cols and 
   assert.throws(() => impl.program({ rows: 9, cols: 8 }, "f32", { ...v, rpi: 3 }), RangeError);
 });
 
-Deno.test("the fixed-grid elementwise variants dispatch their groups whatever n and need ept 4", () => {
+Deno.test("team-run elementwise variants lead the list and dispatch a workgroup per wg × ept elements", () => {
   const impl = add.impls.webgpu!;
-  assert.ok(gridVariants(add).length >= 2);
-  for (const n of [1, 1 << 20]) {
-    const p = impl.program({ n }, "f32", { wg: 256, ept: 4, groups: 16 });
-    assert.deepEqual(p.workgroups, [16, 1, 1]);
-  }
-  assert.throws(() => impl.program({ n: 8 }, "f32", { wg: 64, ept: 1, groups: 4 }), RangeError);
-  assert.throws(() => impl.program({ n: 8 }, "f32", { wg: 64, ept: 4, groups: 0 }), RangeError);
+  assert.ok(teamVariants(add).length >= 2);
+  assert.ok((impl.variants[0]!.ept as number) >= 256);
+  assert.deepEqual(impl.program({ n: 1 }, "f32", { wg: 256, ept: 1024 }).workgroups, [1, 1, 1]);
+  assert.deepEqual(
+    impl.program({ n: (1 << 24) + 1 }, "f32", { wg: 256, ept: 1024 }).workgroups,
+    [65, 1, 1],
+  );
+  assert.throws(() => impl.program({ n: 8 }, "f32", { wg: 64, ept: 512 }), RangeError);
 });
 
 for (const dtype of ["f32", "q8", "q4"] as const) {
@@ -94,13 +96,13 @@ for (const dtype of ["f32", "q8", "q4"] as const) {
 }
 
 Deno.test({
-  name: "the fixed-grid elementwise variants cover every element when a team owns several blocks",
+  name: "team-run elementwise variants cover every element when a team owns several blocks",
   ignore: !hasAdapter,
   fn: async () => {
-    const shapes = [{ n: 3 }, { n: (1 << 17) + 151 }, { n: 4 * 4096 * 32 + 4 * 31 }];
+    const shapes = [{ n: 3 }, { n: (1 << 17) + 151 }, { n: 8 * 1024 * 5 + 4 * 31 + 2 }];
     for (const op of [add, fma]) {
-      const ran = await checkVariants(op, "f32", gridVariants(op), shapes);
-      assert.equal(ran, gridVariants(op).length * shapes.length);
+      const ran = await checkVariants(op, "f32", teamVariants(op), shapes);
+      assert.equal(ran, teamVariants(op).length * shapes.length);
     }
   },
 });

@@ -1,23 +1,25 @@
 /**
  * WGSL elementwise ops (`add`, `mul`, `fma`), f32 and f16, in two layouts:
  *
- * - `{ wg, ept }`: one invocation per 1, 4 (one vec4) or 16 (four vec4s) elements, 64 or 256
- *   invocations a workgroup, and a 2D dispatch so 2^26 elements fit under the 65535
- *   workgroups-per-dimension limit.
- * - `{ wg, ept: 4, groups }`: a fixed grid of `groups` workgroups whatever n. Each team of
- *   {@linkcode TEAM} neighbouring invocations owns one contiguous run of vec4s and walks it
- *   together, {@linkcode UNROLL} steps of a team's width per loop trip, so the hot loop has no
- *   per-element tail test; the remainder past the last whole block is done by invocation 0.
+ * - `ept` 1, 4 or 16: one invocation per 1, 4 (one vec4) or 16 (four vec4s) elements, 64 or
+ *   256 invocations a workgroup.
+ * - `ept` 256 or 1024 (team runs): each team of {@linkcode TEAM} neighbouring invocations owns
+ *   one contiguous run of TEAM × `ept` elements and walks it together, lane `l` taking vec4s `l`,
+ *   `l + TEAM`, ..., {@linkcode UNROLL} of them per loop trip, so the hot loop has no per-element
+ *   tail test; invocation 0 does the few elements past the last whole block of TEAM × UNROLL
+ *   vec4s. The grid grows with n, a workgroup per `wg` × `ept` elements.
  *
- * Why the fixed grid is faster on llvmpipe (Mesa's CPU driver, behind lavapipe): a workgroup
- * runs as SIMD groups of 8 lanes (AVX2), one after another, each running its invocations' code
- * to the end, and every storage-buffer access is a loop over the 8 lanes with a scalar load or
- * store and a bounds test per component. The per-access cost is fixed, so what a layout can win
- * is everything around it: tens of thousands of workgroups each pay a thread-pool hand-off,
- * and a GPU-style grid-stride loop makes one SIMD group stride across the whole array before the
- * next starts (a new page per step: TLB and prefetcher misses, about 5× slower here). A team
- * walking its own contiguous run streams memory like a CPU loop, and a few workgroups per core
- * keep every thread busy. On a real GPU the same code is a coalesced persistent kernel.
+ * Both use a 2D dispatch so 2^26 elements fit under the 65535 workgroups-per-dimension limit.
+ *
+ * Why team runs are faster on llvmpipe (Mesa's CPU driver, behind lavapipe): a workgroup runs as
+ * SIMD groups of 8 lanes (AVX2), one after another, each running its invocations' code to the
+ * end, and every storage-buffer access is a loop over the 8 lanes with a scalar load or store
+ * and a bounds test per component. The per-access cost is fixed, so what a layout can win is
+ * everything around it: tens of thousands of one-vec4 workgroups each pay a thread-pool
+ * hand-off, and a GPU-style grid-stride loop makes one SIMD group stride across the whole array
+ * before the next starts (a new page per step: TLB and prefetcher misses, about 5× slower
+ * here). A team walking its own contiguous run streams memory like a CPU loop. On a real GPU the
+ * same code is a coalesced kernel with fewer, longer-lived invocations.
  *
  * That fixed per-access cost, not memory, bounds every layout on llvmpipe: in Mesa 22.3 a lane's
  * access to one component is a compare, a branch and a scalar load or store, several
@@ -36,38 +38,22 @@ import { ELEMENTWISE_ARITY, type ElementwiseKind } from "./mod.ts";
 const MAX_GROUPS_X = 65535;
 /** Invocations that walk one run of memory together: llvmpipe's SIMD width with AVX2. */
 const TEAM = 8;
-/** Team-wide steps per loop trip in the fixed-grid layout. */
+/** Team-wide vec4 steps per loop trip in a team run. */
 const UNROLL = 4;
 
-type Ept = 1 | 4 | 16;
+type Ept = 1 | 4 | 16 | 256 | 1024;
 
-interface Params {
-  readonly wg: number;
-  readonly ept: Ept;
-  /** Fixed number of workgroups, or null for one invocation per `ept` elements. */
-  readonly groups: number | null;
-}
-
-function params(variant: Variant): Params {
-  const { wg, ept, groups } = variant;
+function params(variant: Variant): { wg: number; ept: Ept } {
+  const { wg, ept } = variant;
   if (wg !== 64 && wg !== 256) {
     throw new RangeError(`Elementwise variant wg is ${JSON.stringify(wg)}: use 64 or 256`);
   }
-  if (ept !== 1 && ept !== 4 && ept !== 16) {
-    throw new RangeError(`Elementwise variant ept is ${JSON.stringify(ept)}: use 1, 4 or 16`);
-  }
-  if (groups === undefined) return { wg, ept, groups: null };
-  if (typeof groups !== "number" || !Number.isInteger(groups) || groups < 1 || groups > 4096) {
+  if (ept !== 1 && ept !== 4 && ept !== 16 && ept !== 256 && ept !== 1024) {
     throw new RangeError(
-      `Elementwise variant groups is ${JSON.stringify(groups)}: use an integer from 1 to 4096`,
+      `Elementwise variant ept is ${JSON.stringify(ept)}: use 1, 4, 16, 256 or 1024`,
     );
   }
-  if (ept !== 4) {
-    throw new RangeError(
-      `Elementwise variant with groups has ept ${ept}: a fixed grid needs ept 4`,
-    );
-  }
-  return { wg, ept, groups };
+  return { wg, ept };
 }
 
 function expression(kind: ElementwiseKind, a: string, b: string, c: string): string {
@@ -80,8 +66,8 @@ function expression(kind: ElementwiseKind, a: string, b: string, c: string): str
  * The WebGPU implementation of an elementwise kind.
  *
  * @param kind `add`, `mul` or `fma`.
- * @returns The implementation, variants `{ wg: 64 | 256, ept: 1 | 4 | 16 }` and the fixed grids
- *   `{ wg, ept: 4, groups }`, fastest on llvmpipe first.
+ * @returns The implementation, variants `{ wg: 64 | 256, ept: 1 | 4 | 16 | 256 | 1024 }`,
+ *   fastest on llvmpipe first.
  * @example
  * ```ts
  * import { elementwiseWebGpu } from "./webgpu.ts";
@@ -95,9 +81,9 @@ export function elementwiseWebGpu(kind: ElementwiseKind): WebGpuImpl {
   const arity = ELEMENTWISE_ARITY[kind];
   return {
     variants: [
-      { wg: 256, ept: 4, groups: 16 },
-      { wg: 64, ept: 4, groups: 64 },
-      { wg: 256, ept: 4, groups: 64 },
+      { wg: 256, ept: 1024 },
+      { wg: 64, ept: 1024 },
+      { wg: 256, ept: 256 },
       { wg: 256, ept: 4 },
       { wg: 64, ept: 4 },
       { wg: 256, ept: 16 },
@@ -115,23 +101,15 @@ export function elementwiseWebGpu(kind: ElementwiseKind): WebGpuImpl {
     program(shape: Shape, dtype: Dtype, variant: Variant): WgslProgram {
       const n = shape.n;
       if (!n) throw new RangeError(`Elementwise ops need n, got ${JSON.stringify(shape)}`);
-      const p = params(variant);
-      const uniforms = new Uint32Array([n, 0, 0, 0]);
-      if (p.groups !== null) {
-        return {
-          code: fixedGridShader(kind, arity, dtype, p.wg, p.groups),
-          workgroups: [p.groups, 1, 1],
-          uniforms,
-          key: `${kind}|${dtype}|wg=${p.wg}|ept=4|groups=${p.groups}`,
-        };
-      }
-      const { wg, ept } = p;
+      const { wg, ept } = params(variant);
       const groups = Math.ceil(Math.ceil(n / ept) / wg);
       const x = Math.min(groups, MAX_GROUPS_X);
       return {
-        code: shader(kind, arity, dtype, wg, ept),
+        code: ept >= 256
+          ? teamShader(kind, arity, dtype, wg, ept)
+          : shader(kind, arity, dtype, wg, ept),
         workgroups: [x, Math.ceil(groups / x), 1],
-        uniforms,
+        uniforms: new Uint32Array([n, 0, 0, 0]),
         key: `${kind}|${dtype}|wg=${wg}|ept=${ept}`,
       };
     },
@@ -185,17 +163,16 @@ ${Array.from({ length: perThread }, (_, s) => `  one(base + ${s * wg}u);`).join(
 }
 
 /**
- * The fixed-grid layout: `groups` workgroups of `wg` invocations; each team of {@linkcode TEAM}
- * owns a contiguous run of whole blocks (TEAM × UNROLL vec4s), lane `l` taking vec4s `l`,
- * `l + TEAM`, ... of it; invocation 0 then does the vec4s past the last whole block and the
- * final partial vec4.
+ * Team runs: team `t` owns whole blocks (TEAM × UNROLL vec4s) `[t·per, (t+1)·per)`, `per` =
+ * `ept` / (4 · UNROLL) blocks; invocation 0 then does the vec4s past the last whole block and
+ * the final partial vec4.
  */
-function fixedGridShader(
+function teamShader(
   kind: ElementwiseKind,
   arity: number,
   dtype: Dtype,
   wg: number,
-  groups: number,
+  ept: number,
 ): string {
   const t = dtype === "f16" ? "f16" : "f32";
   const names = ["a", "b", "c"].slice(0, arity);
@@ -208,7 +185,7 @@ function fixedGridShader(
   const lane = (i: string) =>
     expression(kind, ...names.map(at(`[${i}][j]`)) as [string, string, string]);
   const block = TEAM * UNROLL;
-  const teams = (wg * groups) / TEAM;
+  const per = ept / (4 * UNROLL);
   const steps = Array.from(
     { length: UNROLL },
     (_, s) => `    { let k = i + ${s * TEAM}u; out[k] = ${whole("k")}; }`,
@@ -220,14 +197,13 @@ ${bindings.join("\n")}
 @group(0) @binding(${arity + 1}) var<uniform> params: Params;
 
 @compute @workgroup_size(${wg})
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
   let whole = params.n / 4u;
   let blocks = whole / ${block}u;
-  let t = wid.x * ${wg}u + lid;
+  let t = (wid.y * groups.x + wid.x) * ${wg}u + lid;
   let team = t / ${TEAM}u;
-  let per = (blocks + ${teams - 1}u) / ${teams}u;
-  let end = min(team * per + per, blocks) * ${block}u;
-  for (var i = min(team * per, blocks) * ${block}u + t % ${TEAM}u; i < end; i += ${block}u) {
+  let end = min(team * ${per}u + ${per}u, blocks) * ${block}u;
+  for (var i = min(team * ${per}u, blocks) * ${block}u + t % ${TEAM}u; i < end; i += ${block}u) {
 ${steps.join("\n")}
   }
   if (t == 0u) {
