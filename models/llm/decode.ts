@@ -127,11 +127,13 @@ function variantText(v: Variant): string {
   return keys.length === 0 ? "default" : keys.map((k) => `${k}=${v[k]}`).join(",");
 }
 
+/** The first of the catalog's gemv variants (listed fastest first) that runs this shape. */
 function defaultVariant(dtype: Dtype, shape: { rows: number; cols: number }): Variant {
-  const base: Variant = { tpr: 64, rpw: 1, vec4: true };
-  if (dtype !== "q4") return base;
-  const bits = { ...base, unpack: "bits" };
-  return gemvWebGpu.unsupported?.(shape, dtype, base) ? bits : base;
+  const runnable = gemvWebGpu.variants.find((v) => !gemvWebGpu.unsupported?.(shape, dtype, v));
+  if (runnable === undefined) {
+    throw new RangeError(`No WebGPU gemv variant runs ${dtype} ${shape.rows}x${shape.cols}`);
+  }
+  return runnable;
 }
 
 /** A fast reproducible generator: the values only need to be varied, not good. */
