@@ -5,6 +5,8 @@
  * @module
  */
 import assert from "node:assert/strict";
+import { type GpuHandle, openGpu } from "../calibrate/device.ts";
+import { createWebGpuRunner } from "../calibrate/runners/webgpu.ts";
 import { type Prepared, type Runner, UnsupportedError } from "../calibrate/runner.ts";
 import { verifyOutput } from "../calibrate/verify.ts";
 import { seededRng } from "../kernels/_random.ts";
@@ -68,4 +70,28 @@ export async function checkEveryVariant(
     }
   }
   return counts;
+}
+
+/**
+ * Opens the WebGPU adapter, hands a runner on it to `fn`, and closes the runner (destroying the
+ * device) however `fn` ends. For tests that `ignore` themselves when no adapter exists.
+ *
+ * @param fn The test body.
+ * @example
+ * ```ts ignore
+ * import { sum } from "../kernels/reduce/mod.ts";
+ * await withWebGpuRunner((runner) => checkEveryVariant(runner, sum, "f32", [{ n: 7 }]));
+ * ```
+ */
+export async function withWebGpuRunner(
+  fn: (runner: Runner, gpu: GpuHandle) => Promise<unknown>,
+): Promise<void> {
+  const gpu = await openGpu();
+  assert.ok(gpu, "an adapter was found at load time but openGpu() returned null");
+  const runner = createWebGpuRunner(gpu);
+  try {
+    await fn(runner, gpu);
+  } finally {
+    await runner.close();
+  }
 }

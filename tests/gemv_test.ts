@@ -1,9 +1,7 @@
 import assert from "node:assert/strict";
-import { openGpu } from "../calibrate/device.ts";
 import { measure } from "../calibrate/measure.ts";
 import { type Runner, UnsupportedError } from "../calibrate/runner.ts";
 import { openRunner } from "../calibrate/runners/mod.ts";
-import { createWebGpuRunner } from "../calibrate/runners/webgpu.ts";
 import { verifyOutput } from "../calibrate/verify.ts";
 import { seededRng } from "../kernels/_random.ts";
 import { gemv } from "../kernels/gemv/mod.ts";
@@ -15,6 +13,7 @@ import {
   type Variant,
   variantId,
 } from "../kernels/types.ts";
+import { withWebGpuRunner } from "./_kernel_check.ts";
 
 const adapter = await navigator.gpu?.requestAdapter();
 const hasAdapter = adapter != null;
@@ -198,18 +197,12 @@ for (const dtype of ["f32", "f16", "q8", "q4"] as const) {
       needsF16 ? " (skipped: no shader-f16)" : ""
     }`,
     ignore: !hasAdapter || needsF16,
-    fn: async () => {
-      const gpu = await openGpu();
-      assert.ok(gpu, "an adapter was found at load time but openGpu() returned null");
-      const runner = createWebGpuRunner(gpu);
-      try {
+    fn: () =>
+      withWebGpuRunner(async (runner) => {
         const { ran, unsupported } = await checkEveryVariant(runner, dtype);
         assert.ok(ran > 0, `no ${dtype} case ran (${unsupported} unsupported)`);
         if (dtype === "q8" || dtype === "q4") await assertCorruptScaleFails(runner, dtype);
-      } finally {
-        await runner.close();
-      }
-    },
+      }),
   });
 }
 

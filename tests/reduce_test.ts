@@ -10,7 +10,7 @@ import { dot, sum } from "../kernels/reduce/mod.ts";
 import { BLOCK } from "../kernels/reduce/wasm.ts";
 import type { Runner } from "../calibrate/runner.ts";
 import type { Shape } from "../kernels/types.ts";
-import { checkEveryVariant } from "./_kernel_check.ts";
+import { checkEveryVariant, withWebGpuRunner } from "./_kernel_check.ts";
 
 const adapter = await navigator.gpu?.requestAdapter();
 const hasAdapter = adapter != null;
@@ -73,38 +73,26 @@ for (const { name, open } of CPU_RUNNERS) {
 Deno.test({
   name: "webgpu runner computes sum and dot right for every f32 variant",
   ignore: !hasAdapter,
-  fn: async () => {
-    const gpu = await openGpu();
-    assert.ok(gpu);
-    const runner = createWebGpuRunner(gpu);
-    try {
+  fn: () =>
+    withWebGpuRunner(async (runner) => {
       for (const op of [sum, dot]) {
         const { ran, unsupported } = await checkEveryVariant(runner, op, "f32", SHAPES);
         // Half the variants accumulate in f16, which needs f16 operands.
         assert.equal(ran, unsupported);
       }
-    } finally {
-      await runner.close();
-    }
-  },
+    }),
 });
 
 Deno.test({
   name: "webgpu runner computes f16 sum and dot right with f32 and f16 accumulation",
   ignore: !hasAdapter || !hasF16,
-  fn: async () => {
-    const gpu = await openGpu();
-    assert.ok(gpu);
-    const runner = createWebGpuRunner(gpu);
-    try {
+  fn: () =>
+    withWebGpuRunner(async (runner) => {
       for (const op of [sum, dot]) {
         const { ran } = await checkEveryVariant(runner, op, "f16", SHAPES);
         assert.equal(ran, op.impls.webgpu!.variants.length * SHAPES.length);
       }
-    } finally {
-      await runner.close();
-    }
-  },
+    }),
 });
 
 Deno.test({

@@ -1,15 +1,13 @@
 import assert from "node:assert/strict";
-import { openGpu } from "../calibrate/device.ts";
 import { seededRng } from "../kernels/_random.ts";
 import { createJsRunner } from "../calibrate/runners/js.ts";
 import { createWasmRunner } from "../calibrate/runners/wasm.ts";
 import { createWasmMtRunner } from "../calibrate/runners/wasm_mt.ts";
-import { createWebGpuRunner } from "../calibrate/runners/webgpu.ts";
 import { softmax } from "../kernels/softmax/mod.ts";
 import { F16_ACC_MAX_COLS } from "../kernels/softmax/webgpu.ts";
 import type { Runner } from "../calibrate/runner.ts";
 import type { Shape } from "../kernels/types.ts";
-import { checkEveryVariant } from "./_kernel_check.ts";
+import { checkEveryVariant, withWebGpuRunner } from "./_kernel_check.ts";
 
 const adapter = await navigator.gpu?.requestAdapter();
 const hasAdapter = adapter != null;
@@ -62,39 +60,27 @@ for (const { name, open } of CPU_RUNNERS) {
 Deno.test({
   name: "webgpu runner computes softmax right for every f32 variant",
   ignore: !hasAdapter,
-  fn: async () => {
-    const gpu = await openGpu();
-    assert.ok(gpu);
-    const runner = createWebGpuRunner(gpu);
-    try {
+  fn: () =>
+    withWebGpuRunner(async (runner) => {
       const { ran, unsupported } = await checkEveryVariant(runner, softmax, "f32", SHAPES);
       // The two acc=f16 variants need f16 operands.
       assert.deepEqual({ ran, unsupported }, {
         ran: 2 * SHAPES.length,
         unsupported: 2 * SHAPES.length,
       });
-    } finally {
-      await runner.close();
-    }
-  },
+    }),
 });
 
 Deno.test({
   name: "webgpu runner computes f16 softmax right, with f16 arithmetic only on short rows",
   ignore: !hasAdapter || !hasF16,
-  fn: async () => {
-    const gpu = await openGpu();
-    assert.ok(gpu);
-    const runner = createWebGpuRunner(gpu);
-    try {
+  fn: () =>
+    withWebGpuRunner(async (runner) => {
       const { ran, unsupported } = await checkEveryVariant(runner, softmax, "f16", SHAPES);
       const long = SHAPES.filter((s) => s.cols! > F16_ACC_MAX_COLS).length;
       assert.deepEqual({ ran, unsupported }, {
         ran: 4 * SHAPES.length - 2 * long,
         unsupported: 2 * long,
       });
-    } finally {
-      await runner.close();
-    }
-  },
+    }),
 });
