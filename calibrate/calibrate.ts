@@ -381,8 +381,50 @@ export async function calibrate(options: CalibrateOptions = {}): Promise<Calibra
         const variable = Math.max(last.ms - last.fixedMs, 0);
         return last.fixedMs + variable * (work(size) / work(last.size)) > plan.maxCaseMs;
       };
+      // A backend is dropped on one measurement only after a repeat: a single stall (a wasm-mt
+      // worker woken late, lavapipe down to one core) once cut wasm-mt off below its crossover.
+      const confirmed = new Set<string>();
+      const confirmSlowness = async (size: number) => {
+        const repeats: MeasureRequest[] = [];
+        for (const backend of backends) {
+          if (stopped.has(backend)) continue;
+          for (const residency of residenciesFor(backend)) {
+            const key = `${backend}|${residency}`;
+            const last = seen.get(key);
+            if (!last || confirmed.has(key) || !tooLong(backend, residency, size)) continue;
+            confirmed.add(key);
+            const lastShape = op.axis.shape(last.size);
+            for (
+              const v of runnable(op, backend, lastShape, dtype, chosen.get(backend), 1)
+            ) {
+              repeats.push({
+                op: op.name,
+                shape: lastShape,
+                dtype,
+                backend,
+                variant: v,
+                residency,
+              });
+            }
+          }
+        }
+        if (repeats.length === 0 || signal.aborted) return;
+        // Not recorded: the repeat decides what to measure next; the report keeps what was measured.
+        const again = await measureMany(repeats, {
+          runners: source,
+          stopping: plan.stopping,
+          signal,
+        });
+        again.forEach((r, i) => {
+          if (r.state !== "ok") return;
+          const key = `${repeats[i]!.backend}|${r.residency}`;
+          const prev = seen.get(key);
+          if (prev && r.wall.median < prev.ms) seen.set(key, { ...prev, ms: r.wall.median });
+        });
+      };
       for (const size of job.sizes) {
         if (signal.aborted) break;
+        await confirmSlowness(size);
         const shape = op.axis.shape(size);
         const reqs: MeasureRequest[] = [];
         for (const backend of backends) {
