@@ -1,24 +1,12 @@
 import assert from "node:assert/strict";
 import { main } from "../reports/check_cli.ts";
 import type { Report } from "../reports/schema.ts";
+import { captureCli } from "./_console.ts";
 import { syntheticReport } from "./_fixtures.ts";
 import { jittered, movedGpuCrossover } from "./_report_variants.ts";
 
 /** Runs the CLI with console output captured. */
-async function run(args: string[]): Promise<{ code: number; out: string; err: string }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const { log, error } = console;
-  console.log = (...a: unknown[]) => out.push(a.join(" "));
-  console.error = (...a: unknown[]) => err.push(a.join(" "));
-  try {
-    const code = await main(args);
-    return { code, out: out.join("\n"), err: err.join("\n") };
-  } finally {
-    console.log = log;
-    console.error = error;
-  }
-}
+const run = (args: string[]) => captureCli(() => main(args));
 
 /** Writes the reports into a temporary directory for the duration of `fn`. */
 async function withReports(

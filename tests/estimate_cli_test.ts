@@ -1,21 +1,9 @@
 import assert from "node:assert/strict";
 import { main } from "../models/llm/estimate_cli.ts";
+import { captureCli } from "./_console.ts";
 import { syntheticReport } from "./_fixtures.ts";
 
-async function run(args: string[]): Promise<{ code: number; out: string; err: string }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const log = console.log, error = console.error;
-  console.log = (...a: unknown[]) => out.push(a.join(" "));
-  console.error = (...a: unknown[]) => err.push(a.join(" "));
-  try {
-    const code = await main(args);
-    return { code, out: out.join("\n"), err: err.join("\n") };
-  } finally {
-    console.log = log;
-    console.error = error;
-  }
-}
+const run = (args: string[]) => captureCli(() => main(args));
 
 async function withReport(fn: (path: string) => Promise<void>): Promise<void> {
   const dir = await Deno.makeTempDir();
