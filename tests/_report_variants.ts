@@ -61,20 +61,26 @@ export function jittered(amplitude = 0.03): Report {
     if (f.gflops !== null) f.gflops *= next();
     if (f.gbps !== null) f.gbps *= next();
   }
-  const s = report.system;
-  for (
-    const f of [
-      s.dispatchRoundTripMs,
-      s.perDispatchUs,
-      s.uploadGBps,
-      s.readbackGBps,
-      s.copyGBps,
-      s.compileMs,
-      ...Object.values(s.peakGflops),
-      ...Object.values(s.peakGbps),
-    ]
-  ) {
-    if (f !== undefined) jitterFigure(f, next());
-  }
+  for (const f of systemFigures(report)) jitterFigure(f, next());
   return report;
+}
+
+/**
+ * Every figure of a report's `system` section: round trip, dispatch, transfers, compile, peaks.
+ *
+ * @param report A report.
+ * @returns The figures, the report's own objects (mutating them mutates the report).
+ */
+export function systemFigures(report: Report): Figure[] {
+  const s = report.system;
+  return [
+    s.dispatchRoundTripMs,
+    s.perDispatchUs,
+    s.uploadGBps,
+    s.readbackGBps,
+    s.copyGBps,
+    s.compileMs,
+    ...Object.values(s.peakGflops),
+    ...Object.values(s.peakGbps),
+  ].filter((f): f is Figure => f !== undefined);
 }

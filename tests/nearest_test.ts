@@ -3,6 +3,7 @@ import type { IndexEntry, ReportIndex } from "../reports/index.ts";
 import { parseReport } from "../reports/load.ts";
 import { borrowReport, type MachineDescription, nearestReport } from "../models/nearest.ts";
 import { syntheticReport } from "./_fixtures.ts";
+import { systemFigures } from "./_report_variants.ts";
 
 function entry(
   file: string,
@@ -109,21 +110,7 @@ Deno.test("borrowReport() re-tags every figure as borrowed and warns with the di
       t.simdAbove.tag === "borrowed" && t.gpuAbove.tag === "borrowed"
     ),
   );
-  const s = borrowed.system;
-  for (
-    const f of [
-      s.dispatchRoundTripMs,
-      s.perDispatchUs,
-      s.uploadGBps,
-      s.readbackGBps,
-      s.copyGBps,
-      s.compileMs,
-      ...Object.values(s.peakGflops),
-      ...Object.values(s.peakGbps),
-    ]
-  ) {
-    assert.equal(f?.tag, "borrowed");
-  }
+  for (const f of systemFigures(borrowed)) assert.equal(f.tag, "borrowed");
   assert.match(
     borrowed.provenance.warnings.at(-1)!,
     /Borrowed from report "llvmpipe-vulkan.*8 cores instead of 4; CPU "x"/,
