@@ -16,10 +16,12 @@
  *
  * @module
  */
+import { roundSignificant } from "../calibrate/_numeric.ts";
 import { predictMs } from "../calibrate/fit.ts";
 import { OPS } from "../kernels/catalog.ts";
 import type { Backend } from "../kernels/types.ts";
 import type { CostFit, Crossover, Figure, Report } from "./schema.ts";
+import { type ChoiceCost, thresholdChoiceCost } from "./threshold_cost.ts";
 
 /** Default relative tolerance: a figure must move more than 10 % to count. */
 export const DEFAULT_TOLERANCE = 0.10;
@@ -79,6 +81,11 @@ export interface ComparisonRow {
   readonly regressed: boolean;
   /** How the verdict was reached, in words. */
   readonly note: string;
+  /**
+   * For a crossover that moved beyond noise: how much slower choosing by either report's
+   * threshold is on the other's measurements. Within the tolerance, the move is not a regression.
+   */
+  readonly choiceCost?: ChoiceCost;
 }
 
 /**
@@ -338,6 +345,18 @@ function pairUp<T>(
   });
 }
 
+/** What choosing by the other threshold costs, in words. */
+function choiceCostWords(c: ChoiceCost, unit: string): string {
+  const where = c.size === null
+    ? ""
+    : ` (at ${roundSignificant(c.size, 3)} ${unit}, measured in the ${c.measuredIn} report)`;
+  return `choosing by either threshold is at most ${
+    (c.cost * 100).toFixed(1)
+  } % slower at the ${c.sizes} measured size${
+    c.sizes === 1 ? "" : "s"
+  } where they disagree${where}`;
+}
+
 /** A report's drift of a backend, or null when it has no stability data for it. */
 function driftOf(report: Report, backend: Backend): Drift | null {
   const sigma = report.stability?.driftSigma[backend];
@@ -584,13 +603,25 @@ export function compareReports(
       ? { driftCi: widen(value, ci, d, amplification), drift: d }
       : {};
 
+  const baseCrossovers = crossoverMap(baseline);
+  const currentCrossovers = crossoverMap(current);
   const crossoverRows = pairUp(
     "crossover",
-    [baseline, crossoverMap(baseline)],
-    [current, crossoverMap(current)],
+    [baseline, baseCrossovers],
+    [current, currentCrossovers],
     (c, report) => ({ unit: c.unit, sample: crossoverSample(report, c), better: "unchanged" }),
     tolerance,
-  );
+  ).map((row) => {
+    const b = baseCrossovers.get(row.key);
+    const c = currentCrossovers.get(row.key);
+    if (!row.regressed || b === undefined || c === undefined) return row;
+    const cost = thresholdChoiceCost(baseline, b, current, c);
+    if (cost === null) return row;
+    const words = choiceCostWords(cost, row.unit);
+    return cost.cost <= tolerance
+      ? { ...row, regressed: false, choiceCost: cost, note: `${row.note}; no effect: ${words}` }
+      : { ...row, choiceCost: cost, note: `${row.note}; ${words}` };
+  });
 
   const baseRates = rateMap(baseline);
   const currentRates = rateMap(current);

@@ -66,7 +66,7 @@ function change(r: ComparisonRow): string {
 function verdict(r: ComparisonRow): string {
   if (r.baseline === null && r.current === null) return "n/a";
   if (r.regressed) return r.kind === "crossover" ? "threshold moved" : "regressed";
-  if (r.beyondNoise) return "improved";
+  if (r.beyondNoise) return r.kind === "crossover" ? "no effect" : "improved";
   return "within noise";
 }
 
@@ -104,7 +104,8 @@ function verdictCi(ci: Interval | null, driftCi: Interval | null): string {
 function headline(c: Comparison): string {
   if (!c.comparable) return "Reports are not comparable";
   const regressions = c.rows.filter((r) => r.regressed).length;
-  const improvements = c.rows.filter((r) => r.beyondNoise && !r.regressed).length;
+  const improvements = c.rows.filter((r) => r.beyondNoise && !r.regressed && r.kind !== "crossover")
+    .length;
   const tol = `${(c.tolerance * 100).toFixed(0)} %`;
   return c.regressed
     ? `${regressions} of ${c.rows.length} figures regressed beyond noise (tolerance ${tol}), ${improvements} improved`

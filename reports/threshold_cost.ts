@@ -1,0 +1,130 @@
+/**
+ * What a moved crossover costs: a threshold is a decision boundary, so its move matters by how
+ * much slower the backend it now picks is, at the sizes where the two thresholds disagree. Two
+ * backends within a few percent of each other over a wide range (wasm and wasm-mt on a busy
+ * 2-core machine) cross at a size that noise moves anywhere in that range, yet choosing by either
+ * threshold costs those few percent. A GPU crossover that moved 2× picks a backend several times
+ * slower between the two sizes.
+ *
+ * Pure: it reads the measured medians both reports contain.
+ *
+ * @module
+ */
+import { bestPerSize } from "../calibrate/analyze.ts";
+import type { Backend } from "../kernels/types.ts";
+import type { Crossover, Report } from "./schema.ts";
+
+/**
+ * The largest slowdown of deciding by one report's threshold, judged on the other report's
+ * measured medians at the sizes where the two thresholds pick different backends.
+ *
+ * @example
+ * ```ts
+ * import type { ChoiceCost } from "./threshold_cost.ts";
+ * const c: ChoiceCost = { cost: 0.04, size: 91, measuredIn: "current", sizes: 3 };
+ * ```
+ */
+export interface ChoiceCost {
+  /** `t(other threshold's pick) / t(own threshold's pick) - 1`, at worst; 0 when never slower. */
+  readonly cost: number;
+  /** The size of the worst case, op axis units (null when `cost` is 0). */
+  readonly size: number | null;
+  /** Whose measurements showed the worst case. */
+  readonly measuredIn: "baseline" | "current" | null;
+  /** Measured sizes, in both reports together, where the two thresholds disagree. */
+  readonly sizes: number;
+}
+
+const CPU: readonly Backend[] = ["js", "wasm", "wasm-mt"];
+
+/**
+ * The two sides of a pair as its name orders them (`wasm→wasm-mt`: wasm, then wasm-mt); the CPU
+ * side of `cpu→webgpu` is the fastest CPU backend. A report's `from` and `to` may be either way
+ * round (a backend can win below a crossover, the other above), so choices are named by side.
+ */
+function sides(c: Crossover): readonly [readonly Backend[], readonly Backend[]] {
+  if (c.pair === "cpu→webgpu") return [CPU, ["webgpu"]];
+  const [first, second] = c.pair.split("→") as [Backend, Backend];
+  return [[first], [second]];
+}
+
+/** Per measured size of `report`, the best median of each side of the pair (both present). */
+function sideTimes(report: Report, c: Crossover): Map<number, readonly [number, number]> {
+  const best = (backends: readonly Backend[]) => {
+    const out = new Map<number, number>();
+    for (const b of backends) {
+      for (const m of bestPerSize(report.measurements, c.op, c.dtype, b, c.residency)) {
+        out.set(m.size, Math.min(out.get(m.size) ?? Infinity, m.wall.median));
+      }
+    }
+    return out;
+  };
+  const [firstSide, secondSide] = sides(c);
+  const first = best(firstSide);
+  const second = best(secondSide);
+  const both = new Map<number, readonly [number, number]>();
+  for (const [size, ms] of first) {
+    const other = second.get(size);
+    if (other !== undefined) both.set(size, [ms, other]);
+  }
+  return both;
+}
+
+/**
+ * A report's rule "pick the pair's second side at this size": its `to` side above its threshold;
+ * without one (the curves never cross in range), whichever side its own measurements show faster
+ * at most sizes.
+ */
+function rule(c: Crossover, times: ReadonlyMap<number, readonly [number, number]>) {
+  if (c.size !== null) {
+    const threshold = c.size;
+    const secondAbove = sides(c)[1].includes(c.to);
+    return (size: number) => (size >= threshold) === secondAbove;
+  }
+  const wins = [...times.values()].filter(([first, second]) => second < first).length;
+  const always = wins * 2 > times.size;
+  return () => always;
+}
+
+/**
+ * The cost of a crossover's move between two reports: on each report's measurements, how much
+ * slower the other report's threshold would choose, at worst. Null when no measured size of
+ * either report lies between the two thresholds (nothing to judge the move on).
+ *
+ * @param baseline The baseline report.
+ * @param base The baseline's crossover.
+ * @param current The current report.
+ * @param cur The current report's crossover of the same op, dtype, residency and pair.
+ * @returns The worst slowdown and where it was measured, or null.
+ * @example
+ * ```ts ignore
+ * import { thresholdChoiceCost } from "./threshold_cost.ts";
+ * const cost = thresholdChoiceCost(baseline, b, current, c);
+ * if (cost !== null && cost.cost <= 0.1) console.log("the move does not change choices by much");
+ * ```
+ */
+export function thresholdChoiceCost(
+  baseline: Report,
+  base: Crossover,
+  current: Report,
+  cur: Crossover,
+): ChoiceCost | null {
+  let worst: ChoiceCost = { cost: 0, size: null, measuredIn: null, sizes: 0 };
+  let disputed = 0;
+  const judge = (own: Report, ownC: Crossover, otherC: Crossover, name: "baseline" | "current") => {
+    const times = sideTimes(own, ownC);
+    const ownPick = rule(ownC, times);
+    const otherPick = rule(otherC, sideTimes(name === "current" ? baseline : current, otherC));
+    for (const [size, [first, second]] of times) {
+      const mine = ownPick(size);
+      if (mine === otherPick(size)) continue;
+      disputed++;
+      // The other threshold picks the side this report's threshold does not.
+      const cost = Math.max(0, (mine ? first / second : second / first) - 1);
+      if (cost > worst.cost) worst = { cost, size, measuredIn: name, sizes: 0 };
+    }
+  };
+  judge(current, cur, base, "current");
+  judge(baseline, base, cur, "baseline");
+  return disputed === 0 ? null : { ...worst, sizes: disputed };
+}

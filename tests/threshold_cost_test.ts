@@ -1,0 +1,120 @@
+import assert from "node:assert/strict";
+import { compareReports } from "../reports/compare.ts";
+import type { Crossover, Report } from "../reports/schema.ts";
+import { thresholdChoiceCost } from "../reports/threshold_cost.ts";
+import { syntheticReport } from "./_fixtures.ts";
+import { movedGpuCrossover } from "./_report_variants.ts";
+
+const WASM_MT_KEY = "add f32 wasm→wasm-mt end-to-end";
+
+function crossoverOf(
+  report: Report,
+  op: string,
+  pair: Crossover["pair"],
+  residency = "end-to-end",
+) {
+  const c = report.crossovers.find((c) =>
+    c.op === op && c.dtype === "f32" && c.pair === pair && c.residency === residency
+  );
+  if (c === undefined) throw new RangeError(`Fixture has no ${op} ${pair} crossover`);
+  return c;
+}
+
+/**
+ * The synthetic report with add f32 on wasm-mt measured `ratio` × wasm at every size, and its
+ * wasm→wasm-mt crossover (with interval) at `size`.
+ */
+function nearlyEqualBackends(ratio: number, size: number): Report {
+  const report = syntheticReport();
+  const wasm = new Map(
+    report.measurements.filter((m) => m.op === "add" && m.backend === "wasm" && m.state === "ok")
+      .map((m) => [m.size, m]),
+  );
+  report.measurements = report.measurements.map((m) => {
+    const twin = wasm.get(m.size);
+    if (m.op !== "add" || m.backend !== "wasm-mt" || m.state !== "ok" || twin?.state !== "ok") {
+      return m;
+    }
+    return { ...m, wall: { ...m.wall, median: twin.wall.median * ratio } };
+  });
+  const c = crossoverOf(report, "add", "wasm→wasm-mt");
+  c.from = "wasm";
+  c.to = "wasm-mt";
+  c.size = size;
+  c.ci = [size * 0.95, size * 1.05];
+  return report;
+}
+
+Deno.test("thresholdChoiceCost() prices a GPU crossover moved 2x at the slowdown between the two sizes", () => {
+  const base = syntheticReport();
+  const moved = movedGpuCrossover(2);
+  const cost = thresholdChoiceCost(
+    base,
+    crossoverOf(base, "matmul", "cpu→webgpu"),
+    moved,
+    crossoverOf(moved, "matmul", "cpu→webgpu"),
+  );
+  assert.ok(cost !== null, "the fixture measures sizes between the two thresholds");
+  assert.ok(cost.cost > 0.1, `cost ${cost.cost}`);
+  assert.ok(cost.sizes >= 1);
+});
+
+Deno.test("thresholdChoiceCost() is the ratio of the two backends where the thresholds disagree", () => {
+  const base = nearlyEqualBackends(1.04, 1e6);
+  const current = nearlyEqualBackends(1.04, 1e3);
+  const cost = thresholdChoiceCost(
+    base,
+    crossoverOf(base, "add", "wasm→wasm-mt"),
+    current,
+    crossoverOf(current, "add", "wasm→wasm-mt"),
+  );
+  assert.ok(cost !== null);
+  // Between 1e3 and 1e6 the current threshold picks wasm-mt, 4 % slower than wasm there.
+  assert.ok(Math.abs(cost.cost - 0.04) < 1e-9, `cost ${cost.cost}`);
+});
+
+Deno.test("thresholdChoiceCost() names choices by the pair's sides, whichever way from and to run", () => {
+  const base = nearlyEqualBackends(1.04, 1e3);
+  const current = nearlyEqualBackends(1.04, 1e3);
+  // The same boundary written the other way round: wasm-mt below it, wasm above.
+  const flipped = crossoverOf(current, "add", "wasm→wasm-mt");
+  flipped.from = "wasm-mt";
+  flipped.to = "wasm";
+  const cost = thresholdChoiceCost(
+    base,
+    crossoverOf(base, "add", "wasm→wasm-mt"),
+    current,
+    flipped,
+  );
+  assert.ok(cost !== null);
+  assert.ok(cost.sizes > 0, "the two rules now disagree on every measured size");
+});
+
+Deno.test("thresholdChoiceCost() is null when no measured size lies between the thresholds", () => {
+  const base = nearlyEqualBackends(1.04, 1000);
+  const current = nearlyEqualBackends(1.04, 1001);
+  const cost = thresholdChoiceCost(
+    base,
+    crossoverOf(base, "add", "wasm→wasm-mt"),
+    current,
+    crossoverOf(current, "add", "wasm→wasm-mt"),
+  );
+  assert.equal(cost, null);
+});
+
+Deno.test("compareReports() lets a crossover between near-equal backends move without a regression", () => {
+  const result = compareReports(nearlyEqualBackends(1.04, 1e6), nearlyEqualBackends(1.04, 1e3));
+  const row = result.rows.find((r) => r.key === WASM_MT_KEY);
+  assert.ok(row);
+  assert.equal(row.beyondNoise, true);
+  assert.equal(row.regressed, false);
+  assert.match(row.note, /no effect: choosing by either threshold is at most 4\.0 % slower/);
+  assert.equal(result.rows.some((r) => r.regressed), false);
+});
+
+Deno.test("compareReports() still flags the same move when the backends differ by more than the tolerance", () => {
+  const result = compareReports(nearlyEqualBackends(1.3, 1e6), nearlyEqualBackends(1.3, 1e3));
+  const row = result.rows.find((r) => r.key === WASM_MT_KEY);
+  assert.equal(row?.regressed, true);
+  assert.match(row.note, /at most 30\.0 % slower/);
+});
