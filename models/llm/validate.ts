@@ -29,7 +29,7 @@ export interface ValidateOptions {
   readonly models?: readonly string[];
   /** Weight formats; default f32 and int4. */
   readonly quants?: readonly DecodeQuant[];
-  /** Timed tokens per decode; default 10. */
+  /** Timed tokens per decode; default 32. */
   readonly tokens?: number;
   /** KV cache length; default 64. */
   readonly context?: number;
@@ -38,10 +38,11 @@ export interface ValidateOptions {
 }
 
 /**
- * Timed tokens: per-token times on a shared machine spread by ±20 % within one decode, so the
- * median needs about ten of them; tiny-64m f32 still decodes them in about three seconds.
+ * Timed tokens: per-token times on a shared machine spread widely within one decode (tiny-16m f32
+ * here: p10–p90 of 34–45 ms in one decode, 36–65 ms in the next), so the median needs a few dozen
+ * of them; tiny-64m f32 still decodes 32 in about five seconds.
  */
-const DEFAULT_TOKENS = 10;
+const DEFAULT_TOKENS = 32;
 
 const DTYPE: Readonly<Record<DecodeQuant, Dtype>> = { f32: "f32", int4: "q4" };
 
