@@ -7,7 +7,7 @@ import { variantId } from "../kernels/types.ts";
 import { type Runner, UnsupportedError } from "../calibrate/runner.ts";
 import { createJsRunner } from "../calibrate/runners/js.ts";
 import { createWasmRunner } from "../calibrate/runners/wasm.ts";
-import { createWasmMtRunner, splitRanges } from "../calibrate/runners/wasm_mt.ts";
+import { createWasmMtRunner } from "../calibrate/runners/wasm_mt.ts";
 import { verifyOutput } from "../calibrate/verify.ts";
 
 const DIMS = [1, 7, 33, 64, 129];
@@ -166,11 +166,6 @@ Deno.test("wasm-mt runner refuses a prepared kernel after dispose", async () => 
   } finally {
     await runner.close();
   }
-});
-
-Deno.test("splitRanges() covers every part once in contiguous ranges", () => {
-  assert.deepEqual(splitRanges(5, 2), [[0, 2], [2, 5]]);
-  assert.deepEqual(splitRanges(1, 3), [[0, 0], [0, 0], [0, 1]]);
 });
 
 Deno.test("createWasmMtRunner() rejects a thread count of 0", () => {

@@ -1,57 +1,182 @@
 /**
  * Layout of the small `SharedArrayBuffer` through which the `wasm-mt` pool hands work to its
- * workers: a header (generation, pending count, module slot), then one block per worker with its
- * arguments and, after a trap, its error text. Shared by the pool and the worker module.
+ * workers: a header (generation, pending chunks, module slot, claim word), one error block per
+ * worker, then the current run's table of chunk argument lists. Shared by the pool and the worker
+ * module.
+ *
+ * A run is a list of chunks that every thread, the caller included, claims one at a time with a
+ * compare-and-swap on the claim word. The word carries the run's generation next to the next
+ * chunk's index and the chunk count, so a worker that wakes late can only claim chunks of the
+ * run it woke for, and only while that run is still open: once the caller has claimed what was
+ * left and every claimed chunk is finished, no claim of that generation can succeed again, and
+ * the caller may rewrite the table for the next run.
  *
  * @module
  */
 
 /** Int32 index of the generation counter, bumped once per run to wake the workers. */
 export const GEN = 0;
-/** Int32 index of the number of workers that have not finished the current run. */
+/** Int32 index of the number of chunks of the current run not finished yet. */
 export const PENDING = 1;
 /** Int32 index of the module slot the current run executes. */
 export const SLOT = 2;
+// BigUint64 index of the claim word (bytes 16..24): generation (high 32 bits), next chunk (16
+// bits), chunk count (16 bits).
+const CLAIM = 2;
 
 const HEADER_BYTES = 64;
-const WORKER_BYTES = 512;
-const ARGS_OFFSET = 16;
+const ERROR_BYTES = 256;
+// Each chunk's entry: its argument count (Int32, padded to 8 bytes), then its Float64 arguments.
+const CHUNK_HEADER = 8;
 
 /** Most arguments a kernel's `run` may take. */
 export const MAX_ARGS = 16;
+/** Most chunks one run may have: a chunk index must fit the claim word's 16 bits. */
+export const MAX_CHUNKS = 0xffff;
 
-const ERROR_OFFSET = ARGS_OFFSET + 8 * MAX_ARGS;
-const ERROR_MAX = WORKER_BYTES - ERROR_OFFSET;
+const CHUNK_BYTES = CHUNK_HEADER + 8 * MAX_ARGS;
+const ERROR_MAX = ERROR_BYTES - 4;
 
 /**
- * Bytes of a control buffer for `workers` workers.
+ * Bytes of a control buffer for `workers` workers and runs of at most `chunks` chunks.
  *
  * @param workers Number of workers.
+ * @param chunks Most chunks one run may have.
  * @returns The byte length.
+ * @throws {RangeError} when `chunks` exceeds {@linkcode MAX_CHUNKS}.
  * @example
  * ```ts
  * import { controlBytes } from "./_wasm_control.ts";
- * console.log(controlBytes(1)); // 576
+ * console.log(controlBytes(1, 8)); // 1408
  * ```
  */
-export function controlBytes(workers: number): number {
-  return HEADER_BYTES + WORKER_BYTES * workers;
+export function controlBytes(workers: number, chunks: number): number {
+  if (chunks > MAX_CHUNKS) {
+    throw new RangeError(`Cannot plan runs of ${chunks} chunks: use at most ${MAX_CHUNKS}`);
+  }
+  return HEADER_BYTES + ERROR_BYTES * workers + CHUNK_BYTES * chunks;
 }
 
 /**
- * One worker's block: whether it has work, its arguments, and its error text.
+ * Opens run `gen` of `count` chunks for claiming. Call it after the run's chunk table, slot and
+ * pending count are written and before the generation is published, so a worker woken by the
+ * new generation finds the run open.
+ *
+ * @param control The control buffer.
+ * @param gen The run's generation (the value {@linkcode GEN} is about to take).
+ * @param count Number of chunks.
+ * @throws {RangeError} when `count` is not in `[0, MAX_CHUNKS]`.
+ * @example
+ * ```ts
+ * import { claimChunk, controlBytes, openRun } from "./_wasm_control.ts";
+ * const control = new SharedArrayBuffer(controlBytes(1, 2));
+ * openRun(control, 7, 2);
+ * console.log(claimChunk(control, 7), claimChunk(control, 7), claimChunk(control, 7)); // 0 1 -1
+ * ```
+ */
+export function openRun(control: SharedArrayBuffer, gen: number, count: number): void {
+  if (!Number.isInteger(count) || count < 0 || count > MAX_CHUNKS) {
+    throw new RangeError(`Cannot open a run of ${count} chunks: use 0 to ${MAX_CHUNKS}`);
+  }
+  Atomics.store(claimWord(control), CLAIM, (BigInt(gen >>> 0) << 32n) | BigInt(count));
+}
+
+/**
+ * Claims the next unclaimed chunk of run `gen`.
+ *
+ * @param control The control buffer.
+ * @param gen The generation the caller woke for.
+ * @returns The chunk's index, or -1 when run `gen` has no chunk left or is no longer the open run.
+ * @example
+ * ```ts
+ * import { claimChunk, controlBytes, openRun } from "./_wasm_control.ts";
+ * const control = new SharedArrayBuffer(controlBytes(1, 1));
+ * openRun(control, 2, 1);
+ * console.log(claimChunk(control, 1)); // -1
+ * ```
+ */
+export function claimChunk(control: SharedArrayBuffer, gen: number): number {
+  const word = claimWord(control);
+  for (;;) {
+    const seen = Atomics.load(word, CLAIM);
+    if (Number(seen >> 32n) !== gen >>> 0) return -1;
+    const next = Number((seen >> 16n) & 0xffffn);
+    if (next >= Number(seen & 0xffffn)) return -1;
+    if (Atomics.compareExchange(word, CLAIM, seen, seen + 0x10000n) === seen) return next;
+  }
+}
+
+function claimWord(control: SharedArrayBuffer): BigUint64Array {
+  return new BigUint64Array(control, 0, CLAIM + 1);
+}
+
+/**
+ * The argument lists of the current run's chunks.
+ *
+ * @example
+ * ```ts
+ * import { ChunkTable, controlBytes } from "./_wasm_control.ts";
+ * const table = new ChunkTable(new SharedArrayBuffer(controlBytes(1, 2)), 1, 2);
+ * table.set(1, [3, 4]);
+ * console.log(table.args(1)); // [3, 4]
+ * ```
+ */
+export class ChunkTable {
+  /** Most chunks the table holds. */
+  readonly capacity: number;
+  readonly #counts: Int32Array;
+  readonly #args: Float64Array;
+
+  /**
+   * @param control The control buffer.
+   * @param workers Number of workers it was sized for.
+   * @param capacity Most chunks it was sized for.
+   */
+  constructor(control: SharedArrayBuffer, workers: number, capacity: number) {
+    const base = HEADER_BYTES + ERROR_BYTES * workers;
+    this.capacity = capacity;
+    this.#counts = new Int32Array(control, base, (CHUNK_BYTES / 4) * capacity);
+    this.#args = new Float64Array(control, base, (CHUNK_BYTES / 8) * capacity);
+  }
+
+  /**
+   * Sets chunk `index`'s arguments, or no work (`null`).
+   *
+   * @throws {RangeError} when `index` is past the capacity or `args` is too long.
+   */
+  set(index: number, args: readonly number[] | null): void {
+    if (index >= this.capacity) {
+      throw new RangeError(`Cannot store chunk ${index}: the table holds ${this.capacity}`);
+    }
+    if (args && args.length > MAX_ARGS) {
+      throw new RangeError(`A wasm kernel takes at most ${MAX_ARGS} arguments, got ${args.length}`);
+    }
+    this.#counts[(CHUNK_BYTES / 4) * index] = args ? args.length : -1;
+    if (args) this.#args.set(args, (CHUNK_BYTES / 8) * index + CHUNK_HEADER / 8);
+  }
+
+  /** Chunk `index`'s arguments, or `null` when it has no work. */
+  args(index: number): number[] | null {
+    const count = this.#counts[(CHUNK_BYTES / 4) * index]!;
+    if (count < 0) return null;
+    const at = (CHUNK_BYTES / 8) * index + CHUNK_HEADER / 8;
+    return Array.from(this.#args.subarray(at, at + count));
+  }
+}
+
+/**
+ * One worker's error block: why its last chunk failed, if one did.
  *
  * @example
  * ```ts
  * import { WorkerSlot, controlBytes } from "./_wasm_control.ts";
- * const slot = new WorkerSlot(new SharedArrayBuffer(controlBytes(1)), 0);
- * slot.setArgs([1, 2]);
- * console.log(slot.args()); // [1, 2]
+ * const slot = new WorkerSlot(new SharedArrayBuffer(controlBytes(1, 1)), 0);
+ * slot.setError("trap");
+ * console.log(slot.error()); // "trap"
  * ```
  */
 export class WorkerSlot {
-  readonly #ints: Int32Array;
-  readonly #args: Float64Array;
+  readonly #length: Int32Array;
   readonly #error: Uint8Array;
 
   /**
@@ -59,37 +184,25 @@ export class WorkerSlot {
    * @param index The worker's index.
    */
   constructor(control: SharedArrayBuffer, index: number) {
-    const base = HEADER_BYTES + WORKER_BYTES * index;
-    this.#ints = new Int32Array(control, base, 4);
-    this.#args = new Float64Array(control, base + ARGS_OFFSET, MAX_ARGS);
-    this.#error = new Uint8Array(control, base + ERROR_OFFSET, ERROR_MAX);
+    const base = HEADER_BYTES + ERROR_BYTES * index;
+    this.#length = new Int32Array(control, base, 1);
+    this.#error = new Uint8Array(control, base + 4, ERROR_MAX);
   }
 
-  /** Gives the worker `args` for the next run, or no work (`null`). */
-  setArgs(args: readonly number[] | null): void {
-    if (args && args.length > MAX_ARGS) {
-      throw new RangeError(`A wasm kernel takes at most ${MAX_ARGS} arguments, got ${args.length}`);
-    }
-    this.#ints[0] = args ? args.length : -1;
-    this.#ints[1] = 0;
-    if (args) this.#args.set(args);
+  /** Forgets the last error, before a new run. */
+  clear(): void {
+    this.#length[0] = 0;
   }
 
-  /** The arguments of the current run, or `null` when the worker has no work. */
-  args(): number[] | null {
-    const count = this.#ints[0]!;
-    return count < 0 ? null : Array.from(this.#args.subarray(0, count));
-  }
-
-  /** Records why the run failed (truncated to fit). */
+  /** Records why a chunk failed (truncated to fit). */
   setError(message: string): void {
     const { written } = new TextEncoder().encodeInto(message, this.#error);
-    this.#ints[1] = written;
+    this.#length[0] = written;
   }
 
-  /** Why the last run failed, or `null`. */
+  /** Why a chunk of the last run failed, or `null`. */
   error(): string | null {
-    const length = this.#ints[1]!;
+    const length = this.#length[0]!;
     return length === 0 ? null : new TextDecoder().decode(this.#error.slice(0, length));
   }
 }
@@ -100,6 +213,10 @@ export interface InitMessage {
   readonly control: SharedArrayBuffer;
   readonly memory: WebAssembly.Memory;
   readonly index: number;
+  /** Workers in the pool, which places the chunk table. */
+  readonly workers: number;
+  /** Chunks the table holds. */
+  readonly chunks: number;
   /** The generation counter when the message was posted: runs after it are new. */
   readonly gen: number;
 }

@@ -1,18 +1,28 @@
 /**
  * The `wasm-mt` worker pool: workers that instantiate the same modules on one shared memory and
- * run their share of a kernel when the main thread bumps a generation counter.
+ * help run a kernel's chunks when the main thread bumps a generation counter.
  *
- * A run costs one `Atomics.notify` and one blocking `Atomics.wait` on the main thread; that is
- * about 6 µs here, against about 220 µs for a `postMessage` round trip.
+ * Chunks are self-scheduled (like OpenMP `schedule(dynamic)`): the caller and the workers claim
+ * them one at a time from a shared counter, so a worker that wakes late or loses its core to
+ * another process leaves its share to the others instead of holding the run back. The caller
+ * waits only for chunks that were claimed and are still running, never for a worker that has
+ * not woken up yet.
+ *
+ * A run costs one `Atomics.notify`, one compare-and-swap per chunk and, when a worker is still
+ * busy at the end, one blocking `Atomics.wait` on the main thread; waking is about 6 µs here,
+ * against about 220 µs for a `postMessage` round trip.
  *
  * @module
  */
 import {
+  ChunkTable,
+  claimChunk,
   controlBytes,
   GEN,
   type InitMessage,
   type LoadedMessage,
   type LoadMessage,
+  openRun,
   PENDING,
   SLOT,
   WorkerSlot,
@@ -35,7 +45,7 @@ interface Waiter {
  * ```ts
  * import { WorkerPool } from "./_wasm_pool.ts";
  * const memory = new WebAssembly.Memory({ initial: 1, maximum: 16, shared: true });
- * const pool = new WorkerPool(memory, 1);
+ * const pool = new WorkerPool(memory, 1, 8);
  * pool.close();
  * ```
  */
@@ -45,6 +55,7 @@ export class WorkerPool {
   readonly #memory: WebAssembly.Memory;
   readonly #control: SharedArrayBuffer;
   readonly #header: Int32Array;
+  readonly #table: ChunkTable;
   readonly #slots: WorkerSlot[];
   #workers: Worker[] = [];
   readonly #loaded = new WeakMap<WebAssembly.Module, number>();
@@ -55,12 +66,15 @@ export class WorkerPool {
   /**
    * @param memory The shared memory every instance imports.
    * @param size Number of workers.
+   * @param chunks Most chunks one run may have.
+   * @throws {RangeError} when `chunks` exceeds `MAX_CHUNKS`.
    */
-  constructor(memory: WebAssembly.Memory, size: number) {
+  constructor(memory: WebAssembly.Memory, size: number, chunks: number) {
     this.size = size;
     this.#memory = memory;
-    this.#control = new SharedArrayBuffer(controlBytes(size));
+    this.#control = new SharedArrayBuffer(controlBytes(size, chunks));
     this.#header = new Int32Array(this.#control);
+    this.#table = new ChunkTable(this.#control, size, chunks);
     this.#slots = Array.from({ length: size }, (_, i) => new WorkerSlot(this.#control, i));
   }
 
@@ -89,55 +103,81 @@ export class WorkerPool {
   }
 
   /**
-   * Runs slot `slot` with `args[i]` on worker `i` (`null`: no work) while the caller runs `own`,
-   * and returns when all are done.
+   * Runs every chunk of `args` once, on whichever thread claims it first: the workers run slot
+   * `slot` with the chunk's arguments, the caller passes them to `own`. Returns when every chunk
+   * is done; a run of one chunk stays on the caller.
    *
    * @param slot A slot from {@linkcode WorkerPool.load}.
-   * @param args One argument list (or `null`) per worker.
-   * @param own The caller's share.
-   * @throws {Error} when a worker trapped (after every thread has stopped).
+   * @param args One argument list per chunk (`null`: no work).
+   * @param own Runs one chunk on the caller.
+   * @throws {RangeError} when there are more chunks than the pool was sized for.
+   * @throws {Error} when a chunk failed (after every thread has stopped).
    */
-  run(slot: number, args: readonly (readonly number[] | null)[], own: () => void): void {
+  run(
+    slot: number,
+    args: readonly (readonly number[] | null)[],
+    own: (args: readonly number[]) => void,
+  ): void {
     this.#check();
-    const busy = args.some((a) => a !== null);
-    if (busy) {
-      args.forEach((a, i) => this.#slots[i]!.setArgs(a));
-      Atomics.store(this.#header, SLOT, slot);
-      Atomics.store(this.#header, PENDING, this.size);
-      Atomics.add(this.#header, GEN, 1);
-      Atomics.notify(this.#header, GEN);
+    if (this.size === 0 || args.length <= 1) {
+      for (const a of args) if (a) own(a);
+      return;
     }
-    try {
-      own();
-    } finally {
-      if (busy) this.#awaitWorkers();
+    if (args.length > this.#table.capacity) {
+      throw new RangeError(
+        `Cannot run ${args.length} chunks: this pool holds ${this.#table.capacity} per run`,
+      );
     }
-    if (busy) {
-      for (const [i, s] of this.#slots.entries()) {
-        const error = s.error();
-        if (error) throw new Error(`Worker ${i} failed running the kernel: ${error}`);
+    // Everything a worker reads is written before the run opens and the generation moves; no
+    // worker is mid-chunk here, since the last run returned only once its chunks were done.
+    args.forEach((a, i) => this.#table.set(i, a));
+    for (const s of this.#slots) s.clear();
+    Atomics.store(this.#header, SLOT, slot);
+    Atomics.store(this.#header, PENDING, args.length);
+    const gen = (Atomics.load(this.#header, GEN) + 1) | 0;
+    openRun(this.#control, gen, args.length);
+    Atomics.store(this.#header, GEN, gen);
+    Atomics.notify(this.#header, GEN);
+    let failed = false;
+    let failure: unknown;
+    for (let chunk: number; (chunk = claimChunk(this.#control, gen)) >= 0;) {
+      // The caller keeps claiming after a failure, so no chunk is left unclaimed and the wait
+      // below ends.
+      try {
+        const a = args[chunk];
+        if (a) own(a);
+      } catch (error) {
+        if (!failed) [failed, failure] = [true, error];
       }
+      Atomics.sub(this.#header, PENDING, 1);
+    }
+    this.#awaitWorkers();
+    if (failed) throw failure;
+    for (const [i, s] of this.#slots.entries()) {
+      const error = s.error();
+      if (error) throw new Error(`Worker ${i} failed running the kernel: ${error}`);
     }
   }
 
   /**
-   * Blocks until every worker finished this generation. The wait is sliced so a worker that
-   * never answers (died, or stuck) cannot hang the process: past {@linkcode WORKER_HANG_MS} the
-   * pool is closed and the run throws, and the measurement is recorded as failed.
+   * Blocks until the chunks the workers claimed are done. The wait is sliced so a worker that
+   * never finishes its chunk (died, or stuck) cannot hang the process: past
+   * {@linkcode WORKER_HANG_MS} the pool is closed and the run throws, and the measurement is
+   * recorded as failed.
    */
   #awaitWorkers(): void {
     const started = performance.now();
     let pending: number;
     while ((pending = Atomics.load(this.#header, PENDING)) !== 0) {
       if (pending < 0) {
-        this.#broken = new Error(`wasm-mt workers finished ${-pending} time(s) too often`);
+        this.#broken = new Error(`wasm-mt chunks finished ${-pending} time(s) too often`);
         this.close();
         throw this.#broken;
       }
       Atomics.wait(this.#header, PENDING, pending, WAIT_SLICE_MS);
       if (performance.now() - started > WORKER_HANG_MS) {
         const error = new Error(
-          `${pending} of ${this.size} wasm-mt workers did not finish within ${
+          `${pending} wasm-mt chunk(s) claimed by workers did not finish within ${
             WORKER_HANG_MS / 1000
           } s; the worker pool was stopped`,
         );
@@ -185,6 +225,8 @@ export class WorkerPool {
         control: this.#control,
         memory: this.#memory,
         index,
+        workers: this.size,
+        chunks: this.#table.capacity,
         gen,
       };
       worker.postMessage(init);

@@ -13,9 +13,15 @@ import { compileWat } from "./_wasm_module.ts";
 
 /** A kernel instantiated on every thread that will run it. */
 export interface LoadedKernel {
-  /** Contiguous ranges `[start, end)` covering `[0, parts)`, one per thread. */
+  /**
+   * Contiguous ranges `[start, end)` covering `[0, parts)` in order: the whole range on one
+   * thread, a few chunks per thread on a pool.
+   */
   split(parts: number): [number, number][];
-  /** Runs once, thread `i` with `args[i]` (its range's arguments, `null` for an empty range). */
+  /**
+   * Runs every range once, on whichever thread takes it, with `args[i]` the arguments of range
+   * `i` (`null` for an empty range); returns when all are done.
+   */
   run(args: readonly (readonly number[] | null)[]): void;
 }
 

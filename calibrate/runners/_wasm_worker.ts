@@ -1,6 +1,7 @@
 /**
  * The `wasm-mt` worker: instantiates kernels on the shared memory when told to, then serves runs
- * announced through the control buffer (see `_wasm_control.ts`) without any message per run.
+ * announced through the control buffer (see `_wasm_control.ts`) without any message per run: on
+ * each new generation it claims chunks of the run until none is left, then waits again.
  *
  * Waiting uses `Atomics.waitAsync`, so the worker's event loop stays free for the next
  * {@linkcode LoadMessage} and for termination.
@@ -8,6 +9,8 @@
  * @module
  */
 import {
+  ChunkTable,
+  claimChunk,
   GEN,
   type InitMessage,
   type LoadedMessage,
@@ -26,7 +29,7 @@ self.onmessage = async (event: MessageEvent<InitMessage | LoadMessage>) => {
   const message = event.data;
   if (message.kind === "init") {
     memory = message.memory;
-    serve(message.control, message.index, message.gen);
+    serve(message);
     return;
   }
   const reply: LoadedMessage = await load(message);
@@ -48,28 +51,30 @@ async function load({ slot, module }: LoadMessage): Promise<LoadedMessage> {
   }
 }
 
-async function serve(control: SharedArrayBuffer, index: number, gen: number): Promise<void> {
+async function serve({ control, index, workers, chunks, gen }: InitMessage): Promise<void> {
   const header = new Int32Array(control);
-  const slot = new WorkerSlot(control, index);
+  const table = new ChunkTable(control, workers, chunks);
+  const errors = new WorkerSlot(control, index);
   let seen = gen;
   for (;;) {
     const wait = Atomics.waitAsync(header, GEN, seen);
     if (wait.async) await wait.value;
-    // A wake without a new generation (spurious, or a timeout) must not rerun the last
-    // generation's arguments: that would count this worker done twice.
+    // A wake without a new generation (spurious, or a timeout) has nothing to claim.
     const now = Atomics.load(header, GEN);
     if (now === seen) continue;
     seen = now;
-    const args = slot.args();
-    if (args) {
+    // Claims carry the generation woken for: if that run already ended, nothing is claimed,
+    // even when the caller has opened the next one meanwhile.
+    for (let chunk: number; (chunk = claimChunk(control, now)) >= 0;) {
       try {
+        const args = table.args(chunk);
         const run = kernels.get(Atomics.load(header, SLOT));
         if (!run) throw new Error(`Worker ${index} has no kernel in slot ${header[SLOT]}`);
-        run(...args);
+        if (args) run(...args);
       } catch (error) {
-        slot.setError(String(error));
+        errors.setError(String(error));
       }
+      if (Atomics.sub(header, PENDING, 1) === 1) Atomics.notify(header, PENDING);
     }
-    if (Atomics.sub(header, PENDING, 1) === 1) Atomics.notify(header, PENDING);
   }
 }

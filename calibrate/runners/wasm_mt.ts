@@ -1,7 +1,8 @@
 /**
  * The `wasm-mt` runner: the `wasm` kernels spread over every core, the calling thread plus a pool
- * of workers that instantiate the same module on the same shared memory. A run splits the
- * kernel's parts into one contiguous range per thread.
+ * of workers that instantiate the same module on the same shared memory. A run cuts the kernel's
+ * parts into a few contiguous chunks per thread, which the threads claim one at a time until none
+ * is left (dynamic scheduling), so a late or descheduled worker does not hold the run back.
  *
  * @module
  */
@@ -15,28 +16,41 @@ import {
   type WasmExecutor,
 } from "./_wasm_prepare.ts";
 
+/**
+ * Chunks per thread a run is cut into by default. One per thread is the static split that lets a
+ * straggler hold the whole run back; more chunks balance finer but cost one claim each and, for
+ * kernels that pack shared operands per call (matmul packs B), repeated packing. Four leaves a
+ * thread that never wakes at most a quarter of its share to hand over in pieces.
+ */
+export const CHUNKS_PER_THREAD = 4;
+
 /** Options of {@linkcode createWasmMtRunner}. */
 export interface WasmMtOptions {
   /** Threads in all, the caller included; `navigator.hardwareConcurrency` when absent. */
   readonly threads?: number;
+  /** Chunks per thread a run is cut into; {@linkcode CHUNKS_PER_THREAD} when absent. */
+  readonly chunksPerThread?: number;
 }
 
 /**
- * Splits `[0, parts)` into `threads` contiguous ranges of near-equal size (some may be empty).
+ * Cuts `[0, parts)` into `min(parts, chunks)` contiguous, non-empty ranges of near-equal size,
+ * in order.
  *
  * @param parts Number of work items.
- * @param threads Number of threads.
- * @returns One `[start, end)` per thread.
+ * @param chunks Most ranges wanted.
+ * @returns The ranges `[start, end)`, none when `parts` is 0.
  * @example
  * ```ts
- * import { splitRanges } from "./wasm_mt.ts";
- * console.log(splitRanges(5, 2)); // [[0, 2], [2, 5]]
+ * import { chunkRanges } from "./wasm_mt.ts";
+ * console.log(chunkRanges(5, 2)); // [[0, 2], [2, 5]]
+ * console.log(chunkRanges(2, 8)); // [[0, 1], [1, 2]]
  * ```
  */
-export function splitRanges(parts: number, threads: number): [number, number][] {
-  return Array.from({ length: threads }, (_, t) => [
-    Math.floor((t * parts) / threads),
-    Math.floor(((t + 1) * parts) / threads),
+export function chunkRanges(parts: number, chunks: number): [number, number][] {
+  const count = Math.min(parts, chunks);
+  return Array.from({ length: count }, (_, c) => [
+    Math.floor((c * parts) / count),
+    Math.floor(((c + 1) * parts) / count),
   ]);
 }
 
@@ -44,9 +58,10 @@ export function splitRanges(parts: number, threads: number): [number, number][] 
  * Creates the runner for backend `"wasm-mt"`. Workers start on the first `prepare`, are reused
  * across prepares, and stop in `close()`. Needs no permission beyond reading its own files.
  *
- * @param options Thread count.
+ * @param options Thread count and chunking.
  * @returns The runner.
- * @throws {RangeError} when `threads` is not a positive integer.
+ * @throws {RangeError} when `threads` or `chunksPerThread` is not a positive integer, or their
+ * product exceeds the pool's chunk limit.
  * @example
  * ```ts
  * import { createWasmMtRunner } from "./wasm_mt.ts";
@@ -66,8 +81,15 @@ export function createWasmMtRunner(options: WasmMtOptions = {}): Runner {
   if (!Number.isInteger(threads) || threads < 1) {
     throw new RangeError(`Cannot run wasm-mt on ${threads} threads: use a positive integer`);
   }
+  const perThread = options.chunksPerThread ?? CHUNKS_PER_THREAD;
+  if (!Number.isInteger(perThread) || perThread < 1) {
+    throw new RangeError(
+      `Cannot cut a run into ${perThread} chunks per thread: use a positive integer`,
+    );
+  }
+  const chunks = threads * perThread;
   const arena = new WasmArena();
-  const pool = new WorkerPool(arena.memory, threads - 1);
+  const pool = new WorkerPool(arena.memory, threads - 1, chunks);
   const kernels = new WeakMap<WebAssembly.Module, Promise<LoadedKernel>>();
   const executor: WasmExecutor = {
     backend: "wasm-mt",
@@ -78,14 +100,9 @@ export function createWasmMtRunner(options: WasmMtOptions = {}): Runner {
         kernel = Promise.all([instantiateRun(module, arena.memory), pool.load(module)]).then((
           [run, slot],
         ) => ({
-          split: (parts: number) => splitRanges(parts, threads),
-          // The caller takes the last range: it starts at once, while the workers wake up.
-          run: (args: readonly (readonly number[] | null)[]) => {
-            const own = args[threads - 1];
-            pool.run(slot, args.slice(0, threads - 1), () => {
-              if (own) run(...own);
-            });
-          },
+          split: (parts: number) => chunkRanges(parts, chunks),
+          run: (args: readonly (readonly number[] | null)[]) =>
+            pool.run(slot, args, (own) => run(...own)),
         }));
         kernels.set(module, kernel);
         kernel.catch(() => kernels.delete(module));
