@@ -34,6 +34,16 @@ export const MAX_ARGS = 16;
 /** Most chunks one run may have: a chunk index must fit the claim word's 16 bits. */
 export const MAX_CHUNKS = 0xffff;
 
+/**
+ * How long a thread polls before it sleeps, ms: a worker for the next generation after a run, the
+ * caller for the workers' last chunks. Back-to-back runs (a timed batch) follow each other within
+ * tens of µs, and catching them by polling skips the wake-up of `Atomics.waitAsync` (a promise
+ * settled through the worker's event loop) or of a blocking `Atomics.wait`. Measured interleaved
+ * here, 50 µs on both sides cut `wasm-mt`'s per-run time by 5–15 % (sum f32 900000: 0.35 → 0.32
+ * ms) and left `wasm` alone.
+ */
+export const SPIN_MS = 0.05;
+
 const CHUNK_BYTES = CHUNK_HEADER + 8 * MAX_ARGS;
 const ERROR_MAX = ERROR_BYTES - 4;
 
@@ -103,6 +113,29 @@ export function claimChunk(control: SharedArrayBuffer, gen: number): number {
     const next = Number((seen >> 16n) & 0xffffn);
     if (next >= Number(seen & 0xffffn)) return -1;
     if (Atomics.compareExchange(word, CLAIM, seen, seen + 0x10000n) === seen) return next;
+  }
+}
+
+/**
+ * Polls `words[index]` with `Atomics.load` while it equals `value`, at most `ms` milliseconds.
+ *
+ * @param words The shared words.
+ * @param index Which word.
+ * @param value The value to wait out.
+ * @param ms Longest poll, ms.
+ * @returns Whether the word changed.
+ * @example
+ * ```ts
+ * import { spinWhile } from "./_wasm_control.ts";
+ * const words = new Int32Array(new SharedArrayBuffer(4));
+ * console.log(spinWhile(words, 0, 1, 0.05)); // true
+ * ```
+ */
+export function spinWhile(words: Int32Array, index: number, value: number, ms: number): boolean {
+  const until = performance.now() + ms;
+  for (;;) {
+    if (Atomics.load(words, index) !== value) return true;
+    if (performance.now() >= until) return false;
   }
 }
 

@@ -3,8 +3,8 @@
  * announced through the control buffer (see `_wasm_control.ts`) without any message per run: on
  * each new generation it claims chunks of the run until none is left, then waits again.
  *
- * Waiting uses `Atomics.waitAsync`, so the worker's event loop stays free for the next
- * {@linkcode LoadMessage} and for termination.
+ * Waiting polls the generation briefly, then uses `Atomics.waitAsync`, so the worker's event loop
+ * stays free for the next {@linkcode LoadMessage} and for termination.
  *
  * @module
  */
@@ -17,6 +17,8 @@ import {
   type LoadMessage,
   PENDING,
   SLOT,
+  SPIN_MS,
+  spinWhile,
   WorkerSlot,
 } from "./_wasm_control.ts";
 
@@ -57,8 +59,10 @@ async function serve({ control, index, workers, chunks, gen }: InitMessage): Pro
   const errors = new WorkerSlot(control, index);
   let seen = gen;
   for (;;) {
-    const wait = Atomics.waitAsync(header, GEN, seen);
-    if (wait.async) await wait.value;
+    if (!spinWhile(header, GEN, seen, SPIN_MS)) {
+      const wait = Atomics.waitAsync(header, GEN, seen);
+      if (wait.async) await wait.value;
+    }
     // A wake without a new generation (spurious, or a timeout) has nothing to claim.
     const now = Atomics.load(header, GEN);
     if (now === seen) continue;
