@@ -221,7 +221,8 @@ export interface JsImpl {
  *
  * The module text imports `env.memory` (shared) and exports `run`. The runner lays operands out
  * in memory 16-byte aligned, then calls `run(...args(shape, ptrs, outPtr, start, end, variant,
- * dtype))`; for `wasm-mt` it splits `[0, parts(shape))` into contiguous ranges, one per worker.
+ * dtype))`; for `wasm-mt` it splits `[0, parts(shape))` into a few contiguous chunks per thread,
+ * which the threads claim as they go (so a late thread does less, not the same half).
  * `wat` and `args` get the dtype because one op may need a different module per dtype (gemv's
  * q8/q4 weights); ops with one module for every dtype simply ignore it.
  *

@@ -10,7 +10,13 @@ import type { Dtype } from "../../kernels/types.ts";
 import { gemvWebGpu } from "../../kernels/gemv/webgpu.ts";
 import type { GpuHandle } from "../../calibrate/device.ts";
 import type { LlmValidation, Report } from "../../reports/schema.ts";
-import { type DecodeQuant, measureDecode, parseVariantId } from "./decode.ts";
+import { median } from "../../calibrate/stats.ts";
+import {
+  type DecodeMeasurement,
+  type DecodeQuant,
+  measureDecode,
+  parseVariantId,
+} from "./decode.ts";
 import { estimateTokensPerSec, type KernelEstimate } from "./estimate.ts";
 import { getPreset, type ModelSpec } from "./presets.ts";
 import { ratesFromReport, type ReportRates } from "./rates.ts";
@@ -29,8 +35,13 @@ export interface ValidateOptions {
   readonly models?: readonly string[];
   /** Weight formats; default f32 and int4. */
   readonly quants?: readonly DecodeQuant[];
-  /** Timed tokens per decode; default 32. */
+  /** Timed tokens per decode; default 16. */
   readonly tokens?: number;
+  /**
+   * Decodes per model × quant, interleaved (every pair once, then again); default 3. Their
+   * per-token times are pooled, so the median spans the whole validation, not one moment.
+   */
+  readonly repeats?: number;
   /** KV cache length; default 64. */
   readonly context?: number;
   /** Told before each decode starts. */
@@ -38,11 +49,13 @@ export interface ValidateOptions {
 }
 
 /**
- * Timed tokens: per-token times on a shared machine spread widely within one decode (tiny-16m f32
- * here: p10–p90 of 34–45 ms in one decode, 36–65 ms in the next), so the median needs a few dozen
- * of them; tiny-64m f32 still decodes 32 in about five seconds.
+ * Timed tokens per decode, and decodes per pair. The machine's speed moves over tens of seconds
+ * (tiny-16m f32 decoded at 35.8, 45.2 and 66 ms per token median in three decodes here), so the
+ * tokens are spread over three interleaved decodes rather than taken in one: the median then
+ * describes the machine over the whole validation, as the sweep's medians do over the sweep.
  */
-const DEFAULT_TOKENS = 32;
+const DEFAULT_TOKENS = 16;
+const DEFAULT_REPEATS = 3;
 
 const DTYPE: Readonly<Record<DecodeQuant, Dtype>> = { f32: "f32", int4: "q4" };
 
@@ -56,7 +69,7 @@ const DTYPE: Readonly<Record<DecodeQuant, Dtype>> = { f32: "f32", int4: "q4" };
  *
  * @param gpu An open WebGPU device (left open).
  * @param report The report whose rates are validated.
- * @param opts Models, quants, tokens, context.
+ * @param opts Models, quants, tokens, decodes per pair, context.
  * @returns One validation per model × quant: measured and estimated tokens/s, error =
  *   estimated / measured − 1, and details (per-token times, the estimate's terms, kernels and
  *   sources).
@@ -82,69 +95,85 @@ export async function validateDecode(
   const models = (opts.models ?? ["tiny-16m", "tiny-64m"]).map(getPreset);
   const quants = opts.quants ?? ["f32", "int4"];
   const tokens = opts.tokens ?? DEFAULT_TOKENS;
+  const repeats = opts.repeats ?? DEFAULT_REPEATS;
+  if (!Number.isInteger(repeats) || repeats < 1) {
+    throw new RangeError(`"repeats" must be a positive integer, got ${repeats}; pass e.g. 3`);
+  }
   const context = opts.context ?? 64;
   const rates = ratesFromReport(report, {
     backend: "webgpu",
     require: quants.map((q) => DTYPE[q]),
   });
-  const out: LlmValidation[] = [];
-  for (const model of models) {
-    for (const quant of quants) {
-      opts.onStart?.(model.name, quant);
-      const dtype = DTYPE[quant];
+  const plans = models.flatMap((model) =>
+    quants.map((quant) => {
       const estimate = estimateTokensPerSec(model, quant, rates, {
         context,
         batch: 1,
         kvDtype: "f32",
       });
-      const { variants, unusable } = projectionVariants(estimate.kernels, dtype, rates, model);
-      const measured = await measureDecode(gpu, model, quant, {
-        tokens,
-        context,
-        gemvVariants: variants,
-      });
-      const round = (v: number) => Math.round(v * 100) / 100;
-      out.push({
-        model: model.name,
-        quant,
-        measuredTokensPerSec: measured.tokensPerSec,
-        estimatedTokensPerSec: estimate.decodeTokensPerSec,
-        error: estimate.decodeTokensPerSec / measured.tokensPerSec - 1,
-        details: {
-          device: rates.name,
-          context,
+      const projections = projectionVariants(estimate.kernels, DTYPE[quant], rates, model);
+      return { model, quant, estimate, ...projections, runs: [] as DecodeMeasurement[] };
+    })
+  );
+  for (let r = 0; r < repeats; r++) {
+    for (const plan of plans) {
+      opts.onStart?.(plan.model.name, plan.quant);
+      plan.runs.push(
+        await measureDecode(gpu, plan.model, plan.quant, {
           tokens,
-          warmup: measured.warmup,
-          kvDtype: measured.kvDtype,
-          gemvVariant: measured.gemvVariant,
-          gemvVariantSource: unusable.length === 0
-            ? "the variants the estimate's gemv predictions describe"
-            : `the estimate's variants, except ${unusable.join(", ")} (the decode's default there)`,
-          measuredMedianMs: round(measured.medianMs),
-          measuredPerTokenMs: measured.perTokenMs.map(round),
-          measuredEncodeMs: round(measured.encodeMedianMs),
-          dispatchesPerToken: measured.dispatchesPerToken,
-          weightBytes: measured.weightBytes,
-          estimateMethod: estimate.perTokenMs.method,
-          estimatedMs: {
-            weightsStream: round(estimate.perTokenMs.weightsStreamMs),
-            matmul: round(estimate.perTokenMs.matmulMs),
-            kvRead: round(estimate.perTokenMs.kvReadMs),
-            dispatch: round(estimate.perTokenMs.dispatchMs),
-            sync: round(estimate.perTokenMs.syncMs),
-            total: round(estimate.perTokenMs.totalMs),
-          },
-          estimatedKernelsPerStep: estimate.kernelsPerStep,
-          estimatedKernelMs: Object.fromEntries(
-            estimate.kernels.map((
-              k,
-            ) => [`${k.name} ×${k.launches}`, Math.round(k.ms * 1000) / 1000]),
-          ),
-          estimateTag: estimate.tag,
-          sources: [...estimate.sources],
-        },
-      });
+          context,
+          gemvVariants: plan.variants,
+        }),
+      );
     }
+  }
+  const round = (v: number) => Math.round(v * 100) / 100;
+  const out: LlmValidation[] = [];
+  for (const { model, quant, estimate, unusable, runs } of plans) {
+    const first = runs[0]!;
+    const perTokenMs = runs.flatMap((m) => m.perTokenMs);
+    const medianMs = median(perTokenMs);
+    const measuredTokensPerSec = 1000 / medianMs;
+    out.push({
+      model: model.name,
+      quant,
+      measuredTokensPerSec,
+      estimatedTokensPerSec: estimate.decodeTokensPerSec,
+      error: estimate.decodeTokensPerSec / measuredTokensPerSec - 1,
+      details: {
+        device: rates.name,
+        context,
+        tokens: perTokenMs.length,
+        decodes: runs.length,
+        warmup: first.warmup,
+        kvDtype: first.kvDtype,
+        gemvVariant: first.gemvVariant,
+        gemvVariantSource: unusable.length === 0
+          ? "the variants the estimate's gemv predictions describe"
+          : `the estimate's variants, except ${unusable.join(", ")} (the decode's default there)`,
+        measuredMedianMs: round(medianMs),
+        measuredDecodeMedianMs: runs.map((m) => round(m.medianMs)),
+        measuredPerTokenMs: perTokenMs.map(round),
+        measuredEncodeMs: round(median(runs.map((m) => m.encodeMedianMs))),
+        dispatchesPerToken: first.dispatchesPerToken,
+        weightBytes: first.weightBytes,
+        estimateMethod: estimate.perTokenMs.method,
+        estimatedMs: {
+          weightsStream: round(estimate.perTokenMs.weightsStreamMs),
+          matmul: round(estimate.perTokenMs.matmulMs),
+          kvRead: round(estimate.perTokenMs.kvReadMs),
+          dispatch: round(estimate.perTokenMs.dispatchMs),
+          sync: round(estimate.perTokenMs.syncMs),
+          total: round(estimate.perTokenMs.totalMs),
+        },
+        estimatedKernelsPerStep: estimate.kernelsPerStep,
+        estimatedKernelMs: Object.fromEntries(
+          estimate.kernels.map((k) => [`${k.name} ×${k.launches}`, Math.round(k.ms * 1000) / 1000]),
+        ),
+        estimateTag: estimate.tag,
+        sources: [...estimate.sources],
+      },
+    });
   }
   return out;
 }
