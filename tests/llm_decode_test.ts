@@ -78,3 +78,43 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name: "measureDecode() refuses a softmax variant its attention softmax cannot run, naming it",
+  ignore: !hasAdapter,
+  fn: async () => {
+    const gpu = (await openGpu({ onUnavailable: () => {} }))!;
+    try {
+      const model = getPreset("tiny-16m");
+      for (const id of ["acc=f16,wg=64", "acc=f32,wg=128"]) {
+        await assert.rejects(
+          () => measureDecode(gpu, model, "f32", { tokens: 1, context: 4, softmaxVariant: id }),
+          new RegExp(`Softmax variant "${id}" cannot run in the decode`),
+        );
+      }
+    } finally {
+      gpu.device.destroy();
+    }
+  },
+});
+
+Deno.test({
+  name: "measureDecode() runs the attention softmax with 256 lanes when asked",
+  ignore: !hasAdapter,
+  fn: async () => {
+    const gpu = (await openGpu({ onUnavailable: () => {} }))!;
+    try {
+      const model = getPreset("tiny-16m");
+      const opts = { tokens: 2, context: 8, warmup: 1 };
+      const wide = await measureDecode(gpu, model, "f32", {
+        ...opts,
+        softmaxVariant: "acc=f32,wg=256",
+      });
+      const narrow = await measureDecode(gpu, model, "f32", opts);
+      // Same seeded weights, same greedy tokens: the lane count changes speed, not the result.
+      assert.deepEqual(wide.tokenIds, narrow.tokenIds);
+    } finally {
+      gpu.device.destroy();
+    }
+  },
+});

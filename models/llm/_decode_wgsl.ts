@@ -210,9 +210,11 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
 }
 
 /**
- * Softmax of each head's first step.n scores, in place; one workgroup per head.
+ * Softmax of each head's first step.n scores, in place; one workgroup of `wg` lanes per head
+ * (the catalog softmax's `wg`, so the decode can run the variant an estimate priced).
  *
  * @param d Dimensions.
+ * @param wg Lanes per workgroup.
  * @returns The shader; bindings scores, step.
  * @example
  * ```ts
@@ -220,26 +222,26 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
  * console.log(softmaxShader({ hidden: 64, heads: 2, kvHeads: 1, headDim: 32, context: 8, intermediate: 64, vocab: 16 }).key);
  * ```
  */
-export function softmaxShader(d: DecodeDims): DecodeShader {
+export function softmaxShader(d: DecodeDims, wg: 64 | 256 = LANE_WG): DecodeShader {
   return {
-    key: `softmax|ctx=${d.context}`,
+    key: `softmax|ctx=${d.context}|wg=${wg}`,
     code: `${STEP}
 @group(0) @binding(0) var<storage, read_write> scores: array<f32>;
 @group(0) @binding(1) var<uniform> step: Step;
-var<workgroup> red: array<f32, ${LANE_WG}>;
-@compute @workgroup_size(${LANE_WG})
+var<workgroup> red: array<f32, ${wg}>;
+@compute @workgroup_size(${wg})
 fn main(@builtin(local_invocation_id) l: vec3<u32>, @builtin(workgroup_id) w: vec3<u32>) {
   let b = w.x * ${d.context}u;
   let n = step.n;
   var m = -3.4e38;
-  for (var i = l.x; i < n; i += ${LANE_WG}u) { m = max(m, scores[b + i]); }
+  for (var i = l.x; i < n; i += ${wg}u) { m = max(m, scores[b + i]); }
   red[l.x] = m;
   workgroupBarrier();
 ${tree((a, c) => `max(${a}, ${c})`, LANE_WG)}
   let top = red[0];
   workgroupBarrier();
   var s = 0.0;
-  for (var i = l.x; i < n; i += ${LANE_WG}u) {
+  for (var i = l.x; i < n; i += ${wg}u) {
     let e = exp(scores[b + i] - top);
     scores[b + i] = e;
     s += e;
@@ -248,7 +250,7 @@ ${tree((a, c) => `max(${a}, ${c})`, LANE_WG)}
   workgroupBarrier();
 ${tree((a, c) => `${a} + ${c}`, LANE_WG)}
   let inv = 1.0 / red[0];
-  for (var i = l.x; i < n; i += ${LANE_WG}u) { scores[b + i] *= inv; }
+  for (var i = l.x; i < n; i += ${wg}u) { scores[b + i] *= inv; }
 }
 `,
   };

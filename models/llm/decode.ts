@@ -53,6 +53,11 @@ export interface DecodeOptions {
   readonly gemvVariant?: Variant | string;
   /** Gemv variant id per projection kernel name (`"q_proj"`, `"lm_head"` …), over `gemvVariant`. */
   readonly gemvVariants?: Readonly<Record<string, string>>;
+  /**
+   * The catalog softmax variant whose workgroup size the attention softmax takes (an id such as
+   * `"acc=f32,wg=256"`); 64 lanes when absent. Its accumulation is always f32.
+   */
+  readonly softmaxVariant?: string;
 }
 
 /**
@@ -270,6 +275,18 @@ interface Dispatch {
 
 const lanes = (n: number): readonly [number, number, number] => [Math.ceil(n / LANE_WG), 1, 1];
 
+/** The attention softmax's lanes per workgroup, from a catalog softmax variant id. */
+function softmaxLanes(id: string | undefined): 64 | 256 {
+  if (id === undefined) return LANE_WG;
+  const { wg, acc } = parseVariantId(id);
+  if ((wg !== 64 && wg !== 256) || (acc !== undefined && acc !== "f32")) {
+    throw new RangeError(
+      `Softmax variant "${id}" cannot run in the decode: it needs wg=64 or wg=256 and acc=f32`,
+    );
+  }
+  return wg;
+}
+
 /**
  * Runs a synthetic decode of a model on a WebGPU device and times it per token.
  *
@@ -314,6 +331,7 @@ export async function measureDecode(
   if (quant !== "f32" && quant !== "int4") {
     throw new RangeError(`The synthetic decode runs "f32" or "int4" weights, got "${quant}"`);
   }
+  const softmaxWg = softmaxLanes(opts.softmaxVariant);
   const { hidden, heads, kvHeads, headDim, intermediate, vocab } = model;
   if (hidden % QUANT_GROUP_SIZE !== 0 || headDim % 4 !== 0 || heads % kvHeads !== 0) {
     throw new RangeError(
@@ -440,7 +458,8 @@ export async function measureDecode(
             heads,
             1,
           ]),
-        softmax: () => simple("softmax", softmaxShader(dims), [scores, step], () => [heads, 1, 1]),
+        softmax: () =>
+          simple("softmax", softmaxShader(dims, softmaxWg), [scores, step], () => [heads, 1, 1]),
         attn_values: () =>
           simple(
             "attn_values",

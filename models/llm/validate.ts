@@ -112,7 +112,8 @@ export async function validateDecode(
         kvDtype: "f32",
       });
       const projections = projectionVariants(estimate.kernels, DTYPE[quant], rates, model);
-      return { model, quant, estimate, ...projections, runs: [] as DecodeMeasurement[] };
+      const softmax = softmaxVariant(estimate.kernels);
+      return { model, quant, estimate, softmax, ...projections, runs: [] as DecodeMeasurement[] };
     })
   );
   for (let r = 0; r < repeats; r++) {
@@ -123,13 +124,14 @@ export async function validateDecode(
           tokens,
           context,
           gemvVariants: plan.variants,
+          ...(plan.softmax === undefined ? {} : { softmaxVariant: plan.softmax }),
         }),
       );
     }
   }
   const round = (v: number) => Math.round(v * 100) / 100;
   const out: LlmValidation[] = [];
-  for (const { model, quant, estimate, unusable, runs } of plans) {
+  for (const { model, quant, estimate, unusable, softmax, runs } of plans) {
     const first = runs[0]!;
     const perTokenMs = runs.flatMap((m) => m.perTokenMs);
     const medianMs = median(perTokenMs);
@@ -151,6 +153,8 @@ export async function validateDecode(
         gemvVariantSource: unusable.length === 0
           ? "the variants the estimate's gemv predictions describe"
           : `the estimate's variants, except ${unusable.join(", ")} (the decode's default there)`,
+        softmaxVariant: softmax ??
+          "wg=64 (the decode's default: the estimate's is not f32 with 64 or 256 lanes)",
         measuredMedianMs: round(medianMs),
         measuredDecodeMedianMs: runs.map((m) => round(m.medianMs)),
         measuredPerTokenMs: perTokenMs.map(round),
@@ -201,4 +205,15 @@ function projectionVariants(
     if (usable !== k.variant) unusable.push(`${k.name} (${model.name})`);
   }
   return { variants, unusable };
+}
+
+/**
+ * The softmax variant the estimate priced, when the decode's attention softmax can run it (f32
+ * accumulation, 64 or 256 lanes); otherwise undefined and the decode keeps its 64 lanes.
+ */
+function softmaxVariant(kernels: readonly KernelEstimate[]): string | undefined {
+  const k = kernels.find((k) => k.op === "softmax" && k.standIn === null);
+  if (k?.variant === undefined) return undefined;
+  const { wg, acc } = parseVariantId(k.variant);
+  return (wg === 64 || wg === 256) && (acc === undefined || acc === "f32") ? k.variant : undefined;
 }
