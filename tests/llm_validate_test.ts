@@ -1,67 +1,48 @@
 import assert from "node:assert/strict";
-import { openGpu } from "../calibrate/device.ts";
 import { validateDecode } from "../models/llm/validate.ts";
 import { loadReport } from "../reports/load.ts";
-
-const probe = await openGpu({ onUnavailable: () => {} });
-const hasAdapter = probe !== null;
-probe?.device.destroy();
+import { gpuTest } from "./_gpu.ts";
 
 /** A published report with every WebGPU figure the estimate needs (any machine's will do). */
 const REPORT = new URL("../reports/llvmpipe-vulkan-x86_64-32776e59.json", import.meta.url);
 
-Deno.test({
-  name: "validateDecode() pools the tokens of interleaved decodes into one measured rate",
-  ignore: !hasAdapter,
-  fn: async () => {
+gpuTest(
+  "validateDecode() pools the tokens of interleaved decodes into one measured rate",
+  async (gpu) => {
     const report = await loadReport(REPORT.pathname);
-    const gpu = (await openGpu({ onUnavailable: () => {} }))!;
     const order: string[] = [];
-    try {
-      const vs = await validateDecode(gpu, report, {
-        models: ["tiny-16m"],
-        quants: ["f32", "int4"],
-        tokens: 2,
-        repeats: 2,
-        context: 8,
-        onStart: (model, quant) => order.push(`${model} ${quant}`),
-      });
-      // Every pair once, then again: a slow spell of the machine hits both alike.
-      assert.deepEqual(order, ["tiny-16m f32", "tiny-16m int4", "tiny-16m f32", "tiny-16m int4"]);
-      assert.equal(vs.length, 2);
-      for (const v of vs) {
-        const { measuredPerTokenMs, decodes } = v.details ?? {};
-        assert.ok(Array.isArray(measuredPerTokenMs));
-        const perToken = measuredPerTokenMs.map(Number);
-        assert.equal(perToken.length, 4);
-        assert.equal(decodes, 2);
-        // The report's softmax fit is of acc=f32,wg=256: the decode ran that kernel.
-        assert.equal(v.details?.softmaxVariant, "acc=f32,wg=256");
-        const sorted = [...perToken].sort((a, b) => a - b);
-        const median = (sorted[1]! + sorted[2]!) / 2;
-        assert.ok(Math.abs(v.measuredTokensPerSec - 1000 / median) / v.measuredTokensPerSec < 0.01);
-        assert.ok(v.estimatedTokensPerSec > 0);
-        assert.equal(v.error, v.estimatedTokensPerSec / v.measuredTokensPerSec - 1);
-      }
-    } finally {
-      gpu.device.destroy();
+    const vs = await validateDecode(gpu, report, {
+      models: ["tiny-16m"],
+      quants: ["f32", "int4"],
+      tokens: 2,
+      repeats: 2,
+      context: 8,
+      onStart: (model, quant) => order.push(`${model} ${quant}`),
+    });
+    // Every pair once, then again: a slow spell of the machine hits both alike.
+    assert.deepEqual(order, ["tiny-16m f32", "tiny-16m int4", "tiny-16m f32", "tiny-16m int4"]);
+    assert.equal(vs.length, 2);
+    for (const v of vs) {
+      const { measuredPerTokenMs, decodes } = v.details ?? {};
+      assert.ok(Array.isArray(measuredPerTokenMs));
+      const perToken = measuredPerTokenMs.map(Number);
+      assert.equal(perToken.length, 4);
+      assert.equal(decodes, 2);
+      // The report's softmax fit is of acc=f32,wg=256: the decode ran that kernel.
+      assert.equal(v.details?.softmaxVariant, "acc=f32,wg=256");
+      const sorted = [...perToken].sort((a, b) => a - b);
+      const median = (sorted[1]! + sorted[2]!) / 2;
+      assert.ok(Math.abs(v.measuredTokensPerSec - 1000 / median) / v.measuredTokensPerSec < 0.01);
+      assert.ok(v.estimatedTokensPerSec > 0);
+      assert.equal(v.error, v.estimatedTokensPerSec / v.measuredTokensPerSec - 1);
     }
   },
-});
+);
 
-Deno.test({
-  name: "validateDecode() refuses a repeat count that is not a positive integer",
-  ignore: !hasAdapter,
-  fn: async () => {
-    const report = await loadReport(REPORT.pathname);
-    const gpu = (await openGpu({ onUnavailable: () => {} }))!;
-    try {
-      await assert.rejects(
-        () => validateDecode(gpu, report, { repeats: 0 }),
-        /"repeats" must be a positive integer, got 0/,
-      );
-    } finally {
-      gpu.device.destroy();
-    }
-  },
+gpuTest("validateDecode() refuses a repeat count that is not a positive integer", async (gpu) => {
+  const report = await loadReport(REPORT.pathname);
+  await assert.rejects(
+    () => validateDecode(gpu, report, { repeats: 0 }),
+    /"repeats" must be a positive integer, got 0/,
+  );
 });

@@ -20,6 +20,16 @@ function crossoverOf(
   return c;
 }
 
+/** The cost of the move of the f32 `op` `pair` crossover from `base` to `current`. */
+function costOfMove(base: Report, current: Report, op: string, pair: Crossover["pair"]) {
+  return thresholdChoiceCost(
+    base,
+    crossoverOf(base, op, pair),
+    current,
+    crossoverOf(current, op, pair),
+  );
+}
+
 /**
  * The synthetic report with add f32 on wasm-mt measured `ratio` × wasm at every size, and its
  * wasm→wasm-mt crossover (with interval) at `size`.
@@ -48,12 +58,7 @@ function nearlyEqualBackends(ratio: number, size: number): Report {
 Deno.test("thresholdChoiceCost() prices a GPU crossover moved 2x at the slowdown between the two sizes", () => {
   const base = syntheticReport();
   const moved = movedGpuCrossover(2);
-  const cost = thresholdChoiceCost(
-    base,
-    crossoverOf(base, "matmul", "cpu→webgpu"),
-    moved,
-    crossoverOf(moved, "matmul", "cpu→webgpu"),
-  );
+  const cost = costOfMove(base, moved, "matmul", "cpu→webgpu");
   assert.ok(cost !== null, "the fixture measures sizes between the two thresholds");
   assert.ok(cost.cost > 0.1, `cost ${cost.cost}`);
   assert.ok(cost.sizes >= 1);
@@ -62,12 +67,7 @@ Deno.test("thresholdChoiceCost() prices a GPU crossover moved 2x at the slowdown
 Deno.test("thresholdChoiceCost() is the ratio of the two backends where the thresholds disagree", () => {
   const base = nearlyEqualBackends(1.04, 1e6);
   const current = nearlyEqualBackends(1.04, 1e3);
-  const cost = thresholdChoiceCost(
-    base,
-    crossoverOf(base, "add", "wasm→wasm-mt"),
-    current,
-    crossoverOf(current, "add", "wasm→wasm-mt"),
-  );
+  const cost = costOfMove(base, current, "add", "wasm→wasm-mt");
   assert.ok(cost !== null);
   // Between 1e3 and 1e6 the current threshold picks wasm-mt, 4 % slower than wasm there.
   assert.ok(Math.abs(cost.cost - 0.04) < 1e-9, `cost ${cost.cost}`);
@@ -93,12 +93,7 @@ Deno.test("thresholdChoiceCost() names choices by the pair's sides, whichever wa
 Deno.test("thresholdChoiceCost() is null when no measured size lies between the thresholds", () => {
   const base = nearlyEqualBackends(1.04, 1000);
   const current = nearlyEqualBackends(1.04, 1001);
-  const cost = thresholdChoiceCost(
-    base,
-    crossoverOf(base, "add", "wasm→wasm-mt"),
-    current,
-    crossoverOf(current, "add", "wasm→wasm-mt"),
-  );
+  const cost = costOfMove(base, current, "add", "wasm→wasm-mt");
   assert.equal(cost, null);
 });
 
