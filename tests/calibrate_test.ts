@@ -1,6 +1,9 @@
 import assert from "node:assert/strict";
 import { calibrate } from "../calibrate/calibrate.ts";
 import { main } from "../calibrate/cli.ts";
+import { openRunner } from "../calibrate/runners/mod.ts";
+import type { Runner } from "../calibrate/runner.ts";
+import type { Backend } from "../kernels/types.ts";
 import { parseReport } from "../reports/load.ts";
 
 const cpuOnly = { quick: true, ops: ["add"], backends: ["js", "wasm"] as const };
@@ -96,4 +99,48 @@ Deno.test("calibrate's command line refuses bad flags with exit code 2", async (
   assert.match(errors[1]!, /--backends: "cuda" is not one of/);
   assert.match(errors[2]!, /--budget must be a positive number, got "soon"/);
   assert.match(errors[3]!, /--resume/);
+});
+
+Deno.test("calibrate() repeats a CPU measurement taken through a stall and keeps the surer one", async () => {
+  const dir = await Deno.makeTempDir();
+  const stalled = 16;
+  let stalledPrepares = 0;
+  // The wasm runner, except that the first case prepared at n = 16 runs 3× slow every other
+  // batch, as when the OS takes the core away for part of the window.
+  const openCpuRunner = async (backend: Backend) => {
+    const runner = await openRunner(backend);
+    if (typeof runner === "string" || backend !== "wasm") return runner;
+    return {
+      ...runner,
+      prepare: async (...args: Parameters<Runner["prepare"]>) => {
+        const prepared = await runner.prepare(...args);
+        if (args[1].n !== stalled || stalledPrepares++ > 0) return prepared;
+        let calls = 0;
+        return {
+          ...prepared,
+          time: async (reps: number) => {
+            const t = await prepared.time(reps);
+            return { ...t, wallMs: t.wallMs * (calls++ % 2 === 0 ? 1 : 3) };
+          },
+        };
+      },
+    };
+  };
+  try {
+    const { report } = await calibrate({
+      quick: true,
+      ops: ["add"],
+      backends: ["js", "wasm"],
+      out: `${dir}/report.json`,
+      openCpuRunner,
+    });
+    const at = report.measurements.filter((m) =>
+      m.backend === "wasm" && m.size === stalled && m.state === "ok"
+    );
+    assert.equal(at.length, 1, "the repeat replaced the stalled measurement");
+    assert.equal(stalledPrepares, 2, "prepared once for the grid and once for the repeat");
+    assert.ok(at[0]!.state === "ok" && at[0]!.wall.relCi <= 0.1, `relCi ${JSON.stringify(at[0])}`);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });
