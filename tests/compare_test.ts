@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { compareReports } from "../reports/compare.ts";
+import type { Report } from "../reports/schema.ts";
 import { syntheticReport } from "./_fixtures.ts";
 import { jittered, movedGpuCrossover } from "./_report_variants.ts";
 
@@ -159,4 +160,49 @@ Deno.test("compareReports() judges a rate only where its term carries most of th
   assert.match(swamped.note, /not judged: the rate explains [\d.]+ % of the time/);
   const carried = compareReports(withT0(5, 3), withT0(5, 1)).rows.find((r) => r.key === key);
   assert.equal(carried?.regressed, true);
+});
+
+/** Stability data whose only figure is `sigma` for wasm-mt (probes are not re-read). */
+function stabilityWith(sigma: number): NonNullable<Report["stability"]> {
+  return {
+    op: "add",
+    dtype: "f32",
+    shape: { n: 65536 },
+    residency: "end-to-end",
+    probes: [],
+    driftSigma: { "wasm-mt": sigma },
+  };
+}
+
+/** A report whose add wasm→wasm-mt crossover is gone (wasm-mt never wins in range). */
+function withoutWasmMtCrossover(report: Report): Report {
+  const c = report.crossovers.find((c) => c.op === "add" && c.pair === "wasm→wasm-mt")!;
+  Object.assign(c, { size: null, ci: null, reason: "wasm-mt never wins up to 1e6 elements" });
+  delete c.driftCi;
+  delete c.driftOutOfRange;
+  return report;
+}
+
+Deno.test("compareReports() judges both runs by the larger of their two drifts", () => {
+  const baseline = { ...syntheticReport(), stability: stabilityWith(0.05) };
+  const c = baseline.crossovers.find((c) => c.op === "add" && c.pair === "wasm→wasm-mt")!;
+  assert.ok(c.size !== null && c.ci !== null);
+  c.driftCi = [c.ci[0] * 0.9, c.ci[1] * 1.1];
+  // With its own small drift, 1 % of the baseline's replicates leave the measured sizes.
+  c.driftOutOfRange = 0.01;
+  const key = "add f32 wasm→wasm-mt end-to-end";
+
+  const calm = { ...withoutWasmMtCrossover(syntheticReport()), stability: stabilityWith(0.05) };
+  const judgedCalm = compareReports(baseline, calm).rows.find((r) => r.key === key);
+  assert.equal(judgedCalm?.regressed, true, "both runs calm: a vanished threshold is a regression");
+
+  // The current run saw wasm-mt drift 10× as much: a shift of that size takes the crossover out
+  // of range in Φ(Φ⁻¹(0.01) / 10) ≈ 41 % of cases, so its vanishing is within noise.
+  const wild = { ...withoutWasmMtCrossover(syntheticReport()), stability: stabilityWith(0.5) };
+  const judgedWild = compareReports(baseline, wild).rows.find((r) => r.key === key);
+  assert.equal(judgedWild?.regressed, false);
+  assert.match(
+    judgedWild.note,
+    /within run-to-run drift of wasm-mt \(σ 50 %\).* 41 % of replicates/,
+  );
 });
