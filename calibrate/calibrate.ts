@@ -22,7 +22,7 @@ import { writeJsonAtomic } from "../reports/atomic.ts";
 import { nextRefinementSizes } from "./analyze.ts";
 import { openGpu } from "./device.ts";
 import { describeMachine, machineFingerprint, machineSlug } from "./machine.ts";
-import { measureMany, type RunnerSource } from "./measure.ts";
+import { measureMany, remeasureUnsure, type RunnerSource } from "./measure.ts";
 import { type CalibrationPlan, planFor } from "./plan.ts";
 import type { ProgressEvent } from "./progress.ts";
 import type { MeasureRequest, MeasureResult } from "./result.ts";
@@ -121,8 +121,6 @@ function runnable(
 
 /** Variants that pass the screening at the smaller search anchor. */
 const SCREENED_VARIANTS = 4;
-/** A CPU measurement whose median is less sure than ±this (95 %) is repeated once. */
-const RETRY_REL_CI = 0.1;
 
 function residenciesFor(backend: Backend): Residency[] {
   return backend === "webgpu" ? ["end-to-end", "device-resident"] : ["end-to-end"];
@@ -466,44 +464,37 @@ export async function calibrate(options: CalibrateOptions = {}): Promise<Calibra
         if (job.converged(measurements, size)) break;
       }
 
-      // A CPU case whose median is this unsure after its budget was measured through a stall
-      // (one sum ran 3× slower for a whole 0.3 s window, a wasm-mt gemv ±30 %): repeated once
-      // later, the surer of the two is kept, so a threshold is not decided by one stall.
+      // A CPU case measured through a stall (one sum ran 3× slow for a whole 0.3 s window, a
+      // wasm-mt gemv ±30 %) is repeated once at the end of the grid and of the refinement, so a
+      // threshold is not decided by one stall. A resumed run's measurements stay as they are.
       const retried = new Set<string>();
       const retryUnsure = async () => {
-        const unsure = measurements.filter((m): m is Extract<Measurement, { state: "ok" }> =>
-          m.state === "ok" && m.seq >= sessionSeq && m.op === op.name && m.dtype === dtype &&
-          m.backend !== "webgpu" && m.wall.relCi > RETRY_REL_CI && !retried.has(measurementKey(m))
+        const unsure = measurements.filter((m) =>
+          m.seq >= sessionSeq && m.op === op.name && m.dtype === dtype &&
+          !retried.has(measurementKey(m))
         );
-        if (unsure.length === 0 || signal.aborted) return;
         for (const m of unsure) retried.add(measurementKey(m));
+        const repeats = await remeasureUnsure(unsure, {
+          runners: source,
+          stopping: plan.stopping,
+          signal,
+        });
+        const kept = repeats.flatMap((r, i) => r ? [[unsure[i]!, r] as const] : []);
+        if (kept.length === 0) return;
         emit({
           kind: "phase",
-          phase: `${op.name} ${dtype}: repeating ${unsure.length} unsure CPU measurement${
-            unsure.length === 1 ? "" : "s"
-          }`,
+          phase: `${op.name} ${dtype}: ${kept.length} unsure CPU measurement${
+            kept.length === 1 ? "" : "s"
+          } repeated surer`,
           done: progressDone,
           total: progressTotal,
           elapsedS: elapsedS(),
         });
-        const again = await measureMany(
-          unsure.map((m) => ({
-            op: m.op,
-            shape: m.shape,
-            dtype: m.dtype,
-            backend: m.backend,
-            variant: m.variant,
-            residency: m.residency,
-          })),
-          { runners: source, stopping: plan.stopping, signal },
-        );
-        again.forEach((r, i) => {
-          const old = unsure[i]!;
-          if (r.state !== "ok" || r.wall.relCi >= old.wall.relCi) return;
+        for (const [old, r] of kept) {
           const m = { ...r, size: old.size, seq: seq++ } as Measurement;
           measurements[measurements.indexOf(old)] = m;
           done.set(measurementKey(m), m);
-        });
+        }
       };
       await retryUnsure();
 

@@ -15,7 +15,7 @@ import {
   type Variant,
   variantId,
 } from "../kernels/types.ts";
-import type { MeasureIdentity, MeasureRequest, MeasureResult } from "./result.ts";
+import type { MeasureIdentity, MeasureOk, MeasureRequest, MeasureResult } from "./result.ts";
 import { type Prepared, type Runner, UnsupportedError } from "./runner.ts";
 import { DEFAULT_STOPPING, type StoppingRule, stopReason, summarize } from "./stats.ts";
 import { verifyOutput } from "./verify.ts";
@@ -321,6 +321,72 @@ export async function measureMany(
     for (const r of results) if ("prepared" in r) r.prepared.dispose();
     await owned?.close();
   }
+}
+
+/**
+ * What {@linkcode remeasureUnsure} reads of an earlier result; every {@linkcode MeasureResult} is
+ * one.
+ *
+ * @example
+ * ```ts
+ * import type { Remeasurable } from "./measure.ts";
+ * const r: Remeasurable = {
+ *   op: "add", shape: { n: 4096 }, dtype: "f32", backend: "wasm", variant: "default",
+ *   residency: "end-to-end", state: "ok", wall: { relCi: 0.3 },
+ * };
+ * ```
+ */
+export type Remeasurable =
+  & MeasureIdentity
+  & (
+    | { readonly state: "ok"; readonly wall: { readonly relCi: number } }
+    | { readonly state: "failed" | "unsupported" }
+  );
+
+/** A CPU median less sure than ±this (95 %) after its budget was likely taken through a stall. */
+export const UNSURE_REL_CI = 0.1;
+
+/**
+ * Measures again, once, every CPU result whose median is less sure than
+ * {@linkcode UNSURE_REL_CI} — taken through a stall, when the OS gave its core away for part of
+ * the window — and keeps the surer of the two. Call it some time after the first measurement, so
+ * the repeat falls outside the stall. WebGPU results are left alone: on a software adapter their
+ * spread is the adapter's own (one core or two), not a stall a repeat would escape.
+ *
+ * @param results Earlier results (any objects extending them, e.g. report measurements).
+ * @param options Runners, stopping rule, abort signal, as for {@linkcode measureMany}.
+ * @returns Per input, the repeat when it came out surer, else `undefined`.
+ * @example
+ * ```ts ignore
+ * import { measureMany, remeasureUnsure } from "./measure.ts";
+ * const first = await measureMany(requests);
+ * const repeats = await remeasureUnsure(first);
+ * const kept = first.map((r, i) => repeats[i] ?? r);
+ * ```
+ */
+export async function remeasureUnsure(
+  results: readonly Remeasurable[],
+  options: MeasureOptions = {},
+): Promise<(MeasureOk | undefined)[]> {
+  const unsure = results.flatMap((r, i) =>
+    r.state === "ok" && r.backend !== "webgpu" && r.wall.relCi > UNSURE_REL_CI ? [i] : []
+  );
+  const out: (MeasureOk | undefined)[] = results.map(() => undefined);
+  if (unsure.length === 0 || options.signal?.aborted) return out;
+  const again = await measureMany(
+    unsure.map((i) => {
+      const { op, shape, dtype, backend, variant, residency } = results[i]!;
+      return { op, shape, dtype, backend, variant, residency };
+    }),
+    options,
+  );
+  again.forEach((r, j) => {
+    const first = results[unsure[j]!]!;
+    if (r.state === "ok" && first.state === "ok" && r.wall.relCi < first.wall.relCi) {
+      out[unsure[j]!] = r;
+    }
+  });
+  return out;
 }
 
 function failedCase(c: LiveCase, e: unknown): MeasureResult {

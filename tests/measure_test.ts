@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { measure, measureMany, type RunnerSource } from "../calibrate/measure.ts";
+import { measure, measureMany, remeasureUnsure, type RunnerSource } from "../calibrate/measure.ts";
 import type { Prepared, Runner } from "../calibrate/runner.ts";
 import type { OpInputs, OpSpec, Shape } from "../kernels/types.ts";
 
@@ -107,4 +107,61 @@ Deno.test("measureMany() interleaves the samples of the cases it compares", asyn
   const firstWasm = order.indexOf("wasm");
   const lastJs = order.lastIndexOf("js");
   assert.ok(firstWasm >= 0 && firstWasm < lastJs, `samples alternate: ${order.join(",")}`);
+});
+
+Deno.test("remeasureUnsure() repeats only unsure CPU results and returns the surer repeats", async () => {
+  const log: string[] = [];
+  const runner = fakeRunner(() => {}, log);
+  const asked: string[] = [];
+  const source: RunnerSource = (b) => {
+    asked.push(b);
+    return Promise.resolve(runner);
+  };
+  const id = {
+    op: "add",
+    shape: { n: 1000 },
+    dtype: "f32" as const,
+    variant: "default",
+    residency: "end-to-end" as const,
+  };
+  const repeats = await remeasureUnsure([
+    { ...id, backend: "js", state: "ok", wall: { relCi: 0.5 } },
+    { ...id, backend: "js", state: "ok", wall: { relCi: 0.02 } },
+    { ...id, backend: "webgpu", state: "ok", wall: { relCi: 0.5 } },
+    { ...id, backend: "js", state: "failed" },
+  ], { runners: source, ...quick });
+  assert.equal(repeats.length, 4);
+  // The fake kernel's samples spread ±5 %: its median is surer than ±50 %, so the repeat is kept.
+  assert.equal(repeats[0]?.state, "ok");
+  assert.ok(repeats[0]!.wall.relCi < 0.5);
+  assert.deepEqual(repeats.slice(1), [undefined, undefined, undefined]);
+  assert.deepEqual(asked, ["js"], "the sure, the WebGPU and the failed results are not repeated");
+});
+
+Deno.test("remeasureUnsure() keeps the first result when the repeat is no surer", async () => {
+  const repeats = await remeasureUnsure(
+    [{
+      op: "add",
+      shape: { n: 1000 },
+      dtype: "f32",
+      backend: "js",
+      variant: "default",
+      residency: "end-to-end",
+      state: "ok",
+      wall: { relCi: 0.11 },
+    }],
+    {
+      // Every batch takes 1× or 3× at random: a median no surer than the first one's ±11 %.
+      runners: only({
+        ...fakeRunner(() => {}, []),
+        prepare: async (...args: Parameters<Runner["prepare"]>) => {
+          const p = await fakeRunner(() => {}, []).prepare(...args);
+          let i = 0;
+          return { ...p, time: (reps) => Promise.resolve({ wallMs: reps * (i++ % 2 ? 3 : 1) }) };
+        },
+      }),
+      ...quick,
+    },
+  );
+  assert.deepEqual(repeats, [undefined]);
 });
