@@ -17,6 +17,7 @@
  * @module
  */
 import { normalCdf, normalQuantile, roundSignificant } from "../calibrate/_numeric.ts";
+import { bestPerSize } from "../calibrate/analyze.ts";
 import { predictMs } from "../calibrate/fit.ts";
 import { OPS } from "../kernels/catalog.ts";
 import type { Backend } from "../kernels/types.ts";
@@ -459,6 +460,10 @@ interface Rate {
   readonly drift: Drift | null;
   /** Share of the fitted time the rate's term explains at the largest size fitted, 0–1. */
   readonly share: number;
+  /** How much a drift of the time moves this rate: 1 for a measured rate, 1 / share for a fit's. */
+  readonly amplification: number;
+  /** The size the rate was measured at, when it is a measured one. */
+  readonly at?: number;
 }
 
 /** Below this share of the time, a rate's term is too small to pin its value down at all. */
@@ -489,12 +494,19 @@ function rateShare(f: CostFit, resource: "compute" | "memory", value: number): n
 }
 
 /**
- * The best variant's rate per op, dtype, backend, residency and resource. A fit reports no
- * interval for its rates, so one is derived from its residuals: the larger of the RMS log error
- * and the cross-validated MAPE, taken as one standard error of ln time, divided by the share of
- * the time the rate's term explains (see {@linkcode rateShare}).
+ * The best variant's rate per op, dtype, backend, residency and resource.
+ *
+ * Where both reports measured the series at a common size, the rate is the **measured** effective
+ * rate (work / median time, best variant) at the largest such size, with that median's own 95 %
+ * interval: what a regression moves, pinned down as well as one measurement can, at the size
+ * that best shows the rate. Otherwise the fit's rate, with an interval from its residuals: the
+ * larger of the RMS log error and the cross-validated MAPE, taken as one standard error of ln
+ * time, divided by the share of the time the rate's term explains (see {@linkcode rateShare}).
+ * Fit residuals are the model's misfit across every size (cache steps, the fixed cost), not how
+ * sure the rate is: on quick runs here they made intervals of ±2× in which no halved rate (0 of
+ * 43) was ever told apart.
  */
-function rateMap(report: Report): Map<string, Rate> {
+function rateMap(report: Report, other: Report): Map<string, Rate> {
   const map = new Map<string, Rate>();
   const add = (f: CostFit, resource: "compute" | "memory", value: number | null, unit: string) => {
     if (value === null) return;
@@ -510,13 +522,49 @@ function rateMap(report: Report): Map<string, Rate> {
       ci: [value / spread, value * spread],
       drift: driftOf(report, f.backend),
       share,
+      amplification: 1 / share,
     });
   };
   for (const f of report.fits) {
     add(f, "compute", f.gflops, "GFLOP/s");
     add(f, "memory", f.gbps, "GB/s");
   }
+  // The best fit's share still decides whether the rate is judged at all; its value and interval
+  // give way to the measured rate where there is one.
+  for (const [key, rate] of map) {
+    const f = report.fits.find((f) =>
+      `${f.op} ${f.dtype} ${f.backend} ${f.residency}` === key.slice(0, key.lastIndexOf(" "))
+    )!;
+    const measured = measuredRateAt(
+      report,
+      other,
+      f,
+      key.endsWith("compute") ? "compute" : "memory",
+    );
+    if (measured !== null) map.set(key, { ...rate, ...measured, amplification: 1 });
+  }
   return map;
+}
+
+/**
+ * The effective rate (GFLOP/s or GB/s) of a fit's series at the largest size both reports
+ * measured, best variant there, with the median's 95 % interval; null without a common size.
+ */
+function measuredRateAt(
+  report: Report,
+  other: Report,
+  f: CostFit,
+  resource: "compute" | "memory",
+): { value: number; ci: Interval; at: number; variant: string } | null {
+  const series = (r: Report) => bestPerSize(r.measurements, f.op, f.dtype, f.backend, f.residency);
+  const theirs = new Set(series(other).map((m) => m.size));
+  const mine = series(report).filter((m) => theirs.has(m.size));
+  const m = mine[mine.length - 1];
+  if (m === undefined || m.state !== "ok") return null;
+  const value = resource === "compute" ? m.gflops : m.gbps;
+  const rel = Math.min(m.wall.relCi, 0.99);
+  if (!(value > 0)) return null;
+  return { value, ci: [value / (1 + rel), value / (1 - rel)], at: m.size, variant: m.variant };
 }
 
 interface SystemFigure {
@@ -671,18 +719,25 @@ export function compareReports(
       : { ...row, choiceCost: cost, note: `${row.note}; ${words}` };
   });
 
-  const baseRates = rateMap(base);
-  const currentRates = rateMap(cur);
+  const baseRates = rateMap(base, cur);
+  const currentRates = rateMap(cur, base);
   const rateRows = pairUp("rate", [base, baseRates], [cur, currentRates], (r, report) => ({
     unit: r.unit,
-    sample: { value: r.value, ci: r.ci, ...widened(report, r.value, r.ci, r.drift, 1 / r.share) },
+    sample: {
+      value: r.value,
+      ci: r.ci,
+      ...widened(report, r.value, r.ci, r.drift, r.amplification),
+    },
     better: "higher",
   }), tolerance).map((row) => {
     const b = baseRates.get(row.key);
     const c = currentRates.get(row.key);
     if (b === undefined || c === undefined) return row;
     const share = Math.min(b.share, c.share);
-    const variants = b.variant !== c.variant ? [`best variant ${b.variant} → ${c.variant}`] : [];
+    const variants = [
+      ...(b.at !== undefined && b.at === c.at ? [`measured at ${roundSignificant(b.at, 3)}`] : []),
+      ...(b.variant !== c.variant ? [`best variant ${b.variant} → ${c.variant}`] : []),
+    ];
     if (share >= DETERMINED_SHARE) return { ...row, note: [row.note, ...variants].join("; ") };
     const undetermined = `not judged: the rate explains ${percent(share).slice(1)} of the ` +
       `time at the largest size fitted, too little to determine it`;

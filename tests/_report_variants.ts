@@ -84,3 +84,51 @@ export function systemFigures(report: Report): Figure[] {
     ...Object.values(s.peakGbps),
   ].filter((f): f is Figure => f !== undefined);
 }
+
+/**
+ * The synthetic report with one series `factor`× slower: every measured time of it multiplied,
+ * its measured and fitted rates divided.
+ *
+ * @param report The report to change (in place, and returned).
+ * @param series Op, dtype, backend and residency of the series.
+ * @param factor How much slower, e.g. 2.
+ * @returns The same report.
+ * @example
+ * ```ts
+ * import { slowedSeries } from "./_report_variants.ts";
+ * import { syntheticReport } from "./_fixtures.ts";
+ * const r = slowedSeries(syntheticReport(), {
+ *   op: "add", dtype: "f32", backend: "wasm", residency: "end-to-end",
+ * }, 2);
+ * console.log(r.measurements.length > 0); // true
+ * ```
+ */
+export function slowedSeries(
+  report: Report,
+  series: { op: string; dtype: string; backend: string; residency: string },
+  factor: number,
+): Report {
+  const mine = (m: { op: string; dtype: string; backend: string; residency: string }) =>
+    m.op === series.op && m.dtype === series.dtype && m.backend === series.backend &&
+    m.residency === series.residency;
+  report.measurements = report.measurements.map((m) =>
+    m.state === "ok" && mine(m)
+      ? {
+        ...m,
+        wall: { ...m.wall, median: m.wall.median * factor },
+        gflops: m.gflops / factor,
+        gbps: m.gbps / factor,
+      }
+      : m
+  );
+  report.fits = report.fits.map((f) =>
+    mine(f)
+      ? {
+        ...f,
+        gflops: f.gflops === null ? null : f.gflops / factor,
+        gbps: f.gbps === null ? null : f.gbps / factor,
+      }
+      : f
+  );
+  return report;
+}

@@ -3,7 +3,7 @@ import { main } from "../reports/check_cli.ts";
 import type { Report } from "../reports/schema.ts";
 import { captureCli } from "./_console.ts";
 import { syntheticReport } from "./_fixtures.ts";
-import { jittered, movedGpuCrossover } from "./_report_variants.ts";
+import { jittered, movedGpuCrossover, slowedSeries } from "./_report_variants.ts";
 
 /** Runs the CLI with console output captured. */
 const run = (args: string[]) => captureCli(() => main(args));
@@ -171,11 +171,15 @@ Deno.test("check --format markdown lists a move excused by run-to-run drift, and
     probes,
     driftSigma: { wasm: 0.2224 },
   };
-  const current = { ...syntheticReport(), stability };
-  const fit = current.fits.find((f) =>
-    f.op === "matmul" && f.backend === "wasm" && f.residency === "end-to-end"
-  )!;
-  fit.gflops = fit.gflops! * 0.8;
+  const current = {
+    ...slowedSeries(syntheticReport(), {
+      op: "matmul",
+      dtype: "f32",
+      backend: "wasm",
+      residency: "end-to-end",
+    }, 1.25),
+    stability,
+  };
   await withReports({ a: { ...BASE, stability }, b: current }, async (p) => {
     const { code, out } = await run([
       "--baseline",
@@ -189,7 +193,7 @@ Deno.test("check --format markdown lists a move excused by run-to-run drift, and
     assert.match(out, /moved more than the tolerance but within noise<\/summary>/);
     assert.match(
       out,
-      /\| rate \| matmul f32 wasm end-to-end compute \| .* \| -20\.0 % \| within noise \| -20\.0 %: within run-to-run drift of wasm \(σ 22 %\) \|/,
+      /\| rate \| matmul f32 wasm end-to-end compute \| .* \| -20\.0 % \| within noise \| -20\.0 %: within run-to-run drift of wasm \(σ 22 %\); measured at 512 \|/,
     );
     assert.match(out, /with drift/);
   });

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { compareReports } from "../reports/compare.ts";
 import type { Report } from "../reports/schema.ts";
 import { syntheticReport } from "./_fixtures.ts";
-import { jittered, movedGpuCrossover } from "./_report_variants.ts";
+import { jittered, movedGpuCrossover, slowedSeries } from "./_report_variants.ts";
 
 const GPU_KEY = "matmul f32 cpu→webgpu end-to-end";
 
@@ -81,8 +81,34 @@ Deno.test("compareReports() falls back to the tolerance alone without intervals,
   assert.match(row.note, /tolerance alone/);
 });
 
-Deno.test("compareReports() compares the best variant's fitted rate and names a variant change", () => {
+const MATMUL_WASM = { op: "matmul", dtype: "f32", backend: "wasm", residency: "end-to-end" };
+
+Deno.test("compareReports() compares the rate measured at the largest size both reports share", () => {
+  const baseline = syntheticReport();
+  const current = slowedSeries(syntheticReport(), MATMUL_WASM, 2);
+  const largest = (r: Report) =>
+    r.measurements.filter((m) => m.op === "matmul" && m.backend === "wasm" && m.state === "ok")
+      .sort((a, b) => b.size - a.size)[0]!;
+  const [b, c] = [largest(baseline), largest(current)];
+  assert.ok(b.state === "ok" && c.state === "ok");
+  // The current report names another variant best at that size.
+  Object.assign(c, { variant: "fma=true,kc=128,mr=4,nc=256,nr=8" });
+  const row = compareReports(baseline, current).rows
+    .find((r) => r.key === "matmul f32 wasm end-to-end compute");
+  assert.ok(row);
+  assert.equal(row.unit, "GFLOP/s");
+  assert.equal(row.baseline, b.gflops);
+  assert.equal(row.current, c.gflops);
+  assert.equal(row.regressed, true);
+  assert.match(row.note, new RegExp(`measured at ${b.size}`));
+  assert.match(row.note, /best variant .* → fma=true,kc=128/);
+});
+
+Deno.test("compareReports() falls back to the fitted rate where the reports share no size", () => {
   const current = syntheticReport();
+  current.measurements = current.measurements.filter((m) =>
+    !(m.op === "matmul" && m.backend === "wasm")
+  );
   const fit = current.fits.find((f) =>
     f.op === "matmul" && f.backend === "wasm" && f.residency === "end-to-end"
   )!;
@@ -90,7 +116,6 @@ Deno.test("compareReports() compares the best variant's fitted rate and names a 
   const row = compareReports(syntheticReport(), current).rows
     .find((r) => r.key === "matmul f32 wasm end-to-end compute");
   assert.ok(row);
-  assert.equal(row.unit, "GFLOP/s");
   assert.equal(row.baseline, 3);
   assert.equal(row.current, 6);
   assert.equal(row.regressed, false);
@@ -158,7 +183,8 @@ Deno.test("compareReports() judges a rate only where its term carries most of th
   const swamped = compareReports(withT0(1e6, 3), withT0(1e6, 1)).rows.find((r) => r.key === key);
   assert.equal(swamped?.regressed, false);
   assert.match(swamped.note, /not judged: the rate explains [\d.]+ % of the time/);
-  const carried = compareReports(withT0(5, 3), withT0(5, 1)).rows.find((r) => r.key === key);
+  const carried = compareReports(withT0(5, 3), slowedSeries(withT0(5, 3), MATMUL_WASM, 3)).rows
+    .find((r) => r.key === key);
   assert.equal(carried?.regressed, true);
 });
 
