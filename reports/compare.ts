@@ -634,11 +634,13 @@ function caveats(baseline: Report, current: Report, allowDifferentMachine: boole
 
 /**
  * Compares a current report with a baseline: crossovers (by op, dtype, residency and pair),
- * the best variant's fitted compute and memory rates (by op, dtype, backend and residency), and
- * the system figures and peaks. A figure moved beyond noise when its relative change exceeds the
- * tolerance and its two 95 % intervals do not overlap (crossover `ci`, figure `ci`, or an interval
- * derived from a fit's residuals); without intervals, the tolerance alone decides and the row's
- * note says so.
+ * rates (by op, dtype, backend, residency and resource: measured at the largest size both
+ * reports share, else the best variant's fitted rate), and the system figures and peaks. A figure
+ * moved beyond noise when its relative change exceeds the tolerance and its two 95 % intervals do
+ * not overlap, widened by the larger run-to-run drift of the two reports when they have stability
+ * data; a crossover that moved so is a regression only when choosing by either threshold costs
+ * more than the tolerance on the other report's measurements. Without intervals, the tolerance
+ * alone decides and the row's note says so.
  *
  * @param baseline The reference report, e.g. the published one.
  * @param current The report to check.
