@@ -38,12 +38,22 @@ export interface ResidualCurve {
 export interface ResidualPoint {
   readonly bytes: number;
   readonly ms: number;
+  /** Half-width of the median's 95 % interval, ms; a point much less sure is not used. */
+  readonly ciHalfWidth?: number;
 }
+
+/**
+ * A median known only to ±this (95 %) or worse says little about where the model misses: such a
+ * point (a device-resident gemv on lavapipe at ±64 %, whose window medians vary 2.2–4.9 ms) would
+ * drag predictions around it by its noise, so the fit carries the prediction there instead.
+ */
+export const UNSURE_RESIDUAL = 0.25;
 
 /**
  * The residual curve of a model over measured points.
  *
- * @param points Measured points of one variant (any order; non-positive values are skipped).
+ * @param points Measured points of one variant (any order; non-positive values, and medians less
+ *   sure than ±{@linkcode UNSURE_RESIDUAL}, are skipped).
  * @param model The fitted time, ms, of a point's bytes (and whatever else the caller closes over).
  * @returns The curve; empty when no point is usable.
  * @example
@@ -61,6 +71,7 @@ export function residualCurve<P extends ResidualPoint>(
   for (const p of points) {
     const m = model(p);
     if (!(p.bytes > 0 && p.ms > 0 && m > 0)) continue;
+    if ((p.ciHalfWidth ?? 0) > UNSURE_RESIDUAL * p.ms) continue;
     const x = Math.log(p.bytes);
     const list = byX.get(x) ?? [];
     list.push(Math.log(p.ms / m));

@@ -47,3 +47,14 @@ Deno.test("correctionAt() interpolates in ln(bytes) and holds the end values bey
 Deno.test("correctionAt() of an empty curve leaves the model alone", () => {
   assert.equal(correctionAt(residualCurve([], flat), 123), 1);
 });
+
+Deno.test("residualCurve() leaves out a median known only to worse than ±25 %", () => {
+  const model = (p: { bytes: number }) => p.bytes / 1e6;
+  const curve = residualCurve([
+    { bytes: 1e3, ms: 0.001, ciHalfWidth: 0.00001 },
+    { bytes: 1e5, ms: 0.2, ciHalfWidth: 0.13 }, // 2× off, but ±65 %: noise, not a cache step
+    { bytes: 1e7, ms: 10, ciHalfWidth: 0.1 },
+  ], model);
+  assert.equal(curve.x.length, 2);
+  assert.ok(Math.abs(correctionAt(curve, 1e5) - 1) < 1e-9, "the fit carries the middle");
+});
