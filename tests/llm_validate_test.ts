@@ -28,8 +28,8 @@ gpuTest(
       const perToken = measuredPerTokenMs.map(Number);
       assert.equal(perToken.length, 4);
       assert.equal(decodes, 2);
-      // The report's softmax fit is of acc=f32,wg=256: the decode ran that kernel.
-      assert.equal(v.details?.softmaxVariant, "acc=f32,wg=256");
+      // The decode ran the softmax the estimate priced: the report's best f32 variant.
+      assert.match(String(v.details?.softmaxVariant), /^acc=f32,wg=(64|256)$/);
       const sorted = [...perToken].sort((a, b) => a - b);
       const median = (sorted[1]! + sorted[2]!) / 2;
       assert.ok(Math.abs(v.measuredTokensPerSec - 1000 / median) / v.measuredTokensPerSec < 0.01);

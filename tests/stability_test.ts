@@ -9,7 +9,7 @@ import type { Backend } from "../kernels/types.ts";
 import { compareReports } from "../reports/compare.ts";
 import { CrossoverSchema, type Report, ReportSchema } from "../reports/schema.ts";
 import { syntheticReport } from "./_fixtures.ts";
-import { movedGpuCrossover } from "./_report_variants.ts";
+import { movedGpuCrossover, slowedSeries } from "./_report_variants.ts";
 import { addWork, synthesize, type Truth } from "./_synthetic_curves.ts";
 
 Deno.test("driftSigma() recovers the log-normal spread of a long probe series within 15 %", () => {
@@ -173,11 +173,15 @@ Deno.test("compareReports() widens a rate's interval by its backend's drift", ()
       ms: { wasm: 0.03 * Math.exp(0.15 * ((i % 3) - 1)) },
     })),
   );
-  const current = { ...syntheticReport(), stability };
-  const fit = current.fits.find((f) =>
-    f.op === "matmul" && f.backend === "wasm" && f.residency === "end-to-end"
-  )!;
-  fit.gflops = fit.gflops! * 0.8;
+  const current = {
+    ...slowedSeries(syntheticReport(), {
+      op: "matmul",
+      dtype: "f32",
+      backend: "wasm",
+      residency: "end-to-end",
+    }, 1.25),
+    stability,
+  };
   const key = "matmul f32 wasm end-to-end compute";
   const plain = compareReports(syntheticReport(), { ...current, stability: undefined! });
   const row = compareReports({ ...syntheticReport(), stability }, current).rows
@@ -185,7 +189,10 @@ Deno.test("compareReports() widens a rate's interval by its backend's drift", ()
   assert.equal(plain.rows.find((r) => r.key === key)?.regressed, true, "no drift: regression");
   assert.equal(row?.regressed, false, JSON.stringify(row));
   const percent = Math.round(stability.driftSigma.wasm! * 100);
-  assert.equal(row.note, `-20.0 %: within run-to-run drift of wasm (σ ${percent} %)`);
+  assert.equal(
+    row.note,
+    `-20.0 %: within run-to-run drift of wasm (σ ${percent} %); measured at 512`,
+  );
   assert.ok(row.currentDriftCi && row.currentCi);
   assert.ok(row.currentDriftCi[0] < row.currentCi[0] && row.currentDriftCi[1] > row.currentCi[1]);
 });
