@@ -132,3 +132,19 @@ export function slowedSeries(
   );
   return report;
 }
+
+/**
+ * The synthetic report's matmul f32 wasm series, as {@linkcode slowedSeries} takes it.
+ *
+ * @example
+ * ```ts
+ * import { MATMUL_WASM } from "./_report_variants.ts";
+ * console.log(MATMUL_WASM.backend); // "wasm"
+ * ```
+ */
+export const MATMUL_WASM = {
+  op: "matmul",
+  dtype: "f32",
+  backend: "wasm",
+  residency: "end-to-end",
+} as const;

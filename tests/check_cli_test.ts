@@ -3,7 +3,7 @@ import { main } from "../reports/check_cli.ts";
 import type { Report } from "../reports/schema.ts";
 import { captureCli } from "./_console.ts";
 import { syntheticReport } from "./_fixtures.ts";
-import { jittered, movedGpuCrossover, slowedSeries } from "./_report_variants.ts";
+import { jittered, MATMUL_WASM, movedGpuCrossover, slowedSeries } from "./_report_variants.ts";
 
 /** Runs the CLI with console output captured. */
 const run = (args: string[]) => captureCli(() => main(args));
@@ -172,12 +172,7 @@ Deno.test("check --format markdown lists a move excused by run-to-run drift, and
     driftSigma: { wasm: 0.2224 },
   };
   const current = {
-    ...slowedSeries(syntheticReport(), {
-      op: "matmul",
-      dtype: "f32",
-      backend: "wasm",
-      residency: "end-to-end",
-    }, 1.25),
+    ...slowedSeries(syntheticReport(), MATMUL_WASM, 1.25),
     stability,
   };
   await withReports({ a: { ...BASE, stability }, b: current }, async (p) => {

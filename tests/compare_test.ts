@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { compareReports } from "../reports/compare.ts";
 import type { Report } from "../reports/schema.ts";
 import { syntheticReport } from "./_fixtures.ts";
-import { jittered, movedGpuCrossover, slowedSeries } from "./_report_variants.ts";
+import { jittered, MATMUL_WASM, movedGpuCrossover, slowedSeries } from "./_report_variants.ts";
 
 const GPU_KEY = "matmul f32 cpu→webgpu end-to-end";
 
@@ -80,8 +80,6 @@ Deno.test("compareReports() falls back to the tolerance alone without intervals,
   assert.equal(row?.regressed, true);
   assert.match(row.note, /tolerance alone/);
 });
-
-const MATMUL_WASM = { op: "matmul", dtype: "f32", backend: "wasm", residency: "end-to-end" };
 
 Deno.test("compareReports() compares the rate measured at the largest size both reports share", () => {
   const baseline = syntheticReport();

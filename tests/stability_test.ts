@@ -9,7 +9,7 @@ import type { Backend } from "../kernels/types.ts";
 import { compareReports } from "../reports/compare.ts";
 import { CrossoverSchema, type Report, ReportSchema } from "../reports/schema.ts";
 import { syntheticReport } from "./_fixtures.ts";
-import { movedGpuCrossover, slowedSeries } from "./_report_variants.ts";
+import { MATMUL_WASM, movedGpuCrossover, slowedSeries } from "./_report_variants.ts";
 import { addWork, synthesize, type Truth } from "./_synthetic_curves.ts";
 
 Deno.test("driftSigma() recovers the log-normal spread of a long probe series within 15 %", () => {
@@ -174,12 +174,7 @@ Deno.test("compareReports() widens a rate's interval by its backend's drift", ()
     })),
   );
   const current = {
-    ...slowedSeries(syntheticReport(), {
-      op: "matmul",
-      dtype: "f32",
-      backend: "wasm",
-      residency: "end-to-end",
-    }, 1.25),
+    ...slowedSeries(syntheticReport(), MATMUL_WASM, 1.25),
     stability,
   };
   const key = "matmul f32 wasm end-to-end compute";
