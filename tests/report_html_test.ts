@@ -5,6 +5,7 @@ import { renderMarkdown } from "../reports/html/markdown.ts";
 import { formatTick, logTicks } from "../reports/html/svg.ts";
 import { main } from "../reports/report_cli.ts";
 import type { Report } from "../reports/schema.ts";
+import { captureCli } from "./_console.ts";
 import { syntheticReport } from "./_fixtures.ts";
 
 const OP_DTYPES = ["matmul-f32", "add-f32", "gemv-f32", "gemv-q4"];
@@ -247,23 +248,23 @@ Deno.test("report CLI writes HTML to --out and exits 2 naming the flag on bad in
   try {
     const reportPath = `${dir}/r.json`;
     await Deno.writeTextFile(reportPath, JSON.stringify(syntheticReport()));
-    const errors: string[] = [];
+    const runs: [string[], number][] = [
+      [["--report", reportPath, "--out", `${dir}/r.html`], 0],
+      [["--report", reportPath, "--format", "markdown"], 0],
+      [["--report", reportPath, "--format", "pdf"], 2],
+      [["--report", `${dir}/missing.json`], 2],
+      [["--report", reportPath, "--baseline", `${dir}/missing.json`], 2],
+      [["--out", `${dir}/x.html`], 2],
+      [["--bogus"], 2],
+      [["--help"], 0],
+    ];
     const logs: string[] = [];
-    const { error, log } = console;
-    console.error = (...a: unknown[]) => errors.push(a.join(" "));
-    console.log = (...a: unknown[]) => logs.push(a.join(" "));
-    try {
-      assert.equal(await main(["--report", reportPath, "--out", `${dir}/r.html`]), 0);
-      assert.equal(await main(["--report", reportPath, "--format", "markdown"]), 0);
-      assert.equal(await main(["--report", reportPath, "--format", "pdf"]), 2);
-      assert.equal(await main(["--report", `${dir}/missing.json`]), 2);
-      assert.equal(await main(["--report", reportPath, "--baseline", `${dir}/missing.json`]), 2);
-      assert.equal(await main(["--out", `${dir}/x.html`]), 2);
-      assert.equal(await main(["--bogus"]), 2);
-      assert.equal(await main(["--help"]), 0);
-    } finally {
-      console.error = error;
-      console.log = log;
+    const errors: string[] = [];
+    for (const [args, code] of runs) {
+      const run = await captureCli(() => main(args));
+      assert.equal(run.code, code, args.join(" "));
+      if (run.out) logs.push(run.out);
+      if (run.err) errors.push(run.err);
     }
     const html = await Deno.readTextFile(`${dir}/r.html`);
     assert.equal(load(html)("svg[data-plot]").length, 4);
