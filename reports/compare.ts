@@ -464,6 +464,9 @@ interface Rate {
   readonly amplification: number;
   /** The size the rate was measured at, when it is a measured one. */
   readonly at?: number;
+  /** The fit the rate's series and share come from. */
+  readonly fit: CostFit;
+  readonly resource: "compute" | "memory";
 }
 
 /** Below this share of the time, a rate's term is too small to pin its value down at all. */
@@ -523,6 +526,8 @@ function rateMap(report: Report, other: Report): Map<string, Rate> {
       drift: driftOf(report, f.backend),
       share,
       amplification: 1 / share,
+      fit: f,
+      resource,
     });
   };
   for (const f of report.fits) {
@@ -532,15 +537,7 @@ function rateMap(report: Report, other: Report): Map<string, Rate> {
   // The best fit's share still decides whether the rate is judged at all; its value and interval
   // give way to the measured rate where there is one.
   for (const [key, rate] of map) {
-    const f = report.fits.find((f) =>
-      `${f.op} ${f.dtype} ${f.backend} ${f.residency}` === key.slice(0, key.lastIndexOf(" "))
-    )!;
-    const measured = measuredRateAt(
-      report,
-      other,
-      f,
-      key.endsWith("compute") ? "compute" : "memory",
-    );
+    const measured = measuredRateAt(report, other, rate.fit, rate.resource);
     if (measured !== null) map.set(key, { ...rate, ...measured, amplification: 1 });
   }
   return map;
