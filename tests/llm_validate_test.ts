@@ -17,6 +17,7 @@ gpuTest(
       tokens: 2,
       repeats: 2,
       context: 8,
+      kernelBudgetMs: 40,
       onStart: (model, quant) => order.push(`${model} ${quant}`),
     });
     // Every pair once, then again: a slow spell of the machine hits both alike.
@@ -35,9 +36,37 @@ gpuTest(
       assert.ok(Math.abs(v.measuredTokensPerSec - 1000 / median) / v.measuredTokensPerSec < 0.01);
       assert.ok(v.estimatedTokensPerSec > 0);
       assert.equal(v.error, v.estimatedTokensPerSec / v.measuredTokensPerSec - 1);
+      // The estimate priced its kernels from figures timed between the decodes, and says so; the
+      // sweep's estimate is kept beside it.
+      assert.match(String(v.details?.estimateFrom), /timed alongside the decodes/);
+      const sources = (v.details?.sources as string[]).filter((s) => s.startsWith("decode kernel"));
+      assert.ok(sources.length > 0);
+      for (const s of sources) {
+        assert.match(s, /measured alongside the decode: .* median of 2 window/);
+      }
+      const sweep = v.details?.sweepEstimate as { tokensPerSec: number; error: number };
+      assert.ok(sweep.tokensPerSec > 0);
+      const windows = v.details?.alongsideWindowMs as Record<string, number[]>;
+      assert.ok(Object.values(windows).every((w) => w.length === 2));
     }
   },
 );
+
+gpuTest("validateDecode() without alongside timing estimates from the sweep alone", async (gpu) => {
+  const report = await loadReport(REPORT.pathname);
+  const [v] = await validateDecode(gpu, report, {
+    models: ["tiny-16m"],
+    quants: ["int4"],
+    tokens: 2,
+    repeats: 1,
+    context: 8,
+    alongside: false,
+  });
+  assert.equal(v!.details?.estimateFrom, "the sweep's figures");
+  const sweep = v!.details?.sweepEstimate as { tokensPerSec: number };
+  assert.equal(sweep.tokensPerSec, Math.round(v!.estimatedTokensPerSec * 100) / 100);
+  assert.ok(!("alongsideWindowMs" in (v!.details ?? {})));
+});
 
 gpuTest("validateDecode() refuses a repeat count that is not a positive integer", async (gpu) => {
   const report = await loadReport(REPORT.pathname);

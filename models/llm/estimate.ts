@@ -140,8 +140,11 @@ export interface DeviceRates {
  */
 export interface KernelTimeRequest {
   readonly op: string;
+  /** The shape to price: the kernel's own, or for a gemv the square of equal area. */
   readonly shape: Shape;
   readonly dtype: Dtype;
+  /** The kernel's own shape, when `shape` is a stand-in for it (a model measured at it can use it). */
+  readonly workShape?: Shape;
 }
 
 /**
@@ -506,10 +509,10 @@ interface KernelTerms {
  */
 function predictAt(predict: KernelTimeModel, work: KernelWork, shape: Shape, dtype: Dtype) {
   try {
-    return predict({ op: work.op, shape, dtype });
+    return predict({ op: work.op, shape, dtype, workShape: work.shape });
   } catch (e) {
     if (!(e instanceof RangeError) || work.reads !== "kv" || dtype === "f32") throw e;
-    const t = predict({ op: work.op, shape, dtype: "f32" });
+    const t = predict({ op: work.op, shape, dtype: "f32", workShape: work.shape });
     return { ...t, source: `no ${work.op} ${dtype} data, f32 used: ${t.source}` };
   }
 }

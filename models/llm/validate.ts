@@ -9,6 +9,7 @@
 import type { Dtype } from "../../kernels/types.ts";
 import { gemvWebGpu } from "../../kernels/gemv/webgpu.ts";
 import type { GpuHandle } from "../../calibrate/device.ts";
+import type { RunnerSource } from "../../calibrate/measure.ts";
 import type { LlmValidation, Report } from "../../reports/schema.ts";
 import { median } from "../../calibrate/stats.ts";
 import {
@@ -17,7 +18,12 @@ import {
   measureDecode,
   parseVariantId,
 } from "./decode.ts";
-import { estimateTokensPerSec, type KernelEstimate } from "./estimate.ts";
+import { AlongsideKernels } from "./_alongside.ts";
+import {
+  estimateTokensPerSec,
+  type KernelEstimate,
+  type TokensPerSecEstimate,
+} from "./estimate.ts";
 import { getPreset, type ModelSpec } from "./presets.ts";
 import { ratesFromReport, type ReportRates } from "./rates.ts";
 
@@ -46,6 +52,15 @@ export interface ValidateOptions {
   readonly context?: number;
   /** Told before each decode starts. */
   readonly onStart?: (model: string, quant: DecodeQuant) => void;
+  /**
+   * Time the estimate's kernels alongside the decodes (one window before each round of decodes)
+   * and estimate from those figures; the sweep's estimate is kept in the details. Default true.
+   */
+  readonly alongside?: boolean;
+  /** Sampling budget of each kernel in each alongside window, ms; default 300. */
+  readonly kernelBudgetMs?: number;
+  /** Where the alongside measurement gets its WebGPU runner; by default one on `gpu`. */
+  readonly runners?: RunnerSource;
 }
 
 /**
@@ -88,7 +103,7 @@ const DTYPE: Readonly<Record<DecodeQuant, Dtype>> = { f32: "f32", int4: "q4" };
  * ```
  */
 export async function validateDecode(
-  gpu: Pick<GpuHandle, "device">,
+  gpu: GpuHandle,
   report: Report,
   opts: ValidateOptions = {},
 ): Promise<LlmValidation[]> {
@@ -104,19 +119,22 @@ export async function validateDecode(
     backend: "webgpu",
     require: quants.map((q) => DTYPE[q]),
   });
+  const estimateOpts = { context, batch: 1, kvDtype: "f32" } as const;
   const plans = models.flatMap((model) =>
     quants.map((quant) => {
-      const estimate = estimateTokensPerSec(model, quant, rates, {
-        context,
-        batch: 1,
-        kvDtype: "f32",
-      });
+      const estimate = estimateTokensPerSec(model, quant, rates, estimateOpts);
       const projections = projectionVariants(estimate.kernels, DTYPE[quant], rates, model);
       const softmax = softmaxVariant(estimate.kernels);
       return { model, quant, estimate, softmax, ...projections, runs: [] as DecodeMeasurement[] };
     })
   );
+  const alongside = opts.alongside === false || !rates.kernelTime ? null : new AlongsideKernels(
+    plans.flatMap((p) => p.estimate.kernels),
+    opts.runners ?? await webGpuSource(gpu),
+    opts.kernelBudgetMs,
+  );
   for (let r = 0; r < repeats; r++) {
+    await alongside?.measureWindow();
     for (const plan of plans) {
       opts.onStart?.(plan.model.name, plan.quant);
       plan.runs.push(
@@ -131,19 +149,37 @@ export async function validateDecode(
   }
   const round = (v: number) => Math.round(v * 100) / 100;
   const out: LlmValidation[] = [];
-  for (const { model, quant, estimate, unusable, softmax, runs } of plans) {
+  for (const { model, quant, estimate: sweep, unusable, softmax, runs } of plans) {
     const first = runs[0]!;
     const perTokenMs = runs.flatMap((m) => m.perTokenMs);
     const medianMs = median(perTokenMs);
     const measuredTokensPerSec = 1000 / medianMs;
+    const estimate: TokensPerSecEstimate = alongside
+      ? estimateTokensPerSec(
+        model,
+        quant,
+        { ...rates, kernelTime: alongside.model(rates.kernelTime!) },
+        estimateOpts,
+      )
+      : sweep;
+    const error = (e: TokensPerSecEstimate) => e.decodeTokensPerSec / measuredTokensPerSec - 1;
     out.push({
       model: model.name,
       quant,
       measuredTokensPerSec,
       estimatedTokensPerSec: estimate.decodeTokensPerSec,
-      error: estimate.decodeTokensPerSec / measuredTokensPerSec - 1,
+      error: error(estimate),
       details: {
         device: rates.name,
+        estimateFrom: alongside
+          ? `the estimate's kernels timed alongside the decodes (${alongside.size} kernels, one ` +
+            `window before each of ${repeats} rounds of decodes)`
+          : "the sweep's figures",
+        sweepEstimate: {
+          tokensPerSec: round(sweep.decodeTokensPerSec),
+          error: Math.round(error(sweep) * 1e4) / 1e4,
+          totalMs: round(sweep.perTokenMs.totalMs),
+        },
         context,
         tokens: perTokenMs.length,
         decodes: runs.length,
@@ -175,6 +211,7 @@ export async function validateDecode(
           estimate.kernels.map((k) => [`${k.name} ×${k.launches}`, Math.round(k.ms * 1000) / 1000]),
         ),
         estimateTag: estimate.tag,
+        ...(alongside ? { alongsideWindowMs: alongside.windows() } : {}),
         sources: [...estimate.sources],
       },
     });
@@ -216,4 +253,12 @@ function softmaxVariant(kernels: readonly KernelEstimate[]): string | undefined 
   if (k?.variant === undefined) return undefined;
   const { wg, acc } = parseVariantId(k.variant);
   return (wg === 64 || wg === 256) && (acc === undefined || acc === "f32") ? k.variant : undefined;
+}
+
+/** A WebGPU runner on `gpu` that leaves the device open (the caller owns it). */
+async function webGpuSource(gpu: GpuHandle): Promise<RunnerSource> {
+  const { createWebGpuRunner } = await import("../../calibrate/runners/webgpu.ts");
+  const runner = createWebGpuRunner(gpu);
+  return (backend) =>
+    Promise.resolve(backend === "webgpu" ? runner : `Only WebGPU is timed alongside the decode`);
 }

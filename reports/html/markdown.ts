@@ -12,7 +12,7 @@
  */
 import { formatFigure } from "../../calibrate/summary.ts";
 import type { Figure, Report } from "../schema.ts";
-import { comparisonFor, movedRows, num, type RenderOptions } from "./render.ts";
+import { comparisonFor, movedRows, num, type RenderOptions, sweepEstimateOf } from "./render.ts";
 
 /** Keeps a cell on one table row and inert: no column breaks, no raw HTML in a PR comment. */
 function cell(s: string): string {
@@ -143,14 +143,18 @@ export function renderMarkdown(report: Report, options: RenderOptions = {}): str
       "#### LLM decode: estimated against measured tokens/s",
       "",
       mdTable(
-        ["model", "quant", "estimated tok/s", "measured tok/s", "error"],
-        validations.map((v) => [
-          v.model,
-          v.quant,
-          num(v.estimatedTokensPerSec),
-          num(v.measuredTokensPerSec),
-          percent(v.error),
-        ]),
+        ["model", "quant", "estimated tok/s", "measured tok/s", "error", "from the sweep (error)"],
+        validations.map((v) => {
+          const sweep = sweepEstimateOf(v);
+          return [
+            v.model,
+            v.quant,
+            num(v.estimatedTokensPerSec),
+            num(v.measuredTokensPerSec),
+            percent(v.error),
+            sweep ? `${num(sweep.tokensPerSec)} (${percent(sweep.error)})` : "—",
+          ];
+        }),
       ),
     );
   }

@@ -18,7 +18,7 @@
  */
 import { formatFigure } from "../../calibrate/summary.ts";
 import { compareReports, type Comparison, type ComparisonRow } from "../compare.ts";
-import type { Crossover, Figure, Report, Tuning } from "../schema.ts";
+import type { Crossover, Figure, LlmValidation, Report, Tuning } from "../schema.ts";
 import { escapeHtml as esc } from "./_escape.ts";
 import {
   type BestSeries,
@@ -553,19 +553,60 @@ function tuningSection(report: Report): string {
   }</section>`;
 }
 
+/**
+ * The estimate a validation made from the sweep's figures alone, when it also timed the kernels
+ * alongside the decode (`details.sweepEstimate`); null for older reports or malformed details.
+ *
+ * @param v One of `report.llm.validations`.
+ * @returns Its sweep-only tokens/s and error, or null.
+ * @example
+ * ```ts
+ * import { sweepEstimateOf } from "./render.ts";
+ * const v = { model: "m", quant: "f32", measuredTokensPerSec: 10, estimatedTokensPerSec: 9.5, error: -0.05,
+ *   details: { sweepEstimate: { tokensPerSec: 7, error: -0.3 } } };
+ * console.log(sweepEstimateOf(v)); // { tokensPerSec: 7, error: -0.3 }
+ * ```
+ */
+export function sweepEstimateOf(
+  v: LlmValidation,
+): { tokensPerSec: number; error: number } | null {
+  const s = v.details?.sweepEstimate;
+  if (typeof s !== "object" || s === null || Array.isArray(s)) return null;
+  const { tokensPerSec, error } = s as Record<string, unknown>;
+  return typeof tokensPerSec === "number" && typeof error === "number"
+    ? { tokensPerSec, error }
+    : null;
+}
+
+function signedPercent(x: number): string {
+  return `${x >= 0 ? "+" : ""}${(x * 100).toFixed(1)} %`;
+}
+
 function llmSection(report: Report): string {
   const validations = report.llm?.validations ?? [];
   if (validations.length === 0) return "";
-  const rows = validations.map((v) =>
-    `<tr><td>${esc(v.model)}</td><td>${esc(v.quant)}</td><td class="n">${
+  const rows = validations.map((v) => {
+    const sweep = sweepEstimateOf(v);
+    return `<tr><td>${esc(v.model)}</td><td>${esc(v.quant)}</td><td class="n">${
       num(v.estimatedTokensPerSec)
     }</td><td class="n">${num(v.measuredTokensPerSec)}</td><td class="n">${
-      v.error >= 0 ? "+" : ""
-    }${(v.error * 100).toFixed(1)} %</td></tr>`
-  );
+      signedPercent(v.error)
+    }</td><td class="n">${
+      sweep ? `${num(sweep.tokensPerSec)} (${signedPercent(sweep.error)})` : "—"
+    }</td></tr>`;
+  });
   return `<section id="llm"><h2>LLM decode: estimate against measurement</h2>
-<p class="sub">Tokens per second estimated from the cost models, and measured on a synthetic decode; error = estimated / measured − 1.</p>
-${table(["model", "quant", "estimated tok/s", "measured tok/s", "error"], rows)}</section>`;
+<p class="sub">Tokens per second estimated from measured kernel times, and measured on a synthetic decode; error = estimated / measured − 1. The estimate prices the kernels it was timed alongside the decode, so both see the machine in the same state; the last column prices them from the sweep's figures, taken earlier, and so adds the machine's drift.</p>
+${
+    table([
+      "model",
+      "quant",
+      "estimated tok/s",
+      "measured tok/s",
+      "error",
+      "from the sweep (error)",
+    ], rows)
+  }</section>`;
 }
 
 function failedSection(report: Report): string {
