@@ -2,15 +2,23 @@
  * `deno task bench:regret --report R.json`: how much time gpucal's calibrated selector loses
  * against the truly fastest backend, next to the seeds' fixed rules, on held-out workloads — odd
  * sizes the report never measured. Every backend is measured end-to-end at every workload (samples
- * interleaved), the fastest is the oracle, and each selector's regret is
+ * interleaved, in rounds over all workloads whose windows are pooled, as calibrate pools its
+ * passes), the fastest is the oracle, and each selector's regret is
  * Σ(chosen − best) / Σ best. The same measurements score the report's predictions (MAPE, share
  * within ±25 %). Bench only: nothing reachable from mod.ts imports this module.
  *
  * @module
  */
 import { parseFlags, UsageError } from "../calibrate/_cli_args.ts";
-import { measureMany, remeasureUnsure, type RunnerSource } from "../calibrate/measure.ts";
-import type { MeasureResult } from "../calibrate/result.ts";
+import {
+  measureMany,
+  pooledResult,
+  type RunnerSource,
+  UNSURE_REL_CI,
+  type WindowSamples,
+  windowsDisagree,
+} from "../calibrate/measure.ts";
+import type { MeasureOk, MeasureRequest, MeasureResult } from "../calibrate/result.ts";
 import type { Runner } from "../calibrate/runner.ts";
 import { openRunner } from "../calibrate/runners/mod.ts";
 import { textTable } from "../calibrate/summary.ts";
@@ -41,13 +49,19 @@ handoff) by regret = sum(chosen - best) / sum(best), and the report's prediction
 Options:
   --report PATH     Calibration report of this machine (required)
   --workloads N     Only the first N workloads (spread over the ops); all by default
+  --rounds N        Rounds over all workloads, each backend's windows pooled (default 2, as
+                    calibrate's passes): every measured time then spans the whole run
   --json            Print the results as JSON on stdout
   -h, --help        Show this help`;
 
 /** A scalar `js` run predicted longer than this is not measured unless a selector picks `js`. */
 const MAX_JS_RUN_MS = 1000;
-/** Per case; interleaved, so one workload costs about (backends × budget). */
-const STOPPING = { budgetMs: 600, minSamples: 5 };
+/** Per case and round together; interleaved, so one workload costs about (backends × budget). */
+const BUDGET_MS = 600;
+/** Fewest ms a round's window of one case gets, however many rounds share the budget. */
+const MIN_WINDOW_MS = 200;
+const DEFAULT_ROUNDS = 2;
+const MAX_ROUNDS = 5;
 /** A prediction this close to the measured median counts as accurate. */
 const ACCURATE_WITHIN = 0.25;
 /** A report shape within this relative distance in every dimension is not held out. */
@@ -242,11 +256,42 @@ function fastest(
   return best;
 }
 
+/** Every window of one workload's backends so far, pooled into its outcome. */
+type Pools = Map<Backend, { first: MeasureOk; windows: WindowSamples[] }>;
+
+function addWindow(pools: Pools, r: MeasureOk, samples: WindowSamples): void {
+  const pool = pools.get(r.backend);
+  if (pool) pool.windows.push(samples);
+  else pools.set(r.backend, { first: r, windows: [samples] });
+}
+
+/** A window that failed or could not run decides; an ok one is pooled with the earlier ones. */
+function pooledOutcome(pools: Pools, r: MeasureResult): BackendOutcome {
+  const pool = pools.get(r.backend);
+  return r.state === "ok" && pool ? outcome(pooledResult(pool.first, pool.windows)) : outcome(r);
+}
+
+/** The variant gpucal would run here, as a request of `backend` at workload `w`. */
+function requestOf(w: Workload, backend: Backend, variant: string | undefined): MeasureRequest {
+  return {
+    op: w.op,
+    shape: w.shape,
+    dtype: w.dtype,
+    backend,
+    residency: "end-to-end",
+    // The one the report tunes or fits for this size, or, when that one cannot run this shape
+    // (a vec4 kernel at n = 23), the first that can.
+    ...runnableVariant(w, backend, variant),
+  };
+}
+
 async function runWorkload(
   report: Report,
   selector: BackendSelector,
   w: Workload,
   source: RunnerSource,
+  pools: Pools,
+  budgetMs: number,
 ): Promise<WorkloadResult> {
   const chosen = choices(selector, w);
   const picked = new Set(Object.values(chosen).filter((c): c is Backend => typeof c === "string"));
@@ -266,19 +311,14 @@ async function runWorkload(
     }
   }
   const results = await measureMany(
-    measured.map((backend) => ({
-      op: w.op,
-      shape: w.shape,
-      dtype: w.dtype,
-      backend,
-      residency: "end-to-end" as const,
-      // The variant gpucal would run here: the one the report tunes or fits for this size, or,
-      // when that one cannot run this shape (a vec4 kernel at n = 23), the first that can.
-      ...runnableVariant(w, backend, predicted[backend]?.variant),
-    })),
-    { runners: source, stopping: STOPPING },
+    measured.map((backend) => requestOf(w, backend, predicted[backend]?.variant)),
+    {
+      runners: source,
+      stopping: { budgetMs, minSamples: 5 },
+      onSamples: (r, samples) => addWindow(pools, r, samples),
+    },
   );
-  measured.forEach((b, i) => (backends[b] = outcome(results[i]!)));
+  measured.forEach((b, i) => (backends[b] = pooledOutcome(pools, results[i]!)));
   return {
     op: w.op,
     dtype: w.dtype,
@@ -508,11 +548,12 @@ function printText(
 }
 
 async function main(args: string[]): Promise<number> {
-  let reportPath: string, limit: number, json: boolean;
+  let reportPath: string, limit: number, json: boolean, rounds: number;
   try {
     const { values } = parseFlags(args, {
       report: { type: "string" },
       workloads: { type: "string" },
+      rounds: { type: "string" },
       json: { type: "boolean" },
       help: { type: "boolean", short: "h" },
     });
@@ -525,6 +566,12 @@ async function main(args: string[]): Promise<number> {
     limit = values.workloads === undefined ? Infinity : Number(values.workloads);
     if (!(Number.isSafeInteger(limit) && limit > 0) && limit !== Infinity) {
       throw new UsageError(`--workloads must be a positive integer, got "${values.workloads}"`);
+    }
+    rounds = values.rounds === undefined ? DEFAULT_ROUNDS : Number(values.rounds);
+    if (!Number.isInteger(rounds) || rounds < 1 || rounds > MAX_ROUNDS) {
+      throw new UsageError(
+        `--rounds must be an integer from 1 to ${MAX_ROUNDS}, got "${values.rounds}"`,
+      );
     }
     json = values.json ?? false;
   } catch (e) {
@@ -557,50 +604,53 @@ async function main(args: string[]): Promise<number> {
   const started = performance.now();
   let remeasured = 0;
   const results: WorkloadResult[] = [];
+  const pools = workloads.map((): Pools => new Map());
+  const budgetMs = Math.max(MIN_WINDOW_MS, Math.round(BUDGET_MS / rounds));
   try {
-    for (const w of workloads) {
-      const r = await runWorkload(report, selector, w, source);
-      results.push(r);
-      log(
-        `${r.op} ${r.dtype} ${r.shape}: fastest ${r.best ?? "none"}; ${
-          BACKENDS.map((b) => `${b} ${cell(r.backends[b], [])}`).join(", ")
-        }`,
-      );
+    for (let round = 1; round <= rounds; round++) {
+      for (const [i, w] of workloads.entries()) {
+        const r = await runWorkload(report, selector, w, source, pools[i]!, budgetMs);
+        results[i] = r;
+        log(
+          `[round ${round}/${rounds}] ${r.op} ${r.dtype} ${r.shape}: fastest ${r.best ?? "none"}; ${
+            BACKENDS.map((b) => `${b} ${cell(r.backends[b], [])}`).join(", ")
+          }`,
+        );
+      }
     }
-    // The measured truth gets the calibrator's care: a CPU time taken through a stall is
-    // measured again once, after every workload, and the surer of the two kept.
-    const cases = results.flatMap((r, at) =>
-      BACKENDS.flatMap((b) => {
+    // The measured truth gets the calibrator's care: a time whose windows disagree gets one more
+    // window, after every workload, so that a stalled window does not set it.
+    for (const [i, w] of workloads.entries()) {
+      const r = results[i]!;
+      const unsure = BACKENDS.filter((b) => {
         const o = r.backends[b];
-        return o?.state === "ok" ? [{ at, b, o }] : [];
-      })
-    );
-    const repeats = await remeasureUnsure(
-      cases.map(({ at, b, o }) => ({
-        op: workloads[at]!.op,
-        shape: workloads[at]!.shape,
-        dtype: workloads[at]!.dtype,
-        backend: b,
-        variant: o.variant,
-        residency: "end-to-end" as const,
-        state: "ok" as const,
-        wall: { relCi: o.relCi },
-      })),
-      { runners: source, stopping: STOPPING },
-    );
-    repeats.forEach((again, i) => {
-      if (again === undefined) return;
-      const { at, b } = cases[i]!;
-      const backends = { ...results[at]!.backends, [b]: outcome(again) };
-      results[at] = {
-        ...results[at]!,
+        const pool = pools[i]!.get(b);
+        if (o?.state !== "ok" || pool === undefined) return false;
+        // One round: the calibrator's stall rule for CPU times. Several: their disagreement.
+        return pool.windows.length === 1
+          ? b !== "webgpu" && o.relCi > UNSURE_REL_CI
+          : windowsDisagree(pool.windows);
+      });
+      if (unsure.length === 0) continue;
+      const again = await measureMany(
+        unsure.map((b) => requestOf(w, b, r.predicted[b]?.variant)),
+        {
+          runners: source,
+          stopping: { budgetMs, minSamples: 5 },
+          onSamples: (m, samples) => addWindow(pools[i]!, m, samples),
+        },
+      );
+      const backends = { ...r.backends };
+      again.forEach((m) => (backends[m.backend] = pooledOutcome(pools[i]!, m)));
+      results[i] = {
+        ...r,
         backends,
         best: fastest(backends, BACKENDS),
         bestOfThree: fastest(backends, ["js", "wasm", "webgpu"]),
       };
-      remeasured++;
-    });
-    log(`${remeasured} unsure CPU times measured again and kept (surer than the first)`);
+      remeasured += unsure.length;
+    }
+    log(`${remeasured} unsure times given one more window`);
   } finally {
     for (const r of runners.values()) {
       const runner = await r;
@@ -622,6 +672,7 @@ async function main(args: string[]): Promise<number> {
     console.log(JSON.stringify({
       report: reportPath,
       seconds,
+      rounds,
       remeasured,
       excluded,
       workloads: results,

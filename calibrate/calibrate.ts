@@ -22,7 +22,14 @@ import { writeJsonAtomic } from "../reports/atomic.ts";
 import { nextRefinementSizes } from "./analyze.ts";
 import { openGpu } from "./device.ts";
 import { describeMachine, machineFingerprint, machineSlug } from "./machine.ts";
-import { measureMany, remeasureUnsure, type RunnerSource } from "./measure.ts";
+import {
+  measureMany,
+  pooledResult,
+  remeasureUnsure,
+  type RunnerSource,
+  type WindowSamples,
+  windowsDisagree,
+} from "./measure.ts";
 import { type CalibrationPlan, planFor } from "./plan.ts";
 import type { ProgressEvent } from "./progress.ts";
 import type { MeasureRequest, MeasureResult } from "./result.ts";
@@ -69,6 +76,12 @@ export interface CalibrateOptions {
    * (default: on for a full run with an adapter, off for a quick one).
    */
   readonly llm?: boolean;
+  /**
+   * Passes over the sweep: after the first, every point of a fitted series (three sizes or more)
+   * is measured again in a window minutes later and the windows are pooled. Default: the plan's
+   * (2 in a full run, 1 in a quick one).
+   */
+  readonly passes?: number;
   /**
    * Opens a CPU backend's runner instead of {@linkcode openRunner} (tests wrap a real runner
    * to inject stalls).
@@ -118,6 +131,9 @@ function runnable(
     .filter((v) => (impl?.unsupported?.(shape, dtype, v) ?? null) === null)
     .slice(0, keep);
 }
+
+/** Series with at least this many sizes are measured again in later passes. */
+const REVISIT_MIN_SIZES = 3;
 
 /** Variants that pass the screening at the smaller search anchor. */
 const SCREENED_VARIANTS = 4;
@@ -192,6 +208,10 @@ export async function calibrate(options: CalibrateOptions = {}): Promise<Calibra
 
   const measurements: Measurement[] = [...(options.resume?.measurements ?? [])];
   const done = new Map<string, Measurement>(measurements.map((m) => [measurementKey(m), m]));
+  /** The samples of each window of this session's measurements, for pooling in later passes. */
+  const windowsOf = new Map<string, WindowSamples[]>();
+  const recordWindow = (r: MeasureResult, samples: WindowSamples) =>
+    windowsOf.set(measurementKey(r), [samples]);
   let seq = measurements.reduce((s, m) => Math.max(s, m.seq + 1), 0);
   /** Measurements from this seq on were taken by this session (a resumed one's are kept as they are). */
   const sessionSeq = seq;
@@ -200,6 +220,7 @@ export async function calibrate(options: CalibrateOptions = {}): Promise<Calibra
     ops: options.ops ? options.ops.map((n) => OPS.find((o) => o.name === n) ?? unknownOp(n)) : OPS,
     dtypes: options.dtypes ?? null,
     backends: options.backends ?? BACKENDS,
+    ...(options.passes === undefined ? {} : { passes: options.passes }),
   });
   let progressDone = 0;
   let progressTotal = plan.estimatedCases;
@@ -270,7 +291,12 @@ export async function calibrate(options: CalibrateOptions = {}): Promise<Calibra
       else fresh.push(req);
     }
     if (fresh.length > 0 && !signal.aborted) {
-      const measured = await measureMany(fresh, { runners: source, stopping, signal });
+      const measured = await measureMany(fresh, {
+        runners: source,
+        stopping,
+        signal,
+        onSamples: recordWindow,
+      });
       measured.forEach((result, i) => {
         const req = fresh[i]!;
         if (signal.aborted && result.state === "failed" && /Aborted/.test(result.error)) return;
@@ -278,22 +304,7 @@ export async function calibrate(options: CalibrateOptions = {}): Promise<Calibra
         measurements.push(m);
         done.set(measurementKey(m), m);
         results.set(req, m);
-        progressDone++;
-        emit({
-          kind: "measured",
-          label: `${op.name} ${req.dtype} ${req.backend}${
-            req.backend === "webgpu" ? ` ${m.residency}` : ""
-          } ${op.axis.size(req.shape)}`,
-          state: m.state,
-          detail: m.state === "ok"
-            ? `${m.wall.median.toPrecision(3)} ms ±${(m.wall.relCi * 100).toFixed(1)} %`
-            : m.state === "failed"
-            ? `FAILED ${m.error}`
-            : `unsupported: ${m.reason}`,
-          done: progressDone,
-          total: Math.max(progressTotal, progressDone),
-          elapsedS: elapsedS(),
-        });
+        emitMeasured(m);
         if (m.state === "failed" && /lost/i.test(m.error) && currentGpu?.loss) {
           warn(
             `WebGPU device lost (${
@@ -305,6 +316,105 @@ export async function calibrate(options: CalibrateOptions = {}): Promise<Calibra
       });
     }
     return requests.map((r) => results.get(r));
+  };
+
+  const emitMeasured = (m: Measurement, note = "") => {
+    progressDone++;
+    emit({
+      kind: "measured",
+      label: `${m.op} ${m.dtype} ${m.backend}${
+        m.backend === "webgpu" ? ` ${m.residency}` : ""
+      } ${m.size}${note}`,
+      state: m.state,
+      detail: m.state === "ok"
+        ? `${m.wall.median.toPrecision(3)} ms ±${(m.wall.relCi * 100).toFixed(1)} %`
+        : m.state === "failed"
+        ? `FAILED ${m.error}`
+        : `unsupported: ${m.reason}`,
+      done: progressDone,
+      total: Math.max(progressTotal, progressDone),
+      elapsedS: elapsedS(),
+    });
+  };
+
+  /**
+   * Another pass over the sweep: every point of a fitted series this session measured (three
+   * sizes or more: what fits, crossovers and predictions rest on) is measured again, size by size
+   * with its backends interleaved as in the grid, and pooled with its earlier windows. Each point
+   * then stands for the machine over the whole run, not for the minute its op was measured in.
+   */
+  const revisit = async (pass: number, final: boolean) => {
+    const seriesOf = (m: Measurement) =>
+      `${m.op}|${m.dtype}|${m.backend}|${m.variant}|${m.residency}`;
+    const mine = measurements.filter((m) =>
+      m.state === "ok" && m.seq >= sessionSeq && windowsOf.has(measurementKey(m))
+    );
+    const sizes = new Map<string, Set<number>>();
+    for (const m of mine) sizes.set(seriesOf(m), (sizes.get(seriesOf(m)) ?? new Set()).add(m.size));
+    const todo = mine.filter((m) => sizes.get(seriesOf(m))!.size >= REVISIT_MIN_SIZES);
+    progressTotal += todo.length;
+    for (const job of plan.jobs) {
+      const group = todo.filter((m) => m.op === job.op.name && m.dtype === job.dtype);
+      if (group.length === 0 || signal.aborted) continue;
+      emit({
+        kind: "phase",
+        phase: `${job.op.name} ${job.dtype}: pass ${pass} of ${plan.passes}`,
+        done: progressDone,
+        total: progressTotal,
+        elapsedS: elapsedS(),
+      });
+      const sizes = [...new Set(group.map((m) => m.size))].sort((a, b) => a - b);
+      for (const size of sizes) {
+        if (signal.aborted) break;
+        await addWindow(group.filter((m) => m.size === size));
+      }
+      // After the last pass, a point whose windows disagree (a stall in one, or the adapter on
+      // one core) gets one more: with two, the pooled median would sit halfway between them.
+      if (final) {
+        const split = group.map((m) => done.get(measurementKey(m))!).filter((m) =>
+          windowsDisagree(windowsOf.get(measurementKey(m)) ?? [])
+        );
+        progressTotal += split.length;
+        for (const size of sizes) {
+          if (signal.aborted) break;
+          const atSize = split.filter((m) => m.size === size);
+          if (atSize.length > 0) await addWindow(atSize);
+        }
+      }
+      await save(false, "interrupted");
+    }
+  };
+
+  /** Measures `atSize` (one size, its backends interleaved) once more and pools each point. */
+  const addWindow = async (atSize: readonly Measurement[]) => {
+    const added = new Map<string, WindowSamples>();
+    await measureMany(
+      atSize.map(({ op, shape, dtype, backend, variant, residency }) => ({
+        op,
+        shape,
+        dtype,
+        backend,
+        variant,
+        residency,
+      })),
+      {
+        runners: source,
+        stopping: plan.stopping,
+        signal,
+        onSamples: (r, samples) => added.set(measurementKey(r), samples),
+      },
+    );
+    for (const m of atSize) {
+      const key = measurementKey(m);
+      const window = added.get(key);
+      if (!window || m.state !== "ok") continue;
+      const windows = [...windowsOf.get(key)!, window];
+      windowsOf.set(key, windows);
+      const pooled = { ...pooledResult(m, windows), size: m.size, seq: m.seq } as Measurement;
+      measurements[measurements.indexOf(m)] = pooled;
+      done.set(key, pooled);
+      emitMeasured(pooled, ` (${windows.length} windows)`);
+    }
   };
 
   const reopenGpu = async () => {
@@ -474,10 +584,12 @@ export async function calibrate(options: CalibrateOptions = {}): Promise<Calibra
           !retried.has(measurementKey(m))
         );
         for (const m of unsure) retried.add(measurementKey(m));
+        const repeatWindows = new Map<string, WindowSamples>();
         const repeats = await remeasureUnsure(unsure, {
           runners: source,
           stopping: plan.stopping,
           signal,
+          onSamples: (r, samples) => repeatWindows.set(measurementKey(r), samples),
         });
         const kept = repeats.flatMap((r, i) => r ? [[unsure[i]!, r] as const] : []);
         if (kept.length === 0) return;
@@ -494,6 +606,8 @@ export async function calibrate(options: CalibrateOptions = {}): Promise<Calibra
           const m = { ...r, size: old.size, seq: seq++ } as Measurement;
           measurements[measurements.indexOf(old)] = m;
           done.set(measurementKey(m), m);
+          const window = repeatWindows.get(measurementKey(m));
+          if (window) windowsOf.set(measurementKey(m), [window]);
         }
       };
       await retryUnsure();
@@ -527,6 +641,9 @@ export async function calibrate(options: CalibrateOptions = {}): Promise<Calibra
       await retryUnsure();
       await probe();
       await save(false, "interrupted");
+    }
+    for (let pass = 2; pass <= plan.passes && !signal.aborted; pass++) {
+      await revisit(pass, pass === plan.passes);
     }
     if ((options.llm ?? !options.quick) && currentGpu && !signal.aborted) {
       emit({

@@ -8,6 +8,7 @@ import { BACKENDS, DTYPES } from "../kernels/types.ts";
 import { loadReport } from "../reports/load.ts";
 import { listFlag, parseFlags, positiveNumberFlag, UsageError, usageFailure } from "./_cli_args.ts";
 import { calibrate, type CalibrateOptions } from "./calibrate.ts";
+import { MAX_PASSES } from "./plan.ts";
 import { progressPrinter } from "./progress.ts";
 import { formatSummary } from "./summary.ts";
 
@@ -24,6 +25,9 @@ Options:
   --dtypes LIST        Dtypes (default: all each op supports): ${DTYPES.join(",")}
   --backends LIST      Backends (default: all): ${BACKENDS.join(",")}
   --budget SECONDS     Stop after this long and write a partial report (complete: false)
+  --passes N           Windows per sweep point, minutes apart, pooled (default: 2; --quick: 1).
+                       On a machine whose speed drifts, more passes make each point stand for
+                       the whole run; each pass adds about half a run's measuring time
   --out PATH           Report path (default: reports/<machine-slug>.json)
   --resume PATH        Continue a partial report of this machine without redoing its measurements
   --no-llm             Skip the LLM decode validation (a synthetic WebGPU decode, ~1 min;
@@ -56,6 +60,7 @@ export async function main(args: string[]): Promise<number> {
       dtypes: { type: "string" },
       backends: { type: "string" },
       budget: { type: "string" },
+      passes: { type: "string" },
       out: { type: "string" },
       resume: { type: "string" },
       "no-llm": { type: "boolean" },
@@ -72,6 +77,7 @@ export async function main(args: string[]): Promise<number> {
     const dtypes = listFlag("--dtypes", values.dtypes, DTYPES);
     const backends = listFlag("--backends", values.backends, BACKENDS);
     const budgetS = positiveNumberFlag("--budget", values.budget);
+    const passes = passesFlag(values.passes);
     let resume: CalibrateOptions["resume"];
     if (values.resume !== undefined) {
       try {
@@ -88,6 +94,7 @@ export async function main(args: string[]): Promise<number> {
       ...(dtypes ? { dtypes } : {}),
       ...(backends ? { backends } : {}),
       ...(budgetS !== undefined ? { budgetS } : {}),
+      ...(passes !== undefined ? { passes } : {}),
       ...(values.out !== undefined ? { out: values.out } : {}),
       ...(resume ? { resume, resumePath: values.resume! } : {}),
       ...(values["no-llm"] ? { llm: false } : values.llm ? { llm: true } : {}),
@@ -139,3 +146,12 @@ export async function main(args: string[]): Promise<number> {
 }
 
 if (import.meta.main) Deno.exit(await main(Deno.args));
+
+function passesFlag(text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  const n = Number(text);
+  if (!/^\d+$/.test(text.trim()) || n < 1 || n > MAX_PASSES) {
+    throw new UsageError(`--passes must be an integer from 1 to ${MAX_PASSES}, got "${text}"`);
+  }
+  return n;
+}

@@ -17,7 +17,14 @@ import {
 } from "../kernels/types.ts";
 import type { MeasureIdentity, MeasureOk, MeasureRequest, MeasureResult } from "./result.ts";
 import { type Prepared, type Runner, UnsupportedError } from "./runner.ts";
-import { DEFAULT_STOPPING, type StoppingRule, stopReason, summarize } from "./stats.ts";
+import {
+  DEFAULT_STOPPING,
+  median,
+  poolWindows,
+  type StoppingRule,
+  stopReason,
+  summarize,
+} from "./stats.ts";
 import { verifyOutput } from "./verify.ts";
 
 /**
@@ -46,6 +53,26 @@ export interface MeasureOptions {
   readonly minBatchMs?: number;
   /** Aborts sampling; cases measured so far are returned with what they have. */
   readonly signal?: AbortSignal;
+  /**
+   * Told the raw samples behind every `ok` result, so that a later window of the same case can be
+   * pooled with them ({@linkcode pooledResult}).
+   */
+  readonly onSamples?: (result: MeasureOk, samples: WindowSamples) => void;
+}
+
+/**
+ * The samples of one measurement window: wall-clock ms per run, and GPU ms per run when every
+ * sample had timestamps (else empty).
+ *
+ * @example
+ * ```ts
+ * import type { WindowSamples } from "./measure.ts";
+ * const w: WindowSamples = { wall: [1.02, 0.98, 1.0], gpu: [] };
+ * ```
+ */
+export interface WindowSamples {
+  readonly wall: readonly number[];
+  readonly gpu: readonly number[];
 }
 
 /** Device-resident batches aim at this long: comparable with the ~11 ms sync they subtract. */
@@ -316,7 +343,17 @@ export async function measureMany(
         }
       }
     }
-    return results.map((r) => ("prepared" in r ? finish(r, rule) : r));
+    return results.map((r) => {
+      if (!("prepared" in r)) return r;
+      const done = finish(r, rule);
+      if (done.state === "ok") {
+        options.onSamples?.(done, {
+          wall: r.wall,
+          gpu: r.gpu.length === r.wall.length ? r.gpu : [],
+        });
+      }
+      return done;
+    });
   } finally {
     for (const r of results) if ("prepared" in r) r.prepared.dispose();
     await owned?.close();
@@ -414,4 +451,61 @@ export async function measure(
 ): Promise<MeasureResult> {
   const [result] = await measureMany([request], options);
   return result!;
+}
+
+/**
+ * One measurement from several windows of the same case: {@linkcode poolWindows} of their wall
+ * (and, when every window had timestamps, GPU) samples, with rates from the pooled median.
+ *
+ * @param first The first window's result (identity, compile time, verification, work).
+ * @param windows The samples of every window, the first included.
+ * @param targetRelCi Above this relative CI the result is `noisy`; the default stopping rule's.
+ * @returns The pooled result.
+ * @throws {RangeError} when no window has a sample.
+ * @example
+ * ```ts ignore
+ * const windows: WindowSamples[] = [];
+ * const [first] = await measureMany([req], { onSamples: (_, s) => windows.push(s) });
+ * await measureMany([req], { onSamples: (_, s) => windows.push(s) });
+ * if (first.state === "ok") console.log(pooledResult(first, windows).wall.median);
+ * ```
+ */
+export function pooledResult(
+  first: MeasureOk,
+  windows: readonly WindowSamples[],
+  targetRelCi: number = DEFAULT_STOPPING.targetRelCi,
+): MeasureOk {
+  const wall = poolWindows(windows.map((w) => w.wall));
+  const timed = windows.every((w) => w.gpu.length > 0);
+  const seconds = wall.median / 1000;
+  const { gpu: _dropped, ...rest } = first;
+  return {
+    ...rest,
+    wall,
+    ...(timed ? { gpu: poolWindows(windows.map((w) => w.gpu)) } : {}),
+    gflops: first.flops / seconds / 1e9,
+    gbps: first.bytes / seconds / 1e9,
+    noisy: wall.relCi > targetRelCi,
+  };
+}
+
+/**
+ * Whether the windows of one case disagree: half the range of their wall-clock medians is more
+ * than {@linkcode UNSURE_REL_CI} of the median of those medians. With two windows that disagree
+ * the pooled median sits halfway between a stall and a typical minute; a third window decides.
+ *
+ * @param windows The case's windows.
+ * @returns True when a further window is worth taking.
+ * @example
+ * ```ts
+ * import { windowsDisagree } from "./measure.ts";
+ * console.log(windowsDisagree([{ wall: [12, 12.1], gpu: [] }, { wall: [60, 61], gpu: [] }])); // true
+ * console.log(windowsDisagree([{ wall: [12, 12.1], gpu: [] }, { wall: [12.3], gpu: [] }])); // false
+ * ```
+ */
+export function windowsDisagree(windows: readonly WindowSamples[]): boolean {
+  const medians = windows.filter((w) => w.wall.length > 0).map((w) => median(w.wall));
+  if (medians.length < 2) return false;
+  const center = median(medians);
+  return (Math.max(...medians) - Math.min(...medians)) / 2 > UNSURE_REL_CI * center;
 }

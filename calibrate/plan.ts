@@ -62,6 +62,12 @@ export interface CalibrationPlan {
   readonly maxCaseMs: number;
   /** Bisection rounds refining crossovers. */
   readonly refineRounds: number;
+  /**
+   * Windows per sweep point: after the first pass, each fitted series' points are measured again
+   * once per further pass, minutes later, and pooled. This machine's speed moves by tens of
+   * percent between minutes, and a point taken in one window carries the minute it was taken in.
+   */
+  readonly passes: number;
   /** Rough count of measurements, for the progress bar. */
   readonly estimatedCases: number;
 }
@@ -82,7 +88,12 @@ export interface PlanOptions {
   /** Null means every dtype each op supports. */
   readonly dtypes: readonly Dtype[] | null;
   readonly backends: readonly Backend[];
+  /** Passes over the sweep (see {@linkcode CalibrationPlan.passes}); the plan's default when absent. */
+  readonly passes?: number;
 }
+
+/** Most passes a plan takes. */
+export const MAX_PASSES = 5;
 
 function sizesFor(op: OpSpec, dtype: Dtype, quick: boolean): number[] {
   const maxBytes = quick ? QUICK_MAX_BYTES : FULL_MAX_BYTES;
@@ -158,6 +169,7 @@ export function planFor(options: PlanOptions): CalibrationPlan {
     searchVariants: !options.quick,
     maxCaseMs: options.quick ? 60 : 400,
     refineRounds: options.quick ? 1 : 3,
+    passes: checkedPasses(options.passes ?? (options.quick ? 1 : 2)),
     estimatedCases,
   };
 }
@@ -190,4 +202,13 @@ function fastestRateConverged(
     if (!rateConverged(sizes, sizes.map((s) => best.get(s)!))) return false;
   }
   return growing > 0;
+}
+
+function checkedPasses(passes: number): number {
+  if (!Number.isInteger(passes) || passes < 1 || passes > MAX_PASSES) {
+    throw new RangeError(
+      `passes must be an integer from 1 to ${MAX_PASSES}, got ${passes}; pass e.g. 2`,
+    );
+  }
+  return passes;
 }

@@ -175,3 +175,35 @@ export function stopReason(
   if (elapsedMs >= rule.budgetMs && samples.length >= Math.min(3, rule.minSamples)) return "budget";
   return null;
 }
+
+/**
+ * Summarizes samples taken in several windows, minutes apart, of one case. The machine's speed
+ * moves between windows by more than within one, so each window counts once: the median is the
+ * median of the windows' medians (however many samples each took), and its confidence half-width
+ * is at least half the range of those medians: two windows that disagree leave the case as unsure
+ * as their disagreement. The other order statistics are of all samples together.
+ *
+ * @param windows Each window's samples (a window with no samples is ignored).
+ * @returns The pooled summary.
+ * @throws {RangeError} when no window has a sample, or a sample is not finite.
+ * @example
+ * ```ts
+ * import { poolWindows } from "./stats.ts";
+ * const s = poolWindows([[1.0, 1.0, 1.0, 1.0], [1.2, 1.2]]);
+ * console.log(s.median.toFixed(2), s.ciHalfWidth.toFixed(2), s.n); // 1.10 0.10 6
+ * ```
+ */
+export function poolWindows(windows: readonly (readonly number[])[]): SampleStats {
+  const used = windows.filter((w) => w.length > 0);
+  const all = summarize(used.flat());
+  const medians = used.map((w) => median(w));
+  const med = median(medians);
+  const spread = (Math.max(...medians) - Math.min(...medians)) / 2;
+  const ciHalfWidth = Math.max(all.ciHalfWidth, spread);
+  return {
+    ...all,
+    median: med,
+    ciHalfWidth,
+    relCi: med > 0 ? ciHalfWidth / med : ciHalfWidth > 0 ? 1 : 0,
+  };
+}

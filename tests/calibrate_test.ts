@@ -92,6 +92,7 @@ Deno.test("calibrate's command line refuses bad flags with exit code 2", async (
     assert.equal(await main(["--backends", "cuda"]), 2);
     assert.equal(await main(["--budget", "soon"]), 2);
     assert.equal(await main(["--resume", "/nonexistent/report.json"]), 2);
+    assert.equal(await main(["--passes", "0"]), 2);
   } finally {
     console.error = original;
   }
@@ -99,6 +100,7 @@ Deno.test("calibrate's command line refuses bad flags with exit code 2", async (
   assert.match(errors[1]!, /--backends: "cuda" is not one of/);
   assert.match(errors[2]!, /--budget must be a positive number, got "soon"/);
   assert.match(errors[3]!, /--resume/);
+  assert.match(errors[4]!, /--passes must be an integer from 1 to 5, got "0"/);
 });
 
 Deno.test("calibrate() repeats a CPU measurement taken through a stall and keeps the surer one", async () => {
@@ -140,6 +142,68 @@ Deno.test("calibrate() repeats a CPU measurement taken through a stall and keeps
     assert.equal(at.length, 1, "the repeat replaced the stalled measurement");
     assert.equal(stalledPrepares, 2, "prepared once for the grid and once for the repeat");
     assert.ok(at[0]!.state === "ok" && at[0]!.wall.relCi <= 0.1, `relCi ${JSON.stringify(at[0])}`);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("calibrate() with two passes pools a second window of every fitted point, and a third where they disagree", async () => {
+  const dir = await Deno.makeTempDir();
+  // A steady stand-in for wasm (right answers, 1 ns per element ± 1 %), except that once the
+  // second pass begins, the first window of each size runs 2× slow: every pass-2 window disagrees
+  // with pass 1, and a third window must decide.
+  let secondPass = false;
+  const windowsAfter = new Map<number, number>();
+  const steadyWasm: Runner = {
+    backend: "wasm",
+    prepare: (op, shape, dtype, _variant, inputs) => {
+      const n = shape.n!;
+      if (secondPass) windowsAfter.set(n, (windowsAfter.get(n) ?? 0) + 1);
+      const slow = secondPass && windowsAfter.get(n) === 1 ? 2 : 1;
+      return Promise.resolve({
+        compileMs: 0,
+        output: () => Promise.resolve(Float32Array.from(op.reference(shape, dtype, inputs))),
+        time: (reps: number) =>
+          Promise.resolve({
+            wallMs: reps * (0.001 + n * 1e-6) * slow * (0.99 + 0.02 * Math.random()),
+          }),
+        dispose: () => {},
+      });
+    },
+    close: () => Promise.resolve(),
+  };
+  const openCpuRunner = (backend: Backend) =>
+    backend === "wasm" ? Promise.resolve(steadyWasm) : openRunner(backend);
+  const medianOf = new Map<string, number>();
+  try {
+    const { report } = await calibrate({
+      quick: true,
+      ops: ["add"],
+      backends: ["js", "wasm"],
+      passes: 2,
+      out: `${dir}/report.json`,
+      openCpuRunner,
+      onProgress: (e) => {
+        if (e.kind === "phase" && /pass 2 of 2/.test(e.phase)) secondPass = true;
+        if (e.kind === "measured") medianOf.set(e.label, parseFloat(e.detail));
+      },
+    });
+    const wasm = report.measurements.flatMap((m) =>
+      m.backend === "wasm" && m.state === "ok" ? [m] : []
+    );
+    assert.ok(wasm.length >= 3);
+    for (const m of wasm) {
+      assert.equal(windowsAfter.get(m.size), 2, `size ${m.size}: a second window and a third`);
+      const first = medianOf.get(`add f32 wasm ${m.size}`)!;
+      const two = medianOf.get(`add f32 wasm ${m.size} (2 windows)`)!;
+      const three = medianOf.get(`add f32 wasm ${m.size} (3 windows)`)!;
+      // Two windows, one 2× slow: the pooled median sits halfway. The third decides: the
+      // median of three window medians is a normal window's.
+      assert.ok(two > 1.4 * first, `${first} then ${two}`);
+      assert.ok(three < 1.05 * first, `${first} then ${three}`);
+      assert.ok(Math.abs(m.wall.median / three - 1) < 0.01, "the report keeps the pooled median");
+    }
+    assert.ok([...medianOf.keys()].some((l) => /^add f32 js \d+ \(2 windows\)$/.test(l)));
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

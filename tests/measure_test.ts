@@ -1,5 +1,13 @@
 import assert from "node:assert/strict";
-import { measure, measureMany, remeasureUnsure, type RunnerSource } from "../calibrate/measure.ts";
+import {
+  measure,
+  measureMany,
+  pooledResult,
+  remeasureUnsure,
+  type RunnerSource,
+  type WindowSamples,
+  windowsDisagree,
+} from "../calibrate/measure.ts";
 import type { Prepared, Runner } from "../calibrate/runner.ts";
 import type { OpInputs, OpSpec, Shape } from "../kernels/types.ts";
 
@@ -164,4 +172,45 @@ Deno.test("remeasureUnsure() keeps the first result when the repeat is no surer"
     },
   );
   assert.deepEqual(repeats, [undefined]);
+});
+
+Deno.test("measureMany() hands the samples behind every ok result to onSamples", async () => {
+  const seen: { n: number; samples: WindowSamples }[] = [];
+  const [r] = await measureMany(
+    [{ op: "add", shape: { n: 64 }, dtype: "f32", backend: "js" }],
+    {
+      runners: only(fakeRunner(() => {}, [])),
+      ...quick,
+      onSamples: (result, samples) => seen.push({ n: result.wall.n, samples }),
+    },
+  );
+  assert.equal(r!.state, "ok");
+  assert.equal(seen.length, 1);
+  assert.equal(seen[0]!.samples.wall.length, seen[0]!.n);
+  assert.deepEqual(seen[0]!.samples.gpu, [], "no timestamps, no GPU samples");
+});
+
+Deno.test("pooledResult() pools the windows of a case and rederives its rates", async () => {
+  const windows: WindowSamples[] = [];
+  const req = { op: "add", shape: { n: 64 }, dtype: "f32", backend: "js" } as const;
+  const options = { runners: only(fakeRunner(() => {}, [])), ...quick };
+  const [first] = await measureMany([req], { ...options, onSamples: (_, w) => windows.push(w) });
+  assert.ok(first?.state === "ok");
+  // A second window twice as slow.
+  windows.push({ wall: windows[0]!.wall.map((x) => 2 * x), gpu: [] });
+  const pooled = pooledResult(first, windows);
+  assert.ok(Math.abs(pooled.wall.median / first.wall.median - 1.5) < 0.05);
+  assert.equal(pooled.wall.n, 2 * first.wall.n);
+  assert.ok(pooled.wall.relCi > 0.3, "as unsure as the windows disagree");
+  assert.equal(pooled.noisy, true);
+  assert.ok(Math.abs(pooled.gflops * pooled.wall.median - first.gflops * first.wall.median) < 1e-9);
+  assert.equal(pooled.gpu, undefined);
+});
+
+Deno.test("windowsDisagree() asks for another window only when window medians differ by > 10 %", () => {
+  const w = (...wall: number[]): WindowSamples => ({ wall, gpu: [] });
+  assert.equal(windowsDisagree([w(1, 1, 1)]), false);
+  assert.equal(windowsDisagree([w(1, 1, 1), w(1.15, 1.15)]), false);
+  assert.equal(windowsDisagree([w(1, 1, 1), w(1.3, 1.3)]), true);
+  assert.equal(windowsDisagree([w(1), w(), w(5)]), true);
 });

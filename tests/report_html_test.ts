@@ -21,6 +21,13 @@ function withLlm(report: Report): Report {
         measuredTokensPerSec: 4,
         estimatedTokensPerSec: 4.6,
         error: 0.15,
+      }, {
+        model: "tiny-16m",
+        quant: "f32",
+        measuredTokensPerSec: 20,
+        estimatedTokensPerSec: 19,
+        error: -0.05,
+        details: { sweepEstimate: { tokensPerSec: 15, error: -0.25, totalMs: 66.67 } },
       }],
     },
   };
@@ -137,8 +144,11 @@ Deno.test("renderHtml() shows the header, the LLM validation, and no script or r
   ) {
     assert.ok(header.includes(text), text);
   }
-  const llm = $("#llm tbody tr td").map((_, el) => $(el).text()).get();
-  assert.deepEqual(llm, ["llama-3.2-1b", "q4", "4.60", "4.00", "+15.0 %"]);
+  const row = (i: number) =>
+    $(`#llm tbody tr:nth-child(${i}) td`).map((_, el) => $(el).text()).get();
+  // A validation from before alongside timing has no sweep-only estimate; a newer one shows it.
+  assert.deepEqual(row(1), ["llama-3.2-1b", "q4", "4.60", "4.00", "+15.0 %", "—"]);
+  assert.deepEqual(row(2), ["tiny-16m", "f32", "19.0", "20.0", "-5.0 %", "15.0 (-25.0 %)"]);
   assert.equal($("script").length, 0);
   assert.equal($("link, img, iframe, object").length, 0);
   assert.doesNotMatch(html, /(src|href)="https?:/);

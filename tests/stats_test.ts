@@ -3,6 +3,7 @@ import {
   DEFAULT_STOPPING,
   median,
   medianCiHalfWidth,
+  poolWindows,
   quantile,
   stopReason,
   summarize,
@@ -80,4 +81,29 @@ Deno.test("stopReason() never stops a steady kernel before the minimum sample co
   assert.equal(stopReason([1, 1, 1], 0, DEFAULT_STOPPING), null);
   const capped = { ...DEFAULT_STOPPING, maxSamples: 10 };
   assert.equal(stopReason(lognormalSamples(10, 1, 0.5, 5), 0, capped), "max-samples");
+});
+
+Deno.test("poolWindows() counts each window once, however many samples it took", () => {
+  // A fast minute gave 100 samples, a slow one 10: the pooled median is between the two windows,
+  // not the fast window's because it has more samples.
+  const fast = Array.from({ length: 100 }, () => 1);
+  const slow = Array.from({ length: 10 }, () => 2);
+  const s = poolWindows([fast, slow]);
+  assert.equal(s.median, 1.5);
+  assert.equal(s.n, 110);
+  assert.equal(s.min, 1);
+  assert.equal(s.max, 2);
+});
+
+Deno.test("poolWindows() is at least as unsure as its windows disagree", () => {
+  const s = poolWindows([[1, 1, 1, 1, 1, 1, 1], [1.2, 1.2, 1.2, 1.2, 1.2, 1.2, 1.2], [1.1]]);
+  assert.equal(s.median, 1.1);
+  assert.ok(Math.abs(s.ciHalfWidth - 0.1) < 1e-12);
+  assert.ok(Math.abs(s.relCi - 0.1 / 1.1) < 1e-12);
+});
+
+Deno.test("poolWindows() of one window is that window's summary", () => {
+  const w = lognormalSamples(50, 3, 0.05, 11);
+  assert.deepEqual(poolWindows([w, []]), summarize(w));
+  assert.throws(() => poolWindows([[], []]), /zero samples/);
 });
