@@ -26,6 +26,7 @@ import {
   measureMany,
   pooledResult,
   remeasureUnsure,
+  requestOf,
   type RunnerSource,
   type WindowSamples,
   windowsDisagree,
@@ -349,9 +350,11 @@ export async function calibrate(options: CalibrateOptions = {}): Promise<Calibra
     const mine = measurements.filter((m) =>
       m.state === "ok" && m.seq >= sessionSeq && windowsOf.has(measurementKey(m))
     );
-    const sizes = new Map<string, Set<number>>();
-    for (const m of mine) sizes.set(seriesOf(m), (sizes.get(seriesOf(m)) ?? new Set()).add(m.size));
-    const todo = mine.filter((m) => sizes.get(seriesOf(m))!.size >= REVISIT_MIN_SIZES);
+    const sizesOf = new Map<string, Set<number>>();
+    for (const m of mine) {
+      sizesOf.set(seriesOf(m), (sizesOf.get(seriesOf(m)) ?? new Set()).add(m.size));
+    }
+    const todo = mine.filter((m) => sizesOf.get(seriesOf(m))!.size >= REVISIT_MIN_SIZES);
     progressTotal += todo.length;
     for (const job of plan.jobs) {
       const group = todo.filter((m) => m.op === job.op.name && m.dtype === job.dtype);
@@ -389,14 +392,7 @@ export async function calibrate(options: CalibrateOptions = {}): Promise<Calibra
   const addWindow = async (atSize: readonly Measurement[]) => {
     const added = new Map<string, WindowSamples>();
     await measureMany(
-      atSize.map(({ op, shape, dtype, backend, variant, residency }) => ({
-        op,
-        shape,
-        dtype,
-        backend,
-        variant,
-        residency,
-      })),
+      atSize.map(requestOf),
       {
         runners: source,
         stopping: plan.stopping,

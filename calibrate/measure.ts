@@ -411,10 +411,7 @@ export async function remeasureUnsure(
   const out: (MeasureOk | undefined)[] = results.map(() => undefined);
   if (unsure.length === 0 || options.signal?.aborted) return out;
   const again = await measureMany(
-    unsure.map((i) => {
-      const { op, shape, dtype, backend, variant, residency } = results[i]!;
-      return { op, shape, dtype, backend, variant, residency };
-    }),
+    unsure.map((i) => requestOf(results[i]!)),
     options,
   );
   again.forEach((r, j) => {
@@ -424,6 +421,26 @@ export async function remeasureUnsure(
     }
   });
   return out;
+}
+
+/**
+ * The request that measures the same case again as an earlier result (or report measurement).
+ *
+ * @param m The earlier result.
+ * @returns Its op, shape, dtype, backend, variant and residency as a request.
+ * @example
+ * ```ts
+ * import { requestOf } from "./measure.ts";
+ * const r = requestOf({
+ *   op: "add", shape: { n: 64 }, dtype: "f32", backend: "js", variant: "default",
+ *   residency: "end-to-end",
+ * });
+ * console.log(r.variant); // "default"
+ * ```
+ */
+export function requestOf(m: MeasureIdentity): MeasureRequest {
+  const { op, shape, dtype, backend, variant, residency } = m;
+  return { op, shape, dtype, backend, variant, residency };
 }
 
 function failedCase(c: LiveCase, e: unknown): MeasureResult {
