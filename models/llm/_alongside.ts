@@ -8,7 +8,8 @@
  *
  * @module
  */
-import type { Dtype, Shape } from "../../kernels/types.ts";
+import { getOp } from "../../kernels/catalog.ts";
+import { type Dtype, formatShape, type Shape } from "../../kernels/types.ts";
 import { measureMany, type RunnerSource } from "../../calibrate/measure.ts";
 import type { MeasureOk, MeasureRequest } from "../../calibrate/result.ts";
 import { median } from "../../calibrate/stats.ts";
@@ -39,10 +40,6 @@ export function launchMs(
 
 function key(op: string, shape: Shape, dtype: Dtype): string {
   return `${op}|${Object.entries(shape).map(([k, v]) => `${k}=${v}`).join(",")}|${dtype}`;
-}
-
-function shapeText(shape: Shape): string {
-  return Object.values(shape).join("×");
 }
 
 /**
@@ -139,7 +136,7 @@ export class AlongsideKernels {
         variant: w.variant,
         source:
           `measured alongside the decode: ${request.op} ${
-            shapeText(shape)
+            formatShape(getOp(request.op), shape)
           } ${request.dtype} webgpu device-resident, median of ${w.ms.length} window(s) ` +
           `(${w.clock})`,
       };

@@ -120,29 +120,33 @@ export async function validateDecode(
     require: quants.map((q) => DTYPE[q]),
   });
   const estimateOpts = { context, batch: 1, kvDtype: "f32" } as const;
+  // Each decode is paired with a window of its own kernels taken just before it: the machine's
+  // speed moves within seconds here (one validation decoded tiny-16m int4 at 43.8, 33.6 and
+  // 25.6 ms per token), so a window minutes or even a round away describes another machine.
+  const runners = opts.alongside === false || !rates.kernelTime
+    ? null
+    : opts.runners ?? await webGpuSource(gpu);
   const plans = models.flatMap((model) =>
     quants.map((quant) => {
       const estimate = estimateTokensPerSec(model, quant, rates, estimateOpts);
       const projections = projectionVariants(estimate.kernels, DTYPE[quant], rates, model);
       const softmax = softmaxVariant(estimate.kernels);
-      return { model, quant, estimate, softmax, ...projections, runs: [] as DecodeMeasurement[] };
+      const alongside = runners &&
+        new AlongsideKernels(estimate.kernels, runners, opts.kernelBudgetMs);
+      return {
+        model,
+        quant,
+        estimate,
+        softmax,
+        alongside,
+        ...projections,
+        runs: [] as DecodeMeasurement[],
+      };
     })
-  );
-  // Each decode is paired with a window of its own kernels taken just before it: the machine's
-  // speed moves within seconds here (one validation decoded tiny-16m int4 at 43.8, 33.6 and
-  // 25.6 ms per token), so a window minutes or even a round away describes another machine.
-  const timing = opts.alongside === false || !rates.kernelTime
-    ? null
-    : { runners: opts.runners ?? await webGpuSource(gpu), budgetMs: opts.kernelBudgetMs };
-  const alongsideOf = new Map(
-    plans.map((p) => [
-      p,
-      timing && new AlongsideKernels(p.estimate.kernels, timing.runners, timing.budgetMs),
-    ]),
   );
   for (let r = 0; r < repeats; r++) {
     for (const plan of plans) {
-      await alongsideOf.get(plan)?.measureWindow();
+      await plan.alongside?.measureWindow();
       opts.onStart?.(plan.model.name, plan.quant);
       plan.runs.push(
         await measureDecode(gpu, plan.model, plan.quant, {
@@ -156,9 +160,7 @@ export async function validateDecode(
   }
   const round = (v: number) => Math.round(v * 100) / 100;
   const out: LlmValidation[] = [];
-  for (const plan of plans) {
-    const { model, quant, estimate: sweep, unusable, softmax, runs } = plan;
-    const alongside = alongsideOf.get(plan) ?? null;
+  for (const { model, quant, estimate: sweep, alongside, unusable, softmax, runs } of plans) {
     const first = runs[0]!;
     const perTokenMs = runs.flatMap((m) => m.perTokenMs);
     const medianMs = median(perTokenMs);
