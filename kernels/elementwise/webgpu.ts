@@ -6,8 +6,9 @@
  * - `ept` 256 or 1024 (team runs): each team of {@linkcode TEAM} neighbouring invocations owns
  *   one contiguous run of TEAM × `ept` elements and walks it together, lane `l` taking vec4s `l`,
  *   `l + TEAM`, ..., {@linkcode UNROLL} of them per loop trip, so the hot loop has no per-element
- *   tail test; invocation 0 does the few elements past the last whole block of TEAM × UNROLL
- *   vec4s. The grid grows with n, a workgroup per `wg` × `ept` elements.
+ *   tail test; the first team shares the few vec4s past the last whole block of TEAM × UNROLL
+ *   vec4s, and invocation 0 the final partial vec4. The grid grows with n, a workgroup per
+ *   `wg` × `ept` elements.
  *
  * Both use a 2D dispatch so 2^26 elements fit under the 65535 workgroups-per-dimension limit.
  *
@@ -164,8 +165,13 @@ ${Array.from({ length: perThread }, (_, s) => `  one(base + ${s * wg}u);`).join(
 
 /**
  * Team runs: team `t` owns whole blocks (TEAM × UNROLL vec4s) `[t·per, (t+1)·per)`, `per` =
- * `ept` / (4 · UNROLL) blocks; invocation 0 then does the vec4s past the last whole block and
- * the final partial vec4.
+ * `ept` / (4 · UNROLL) blocks; the first team then shares the vec4s past the last whole block,
+ * and invocation 0 does the final partial vec4.
+ *
+ * The tail is shared, not left to invocation 0, because llvmpipe ran a loop of one active lane
+ * pathologically slowly: with invocation 0 alone walking the < 32 tail vec4s, one dispatch at
+ * n = 1000 took 14–18 ms of GPU time (timestamp queries) against 0.05 ms at n = 1152, where
+ * there is no tail; shared by the team's 8 lanes it takes as long as no tail at all.
  */
 function teamShader(
   kind: ElementwiseKind,
@@ -206,9 +212,11 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) groups: 
   for (var i = min(team * ${per}u, blocks) * ${block}u + t % ${TEAM}u; i < end; i += ${block}u) {
 ${steps.join("\n")}
   }
-  if (t == 0u) {
-    for (var i = blocks * ${block}u; i < whole; i++) { out[i] = ${whole("i")}; }
-    for (var j = 0u; j < params.n - whole * 4u; j++) { out[whole][j] = ${lane("whole")}; }
+  if (t < ${TEAM}u) {
+    for (var i = blocks * ${block}u + t; i < whole; i += ${TEAM}u) { out[i] = ${whole("i")}; }
+    if (t == 0u) {
+      for (var j = 0u; j < params.n - whole * 4u; j++) { out[whole][j] = ${lane("whole")}; }
+    }
   }
 }
 `;
