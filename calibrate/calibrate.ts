@@ -31,6 +31,7 @@ import {
   type WindowSamples,
   windowsDisagree,
 } from "./measure.ts";
+import { bendPoints } from "./bends.ts";
 import { type CalibrationPlan, planFor } from "./plan.ts";
 import type { ProgressEvent } from "./progress.ts";
 import type { MeasureRequest, MeasureResult } from "./result.ts";
@@ -633,6 +634,28 @@ export async function calibrate(options: CalibrateOptions = {}): Promise<Calibra
           }
         }
         await run(reqs, op, plan.stopping);
+      }
+      // Where a series bends between grid points, the midpoints on either side of the bend.
+      const bends = bendPoints(measurements, op, dtype, { max: plan.bendPoints })
+        .filter((p) => {
+          const variant = implOf(op, p.backend)?.variants.find((v) => variantId(v) === p.variant);
+          return backends.includes(p.backend) && variant !== undefined &&
+            runnable(op, p.backend, op.axis.shape(p.size), dtype, [variant], 1).length === 1;
+        });
+      if (bends.length > 0 && !signal.aborted) {
+        progressTotal += bends.length;
+        await run(
+          bends.map((p) => ({
+            op: op.name,
+            shape: op.axis.shape(p.size),
+            dtype,
+            backend: p.backend,
+            variant: p.variant,
+            residency: p.residency,
+          })),
+          op,
+          plan.stopping,
+        );
       }
       await retryUnsure();
       await probe();

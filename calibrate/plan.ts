@@ -63,6 +63,11 @@ export interface CalibrationPlan {
   /** Bisection rounds refining crossovers. */
   readonly refineRounds: number;
   /**
+   * Extra sizes per (op, dtype) measured where a series bends between grid points (see
+   * `bends.ts`); 0 turns that off.
+   */
+  readonly bendPoints: number;
+  /**
    * Windows per sweep point: after the first pass, each fitted series' points are measured again
    * once per further pass, minutes later, and pooled. This machine's speed moves by tens of
    * percent between minutes, and a point taken in one window carries the minute it was taken in.
@@ -169,6 +174,7 @@ export function planFor(options: PlanOptions): CalibrationPlan {
     searchVariants: !options.quick,
     maxCaseMs: options.quick ? 60 : 400,
     refineRounds: options.quick ? 1 : 3,
+    bendPoints: options.quick ? 0 : 4,
     passes: checkedPasses(options.passes ?? (options.quick ? 1 : 2)),
     estimatedCases,
   };

@@ -41,16 +41,17 @@ gpuTest(
       assert.match(String(v.details?.estimateFrom), /timed alongside the decodes/);
       const sources = (v.details?.sources as string[]).filter((s) => s.startsWith("decode kernel"));
       assert.ok(sources.length > 0);
-      // Two windows each (one per decode); a device-resident window of a tiny kernel whose every
-      // sample was lost in the sync noise is left out, so a kernel may keep one.
+      // Four windows each (one before and one after each decode); a device-resident window of a
+      // tiny kernel whose every sample was lost in the sync noise is left out, so a kernel may
+      // keep fewer.
       for (const s of sources) {
-        assert.match(s, /measured alongside the decode: .* median of [12] window/);
+        assert.match(s, /measured alongside the decode: .* median of [1-4] window/);
       }
       const sweep = v.details?.sweepEstimate as { tokensPerSec: number; error: number };
       assert.ok(sweep.tokensPerSec > 0);
       const windows = v.details?.alongsideWindowMs as Record<string, number[]>;
-      assert.ok(Object.values(windows).every((w) => w.length === 1 || w.length === 2));
-      assert.ok(Object.values(windows).some((w) => w.length === 2));
+      assert.ok(Object.values(windows).every((w) => w.length >= 1 && w.length <= 4));
+      assert.ok(Object.values(windows).some((w) => w.length === 4));
     }
   },
 );

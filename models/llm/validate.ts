@@ -53,11 +53,12 @@ export interface ValidateOptions {
   /** Told before each decode starts. */
   readonly onStart?: (model: string, quant: DecodeQuant) => void;
   /**
-   * Time each estimate's kernels alongside its decodes (one window just before each of them)
-   * and estimate from those figures; the sweep's estimate is kept in the details. Default true.
+   * Time each estimate's kernels alongside its decodes (one window just before and one just after
+   * each of them) and estimate from those figures; the sweep's estimate is kept in the details.
+   * Default true.
    */
   readonly alongside?: boolean;
-  /** Sampling budget of each kernel in each alongside window, ms; default 300. */
+  /** Sampling budget of each kernel in each alongside window, ms; default 150. */
   readonly kernelBudgetMs?: number;
   /** Where the alongside measurement gets its WebGPU runner; by default one on `gpu`. */
   readonly runners?: RunnerSource;
@@ -71,6 +72,12 @@ export interface ValidateOptions {
  */
 const DEFAULT_TOKENS = 16;
 const DEFAULT_REPEATS = 3;
+/**
+ * Sampling budget of each kernel in each alongside window, ms. A window of the 13 kernels of a
+ * tiny model then takes ~2 s, about as long as the decode it brackets; GPU timestamps make each
+ * kernel's figure exact to a few percent in that time.
+ */
+const KERNEL_BUDGET_MS = 150;
 
 const DTYPE: Readonly<Record<DecodeQuant, Dtype>> = { f32: "f32", int4: "q4" };
 
@@ -120,9 +127,10 @@ export async function validateDecode(
     require: quants.map((q) => DTYPE[q]),
   });
   const estimateOpts = { context, batch: 1, kvDtype: "f32" } as const;
-  // Each decode is paired with a window of its own kernels taken just before it: the machine's
-  // speed moves within seconds here (one validation decoded tiny-16m int4 at 43.8, 33.6 and
-  // 25.6 ms per token), so a window minutes or even a round away describes another machine.
+  // Each decode is bracketed by two windows of its own kernels, one just before and one just
+  // after it: the machine's speed moves within seconds here (one validation decoded tiny-16m
+  // int4 at 43.8, 33.6 and 25.6 ms per token), so a window minutes or even a round away
+  // describes another machine, and one on a single side misses a change during the decode.
   const runners = opts.alongside === false || !rates.kernelTime
     ? null
     : opts.runners ?? await webGpuSource(gpu);
@@ -132,7 +140,7 @@ export async function validateDecode(
       const projections = projectionVariants(estimate.kernels, DTYPE[quant], rates, model);
       const softmax = softmaxVariant(estimate.kernels);
       const alongside = runners &&
-        new AlongsideKernels(estimate.kernels, runners, opts.kernelBudgetMs);
+        new AlongsideKernels(estimate.kernels, runners, opts.kernelBudgetMs ?? KERNEL_BUDGET_MS);
       return {
         model,
         quant,
@@ -156,6 +164,7 @@ export async function validateDecode(
           ...(plan.softmax === undefined ? {} : { softmaxVariant: plan.softmax }),
         }),
       );
+      await plan.alongside?.measureWindow();
     }
   }
   const round = (v: number) => Math.round(v * 100) / 100;
@@ -184,7 +193,7 @@ export async function validateDecode(
         device: rates.name,
         estimateFrom: alongside
           ? `the estimate's kernels timed alongside the decodes (${alongside.size} kernels, one ` +
-            `window just before each of the ${repeats} decodes)`
+            `window just before and one just after each of the ${repeats} decodes)`
           : "the sweep's figures",
         sweepEstimate: {
           tokensPerSec: round(sweep.decodeTokensPerSec),

@@ -1,0 +1,138 @@
+/**
+ * Where a measured curve bends between grid points: the sizes to measure next so that a
+ * prediction between two grid points does not cross a bend it never saw. Pure, no I/O.
+ *
+ * A series' time is smooth in log-log space almost everywhere, and a prediction between two grid
+ * points interpolates there. Where a point lies far off the line through its two neighbours, the
+ * curve bends between them — a cache level, the end of a sync-dominated plateau, a transfer path
+ * that changes with size (on lavapipe an end-to-end fma took 50 ms at 2.6 M elements, 59–69 at 5 M
+ * and 208–236 at 11.9 M: no straight line through the grid's points predicts 5 M) — and the
+ * geometric midpoints on either side of that point are measured too.
+ *
+ * @module
+ */
+import type { Backend, Dtype, OpSpec, Residency } from "../kernels/types.ts";
+import type { Measurement } from "../reports/schema.ts";
+
+/**
+ * One extra size to measure, on the series whose bend asked for it.
+ *
+ * @example
+ * ```ts
+ * import type { BendPoint } from "./bends.ts";
+ * const p: BendPoint = {
+ *   size: 3_600_000, backend: "webgpu", residency: "end-to-end", variant: "ept=16,wg=256", miss: 0.45,
+ * };
+ * ```
+ */
+export interface BendPoint {
+  readonly size: number;
+  readonly backend: Backend;
+  readonly residency: Residency;
+  /** Variant id of the series. */
+  readonly variant: string;
+  /**
+   * How far the bending point lies from its neighbours' line: max(line / measured, measured / line) − 1.
+   */
+  readonly miss: number;
+}
+
+/**
+ * Options of {@linkcode bendPoints}.
+ *
+ * @example
+ * ```ts
+ * import type { BendOptions } from "./bends.ts";
+ * const o: BendOptions = { tolerance: 0.25, max: 6 };
+ * ```
+ */
+export interface BendOptions {
+  /** A point more than this factor − 1 off its neighbours' log-log line is a bend; default 0.25. */
+  readonly tolerance?: number;
+  /** Most sizes returned, the worst bends first; default 6. */
+  readonly max?: number;
+  /** Neighbours closer than this ratio are not split again; default 1.5. */
+  readonly minRatio?: number;
+}
+
+/** Sizes are rounded to a multiple of this (vector kernels want multiples of 4 or 8). */
+const ROUND_TO = 8;
+
+/**
+ * The sizes to measure next around the bends of each (backend, residency, variant) series of one
+ * op and dtype: for every interior point whose time is more than a factor 1 + `tolerance` off the
+ * log-log line through its two neighbours (either way), the geometric midpoints between it and each neighbour (rounded to a
+ * multiple of 8 when above 64), unless the neighbours are already close or the size measured.
+ *
+ * @param measurements Raw measurements (any op; only `op` and `dtype`'s ok ones are read).
+ * @param op The op, for its size axis bounds.
+ * @param dtype The dtype.
+ * @param options Tolerance, cap and closeness.
+ * @returns The sizes with their series, worst bend first, at most `max`.
+ * @example
+ * ```ts
+ * import { bendPoints } from "./bends.ts";
+ * import { getOp } from "../kernels/catalog.ts";
+ * import type { Measurement } from "../reports/schema.ts";
+ * const at = (size: number, ms: number) =>
+ *   ({ op: "add", dtype: "f32", backend: "wasm", residency: "end-to-end", variant: "default",
+ *      state: "ok", size, wall: { median: ms } }) as unknown as Measurement;
+ * // 1000 took 400 ms: the line from (100, 4 ms) to (10000, 400 ms) says 40.
+ * const points = bendPoints([at(100, 4), at(1000, 400), at(10000, 400)], getOp("add"), "f32");
+ * console.log(points.map((p) => p.size)); // [320, 3160]
+ * ```
+ */
+export function bendPoints(
+  measurements: readonly Measurement[],
+  op: OpSpec,
+  dtype: Dtype,
+  options: BendOptions = {},
+): BendPoint[] {
+  const tolerance = options.tolerance ?? 0.25;
+  const max = options.max ?? 6;
+  const minRatio = options.minRatio ?? 1.5;
+  const series = new Map<string, Map<number, number>>();
+  for (const m of measurements) {
+    if (m.op !== op.name || m.dtype !== dtype || m.state !== "ok") continue;
+    const key = `${m.backend}|${m.residency}|${m.variant}`;
+    const bySize = series.get(key) ?? new Map<number, number>();
+    series.set(key, bySize);
+    bySize.set(m.size, Math.min(bySize.get(m.size) ?? Infinity, m.wall.median));
+  }
+  const found: BendPoint[] = [];
+  for (const [key, bySize] of series) {
+    const [backend, residency, variant] = key.split("|") as [Backend, Residency, string];
+    const sizes = [...bySize.keys()].sort((a, b) => a - b);
+    const measured = (s: number) => sizes.some((t) => Math.abs(t - s) <= 0.1 * s);
+    for (let i = 1; i + 1 < sizes.length; i++) {
+      const [a, b, c] = [sizes[i - 1]!, sizes[i]!, sizes[i + 1]!];
+      const [ta, tb, tc] = [bySize.get(a)!, bySize.get(b)!, bySize.get(c)!];
+      if (!(ta > 0 && tb > 0 && tc > 0)) continue;
+      const along = Math.log(b / a) / Math.log(c / a);
+      const line = Math.exp(Math.log(ta) + along * Math.log(tc / ta));
+      const miss = Math.max(line / tb, tb / line) - 1;
+      if (miss <= tolerance) continue;
+      for (const [lo, hi] of [[a, b], [b, c]] as const) {
+        if (hi / lo < minRatio) continue;
+        const size = roundSize(Math.sqrt(lo * hi), op);
+        if (size <= lo || size >= hi || measured(size)) continue;
+        found.push({ size, backend, residency, variant, miss });
+      }
+    }
+  }
+  const seen = new Set<string>();
+  return found
+    .sort((x, y) => y.miss - x.miss)
+    .filter((p) => {
+      const id = `${p.backend}|${p.residency}|${p.variant}|${p.size}`;
+      if (seen.has(id)) return false;
+      seen.add(id);
+      return true;
+    })
+    .slice(0, max);
+}
+
+function roundSize(size: number, op: OpSpec): number {
+  const rounded = size > 64 ? Math.round(size / ROUND_TO) * ROUND_TO : Math.round(size);
+  return Math.min(Math.max(rounded, op.axis.min), op.axis.max);
+}

@@ -1,0 +1,97 @@
+import assert from "node:assert/strict";
+import { bendPoints } from "../calibrate/bends.ts";
+import { planFor } from "../calibrate/plan.ts";
+import { getOp, OPS } from "../kernels/catalog.ts";
+import type { Measurement } from "../reports/schema.ts";
+
+const add = getOp("add");
+
+interface At {
+  size: number;
+  ms: number;
+  backend?: string;
+  residency?: string;
+  variant?: string;
+  state?: string;
+}
+
+/** A measurement with just what bendPoints reads. */
+function at(
+  { size, ms, backend = "wasm", residency = "end-to-end", variant = "unroll=4", state }: At,
+) {
+  return {
+    op: "add",
+    dtype: "f32",
+    backend,
+    residency,
+    variant,
+    state: state ?? "ok",
+    size,
+    wall: { median: ms },
+  } as unknown as Measurement;
+}
+
+/** A power law t = 1e-3 · size^0.9 over a ×4 grid. */
+const smooth = [100, 400, 1600, 6400, 25600].map((size) => at({ size, ms: 1e-3 * size ** 0.9 }));
+
+Deno.test("a curve straight in log-log space asks for no extra sizes", () => {
+  assert.deepEqual(bendPoints(smooth, add, "f32"), []);
+});
+
+Deno.test("a point off its neighbours' line asks for the midpoints on both sides of it", () => {
+  // 1600 ran 3× slower than the smooth curve: a bend between 400 and 6400.
+  const bent = smooth.map((m) =>
+    m.size === 1600 ? at({ size: 1600, ms: 3 * 1e-3 * 1600 ** 0.9 }) : m
+  );
+  const points = bendPoints(bent, add, "f32");
+  // 800 and 3200 split the two segments around 1600. Seen from 1600's neighbours, their own
+  // lines pass through the moved point, so they bend too, less: 200 and 12800 follow.
+  assert.ok(points.some((p) => p.size === 800), JSON.stringify(points));
+  assert.ok(points.some((p) => p.size === 3200), JSON.stringify(points));
+  assert.ok(points.every((p) => p.backend === "wasm" && p.variant === "unroll=4"));
+  const sizes = points.map((p) => p.size);
+  assert.deepEqual([...sizes.slice(0, 2)].sort((a, b) => a - b), [800, 3200]);
+  assert.deepEqual([...sizes.slice(2)].sort((a, b) => a - b), [200, 12800]);
+  // Worst bend first: the point that moved is 3× off its neighbours' line.
+  assert.ok(Math.abs(points[0]!.miss - 2) < 1e-9, `first miss ${points[0]!.miss}`);
+  for (let i = 1; i < points.length; i++) assert.ok(points[i - 1]!.miss >= points[i]!.miss);
+});
+
+Deno.test("extra sizes are capped, never repeat a measured size, and never split close neighbours", () => {
+  const bent = smooth.map((m) =>
+    m.size === 1600 ? at({ size: 1600, ms: 3 * 1e-3 * 1600 ** 0.9 }) : m
+  );
+  assert.equal(bendPoints(bent, add, "f32", { max: 1 }).length, 1);
+  const withMidpoint = [...bent, at({ size: 3200, ms: 1e-3 * 3200 ** 0.9 })];
+  assert.ok(!bendPoints(withMidpoint, add, "f32").some((p) => Math.abs(p.size - 3200) < 320));
+  // Neighbours ×1.2 apart are not split however far off the middle one lies.
+  const close = [1000, 1200, 1440].map((size, i) => at({ size, ms: i === 1 ? 10 : 1 }));
+  assert.deepEqual(bendPoints(close, add, "f32"), []);
+});
+
+Deno.test("each backend, residency and variant is its own curve, and failed runs are not points", () => {
+  // Alternating backends would zigzag if they were read as one curve.
+  const mixed = [100, 400, 1600, 6400].map((size, i) =>
+    at({ size, ms: 1e-3 * size * (i % 2 ? 10 : 1), backend: i % 2 ? "js" : "wasm" })
+  );
+  assert.deepEqual(bendPoints(mixed, add, "f32"), []);
+  const failed = [
+    ...smooth,
+    at({ size: 1600, ms: 500, residency: "end-to-end", variant: "unroll=4", state: "failed" }),
+  ];
+  assert.deepEqual(bendPoints(failed, add, "f32"), []);
+  const devices = [100, 400, 1600].map((size, i) =>
+    at({ size, ms: i === 1 ? 50 : 1, backend: "webgpu", residency: "device-resident" })
+  );
+  assert.deepEqual(
+    bendPoints([...smooth, ...devices], add, "f32").map((p) => [p.backend, p.residency, p.size]),
+    [["webgpu", "device-resident", 200], ["webgpu", "device-resident", 800]],
+  );
+});
+
+Deno.test("a full calibration plan measures bends, a quick one does not", () => {
+  const plan = (quick: boolean) =>
+    planFor({ quick, ops: OPS, dtypes: ["f32"], backends: ["wasm"] });
+  assert.ok(plan(false).bendPoints > 0);
+  assert.equal(plan(true).bendPoints, 0);
+});
