@@ -57,18 +57,21 @@ export interface BendOptions {
 
 /** Sizes are rounded to a multiple of this (vector kernels want multiples of 4 or 8). */
 const ROUND_TO = 8;
+/** Most sizes one series gets: the two sides of its worst bend, so no one series takes all. */
+const PER_SERIES = 2;
 
 /**
  * The sizes to measure next around the bends of each (backend, residency, variant) series of one
  * op and dtype: for every interior point whose time is more than a factor 1 + `tolerance` off the
- * log-log line through its two neighbours (either way), the geometric midpoints between it and each neighbour (rounded to a
+ * log-log line through its two neighbours (either way), beyond what the three medians' confidence
+ * intervals could explain, the geometric midpoints between it and each neighbour (rounded to a
  * multiple of 8 when above 64), unless the neighbours are already close or the size measured.
  *
  * @param measurements Raw measurements (any op; only `op` and `dtype`'s ok ones are read).
  * @param op The op, for its size axis bounds.
  * @param dtype The dtype.
  * @param options Tolerance, cap and closeness.
- * @returns The sizes with their series, worst bend first, at most `max`.
+ * @returns The sizes with their series, worst bend first, at most `max` and two per series.
  * @example
  * ```ts
  * import { bendPoints } from "./bends.ts";
@@ -76,7 +79,7 @@ const ROUND_TO = 8;
  * import type { Measurement } from "../reports/schema.ts";
  * const at = (size: number, ms: number) =>
  *   ({ op: "add", dtype: "f32", backend: "wasm", residency: "end-to-end", variant: "default",
- *      state: "ok", size, wall: { median: ms } }) as unknown as Measurement;
+ *      state: "ok", size, wall: { median: ms, relCi: 0.02 } }) as unknown as Measurement;
  * // 1000 took 400 ms: the line from (100, 4 ms) to (10000, 400 ms) says 40.
  * const points = bendPoints([at(100, 4), at(1000, 400), at(10000, 400)], getOp("add"), "f32");
  * console.log(points.map((p) => p.size)); // [320, 3160]
@@ -91,45 +94,67 @@ export function bendPoints(
   const tolerance = options.tolerance ?? 0.25;
   const max = options.max ?? 6;
   const minRatio = options.minRatio ?? 1.5;
-  const series = new Map<string, Map<number, number>>();
+  const series = new Map<string, Map<number, Point>>();
   for (const m of measurements) {
     if (m.op !== op.name || m.dtype !== dtype || m.state !== "ok") continue;
     const key = `${m.backend}|${m.residency}|${m.variant}`;
-    const bySize = series.get(key) ?? new Map<number, number>();
+    const bySize = series.get(key) ?? new Map<number, Point>();
     series.set(key, bySize);
-    bySize.set(m.size, Math.min(bySize.get(m.size) ?? Infinity, m.wall.median));
+    const prior = bySize.get(m.size);
+    if (!prior || m.wall.median < prior.ms) {
+      bySize.set(m.size, { ms: m.wall.median, relCi: m.wall.relCi });
+    }
   }
-  const found: BendPoint[] = [];
+  const found: (BendPoint & { excess: number; series: string })[] = [];
   for (const [key, bySize] of series) {
     const [backend, residency, variant] = key.split("|") as [Backend, Residency, string];
     const sizes = [...bySize.keys()].sort((a, b) => a - b);
     const measured = (s: number) => sizes.some((t) => Math.abs(t - s) <= 0.1 * s);
     for (let i = 1; i + 1 < sizes.length; i++) {
       const [a, b, c] = [sizes[i - 1]!, sizes[i]!, sizes[i + 1]!];
-      const [ta, tb, tc] = [bySize.get(a)!, bySize.get(b)!, bySize.get(c)!];
+      const [pa, pb, pc] = [bySize.get(a)!, bySize.get(b)!, bySize.get(c)!];
+      const [ta, tb, tc] = [pa.ms, pb.ms, pc.ms];
       if (!(ta > 0 && tb > 0 && tc > 0)) continue;
       const along = Math.log(b / a) / Math.log(c / a);
       const line = Math.exp(Math.log(ta) + along * Math.log(tc / ta));
       const miss = Math.max(line / tb, tb / line) - 1;
-      if (miss <= tolerance) continue;
+      // What the medians' own intervals could explain is not a bend: a device-resident kernel of
+      // a few µs wobbles by tens of percent between neighbouring sizes.
+      const excess = miss - pb.relCi - Math.max(pa.relCi, pc.relCi);
+      if (excess <= tolerance) continue;
       for (const [lo, hi] of [[a, b], [b, c]] as const) {
         if (hi / lo < minRatio) continue;
         const size = roundSize(Math.sqrt(lo * hi), op);
         if (size <= lo || size >= hi || measured(size)) continue;
-        found.push({ size, backend, residency, variant, miss });
+        found.push({ size, backend, residency, variant, miss, excess, series: key });
       }
     }
   }
   const seen = new Set<string>();
+  const perSeries = new Map<string, number>();
   return found
-    .sort((x, y) => y.miss - x.miss)
+    .sort((x, y) => y.excess - x.excess)
     .filter((p) => {
-      const id = `${p.backend}|${p.residency}|${p.variant}|${p.size}`;
-      if (seen.has(id)) return false;
+      const id = `${p.series}|${p.size}`;
+      const taken = perSeries.get(p.series) ?? 0;
+      if (seen.has(id) || taken >= PER_SERIES) return false;
       seen.add(id);
+      perSeries.set(p.series, taken + 1);
       return true;
     })
-    .slice(0, max);
+    .slice(0, max)
+    .map(({ size, backend, residency, variant, miss }) => ({
+      size,
+      backend,
+      residency,
+      variant,
+      miss,
+    }));
+}
+
+interface Point {
+  readonly ms: number;
+  readonly relCi: number;
 }
 
 function roundSize(size: number, op: OpSpec): number {
