@@ -21,6 +21,7 @@ import {
 import type { MeasureOk, MeasureRequest, MeasureResult } from "../calibrate/result.ts";
 import type { Runner } from "../calibrate/runner.ts";
 import { openRunner } from "../calibrate/runners/mod.ts";
+import { median } from "../calibrate/stats.ts";
 import { textTable } from "../calibrate/summary.ts";
 import { getOp } from "../kernels/catalog.ts";
 import { SOFTMAX_SWEEP_ROWS } from "../kernels/softmax/mod.ts";
@@ -432,6 +433,41 @@ function runnableVariant(
     : { variant: preferred };
 }
 
+/**
+ * How well the truth reproduces itself: per backend, the share of (workload, backend) times whose
+ * first round, taken as a prediction of the second a minute later, is within ±25 % of it. No
+ * prediction from a report can be expected to beat this on the same machine.
+ */
+interface Reproducibility {
+  readonly backend: Backend | "all";
+  /** Times with two rounds to compare. */
+  readonly cases: number;
+  /** Share of them whose rounds agree within ±25 %. */
+  readonly within25: number;
+}
+
+function reproducibility(pools: readonly Pools[]): Reproducibility[] {
+  const agree: { backend: Backend; ok: boolean }[] = [];
+  for (const workload of pools) {
+    for (const [backend, pool] of workload) {
+      const [first, second] = pool.windows.filter((w) => w.wall.length > 0).map((w) =>
+        median(w.wall)
+      );
+      if (first === undefined || second === undefined) continue;
+      agree.push({ backend, ok: Math.abs(first - second) / second <= ACCURATE_WITHIN });
+    }
+  }
+  const share = (backend: Backend | "all") => {
+    const of = agree.filter((a) => backend === "all" || a.backend === backend);
+    return {
+      backend,
+      cases: of.length,
+      within25: of.length > 0 ? of.filter((a) => a.ok).length / of.length : NaN,
+    };
+  };
+  return [share("all"), ...BACKENDS.map(share)];
+}
+
 /** Predictions of the measured variant at each held-out (workload, backend) against its median. */
 function accuracyPairs(
   report: Report,
@@ -486,6 +522,7 @@ function printText(
   results: readonly WorkloadResult[],
   scores: readonly SelectorScore[],
   accuracies: readonly Accuracy[],
+  reproduced: readonly Reproducibility[],
   excluded: readonly string[],
   seconds: number,
 ): void {
@@ -520,16 +557,23 @@ function printText(
       `${s.unscored}`,
     ]),
   ));
-  console.log("\nHeld-out prediction accuracy of the report (predictTime vs measured median):");
+  console.log(
+    "\nHeld-out prediction accuracy of the report (predictTime vs measured median), beside the " +
+      "truth's own reproducibility (round 1 as a prediction of round 2, a minute later):",
+  );
   console.log(textTable(
-    ["backend", "pairs", "MAPE", "median APE", "within ±25 %"],
-    accuracies.map((a) => [
-      a.backend,
-      `${a.pairs}`,
-      pct(a.mape),
-      pct(a.medianApe),
-      pct(a.within25),
-    ]),
+    ["backend", "pairs", "MAPE", "median APE", "within ±25 %", "rounds agree ±25 %"],
+    accuracies.map((a) => {
+      const r = reproduced.find((x) => x.backend === a.backend);
+      return [
+        a.backend,
+        `${a.pairs}`,
+        pct(a.mape),
+        pct(a.medianApe),
+        pct(a.within25),
+        r && r.cases > 0 ? `${pct(r.within25)} of ${r.cases}` : "—",
+      ];
+    }),
   ));
   const problems = new Map<string, number>();
   for (const r of results) {
@@ -668,6 +712,7 @@ async function main(args: string[]): Promise<number> {
     accuracy("all", pairs),
     ...BACKENDS.map((b) => accuracy(b, pairs.filter((p) => p.backend === b))),
   ];
+  const reproduced = reproducibility(pools);
   if (json) {
     console.log(JSON.stringify({
       report: reportPath,
@@ -678,9 +723,10 @@ async function main(args: string[]): Promise<number> {
       workloads: results,
       scores,
       accuracy: accuracies,
+      reproducibility: reproduced,
     }));
   } else {
-    printText(reportPath, results, scores, accuracies, excluded, seconds);
+    printText(reportPath, results, scores, accuracies, reproduced, excluded, seconds);
   }
   return 0;
 }
