@@ -52,6 +52,22 @@ gpuTest(
       const windows = v.details?.alongsideWindowMs as Record<string, number[]>;
       assert.ok(Object.values(windows).every((w) => w.length >= 1 && w.length <= 4));
       assert.ok(Object.values(windows).some((w) => w.length === 4));
+      // And each decode against the estimate from the two windows around it.
+      const perDecode = v.details?.perDecode as {
+        measuredTokensPerSec: number;
+        estimatedTokensPerSec: number;
+        error: number;
+      }[];
+      assert.equal(perDecode.length, 2);
+      for (const d of perDecode) {
+        assert.ok(d.measuredTokensPerSec > 0 && d.estimatedTokensPerSec > 0);
+        assert.ok(
+          Math.abs(d.error - (d.estimatedTokensPerSec / d.measuredTokensPerSec - 1)) < 0.01,
+        );
+      }
+      const errors = perDecode.map((d) => d.error);
+      const medianError = Number(v.details?.perDecodeMedianError);
+      assert.ok(Math.abs(medianError - (errors[0]! + errors[1]!) / 2) < 1e-9, `${medianError}`);
     }
   },
 );
@@ -67,6 +83,7 @@ gpuTest("validateDecode() without alongside timing estimates from the sweep alon
     alongside: false,
   });
   assert.equal(v!.details?.estimateFrom, "the sweep's figures");
+  assert.equal(v!.details?.perDecode, undefined);
   const sweep = v!.details?.sweepEstimate as { tokensPerSec: number };
   assert.equal(sweep.tokensPerSec, Math.round(v!.estimatedTokensPerSec * 100) / 100);
   assert.ok(!("alongsideWindowMs" in (v!.details ?? {})));

@@ -59,7 +59,11 @@ function key(op: string, shape: Shape, dtype: Dtype): string {
  */
 export class AlongsideKernels {
   readonly #requests: MeasureRequest[] = [];
-  readonly #windows = new Map<string, { ms: number[]; clock: string; variant: string }>();
+  readonly #windows = new Map<
+    string,
+    { ms: number[]; taken: number[]; clock: string; variant: string }
+  >();
+  #taken = 0;
   readonly #failures = new Map<string, string>();
   readonly #runners: RunnerSource;
   readonly #budgetMs: number;
@@ -93,8 +97,13 @@ export class AlongsideKernels {
     return this.#requests.length;
   }
 
-  /** Measures every kernel once more (one window); a kernel that fails is left to the sweep. */
-  async measureWindow(): Promise<void> {
+  /**
+   * Measures every kernel once more (one window); a kernel that fails is left to the sweep.
+   *
+   * @returns The window's index (0 for the first), for {@linkcode model}'s `windows`.
+   */
+  async measureWindow(): Promise<number> {
+    const index = this.#taken++;
     const results = await measureMany(this.#requests, {
       runners: this.#runners,
       stopping: { budgetMs: this.#budgetMs, minSamples: 5 },
@@ -107,10 +116,12 @@ export class AlongsideKernels {
         return;
       }
       const { ms, clock } = launchMs(r);
-      const w = this.#windows.get(id) ?? { ms: [], clock, variant: r.variant };
+      const w = this.#windows.get(id) ?? { ms: [], taken: [], clock, variant: r.variant };
       w.ms.push(ms);
+      w.taken.push(index);
       this.#windows.set(id, w);
     });
+    return index;
   }
 
   /**
@@ -118,12 +129,18 @@ export class AlongsideKernels {
    * the windows' range), and from `fallback` for a kernel that was not measured.
    *
    * @param fallback The sweep's model.
+   * @param windows Only these windows (indices from {@linkcode measureWindow}); a kernel none of
+   *   them timed answers from all its windows. All windows when absent.
    * @returns The model.
    */
-  model(fallback: KernelTimeModel): KernelTimeModel {
+  model(fallback: KernelTimeModel, windows?: readonly number[]): KernelTimeModel {
     return (request) => {
       const shape = request.workShape ?? request.shape;
-      const w = this.#windows.get(key(request.op, shape, request.dtype));
+      const all = this.#windows.get(key(request.op, shape, request.dtype));
+      const picked = all && windows
+        ? { ...all, ms: all.ms.filter((_, i) => windows.includes(all.taken[i]!)) }
+        : all;
+      const w = picked && picked.ms.length > 0 ? picked : all;
       if (!w || w.ms.length === 0) {
         const t = fallback(request);
         const why = this.#failures.get(key(request.op, shape, request.dtype));

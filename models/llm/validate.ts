@@ -149,12 +149,14 @@ export async function validateDecode(
         alongside,
         ...projections,
         runs: [] as DecodeMeasurement[],
+        /** The two alongside windows around each decode, in decode order. */
+        brackets: [] as [number, number][],
       };
     })
   );
   for (let r = 0; r < repeats; r++) {
     for (const plan of plans) {
-      await plan.alongside?.measureWindow();
+      const before = await plan.alongside?.measureWindow();
       opts.onStart?.(plan.model.name, plan.quant);
       plan.runs.push(
         await measureDecode(gpu, plan.model, plan.quant, {
@@ -164,12 +166,15 @@ export async function validateDecode(
           ...(plan.softmax === undefined ? {} : { softmaxVariant: plan.softmax }),
         }),
       );
-      await plan.alongside?.measureWindow();
+      const after = await plan.alongside?.measureWindow();
+      if (before !== undefined && after !== undefined) plan.brackets.push([before, after]);
     }
   }
   const round = (v: number) => Math.round(v * 100) / 100;
   const out: LlmValidation[] = [];
-  for (const { model, quant, estimate: sweep, alongside, unusable, softmax, runs } of plans) {
+  for (
+    const { model, quant, estimate: sweep, alongside, unusable, softmax, runs, brackets } of plans
+  ) {
     const first = runs[0]!;
     const perTokenMs = runs.flatMap((m) => m.perTokenMs);
     const medianMs = median(perTokenMs);
@@ -183,6 +188,23 @@ export async function validateDecode(
       )
       : sweep;
     const error = (e: TokensPerSecEstimate) => e.decodeTokensPerSec / measuredTokensPerSec - 1;
+    // Each decode against the estimate from the two windows around it: the machine's speed in
+    // those seconds, not the median moment of the whole validation.
+    const perDecode = alongside
+      ? runs.map((run, i) => {
+        const paired = estimateTokensPerSec(
+          model,
+          quant,
+          { ...rates, kernelTime: alongside.model(rates.kernelTime!, brackets[i]) },
+          estimateOpts,
+        ).decodeTokensPerSec;
+        return {
+          measuredTokensPerSec: round(1000 / run.medianMs),
+          estimatedTokensPerSec: round(paired),
+          error: Math.round((paired * run.medianMs / 1000 - 1) * 1e4) / 1e4,
+        };
+      })
+      : [];
     out.push({
       model: model.name,
       quant,
@@ -231,7 +253,13 @@ export async function validateDecode(
           estimate.kernels.map((k) => [`${k.name} ×${k.launches}`, Math.round(k.ms * 1000) / 1000]),
         ),
         estimateTag: estimate.tag,
-        ...(alongside ? { alongsideWindowMs: alongside.windows() } : {}),
+        ...(alongside
+          ? {
+            alongsideWindowMs: alongside.windows(),
+            perDecode,
+            perDecodeMedianError: median(perDecode.map((d) => d.error)),
+          }
+          : {}),
         sources: [...estimate.sources],
       },
     });
