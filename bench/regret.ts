@@ -15,13 +15,13 @@ import {
   pooledResult,
   type RunnerSource,
   UNSURE_REL_CI,
+  windowMedians,
   type WindowSamples,
   windowsDisagree,
 } from "../calibrate/measure.ts";
 import type { MeasureOk, MeasureRequest, MeasureResult } from "../calibrate/result.ts";
 import type { Runner } from "../calibrate/runner.ts";
 import { openRunner } from "../calibrate/runners/mod.ts";
-import { median } from "../calibrate/stats.ts";
 import { textTable } from "../calibrate/summary.ts";
 import { getOp } from "../kernels/catalog.ts";
 import { SOFTMAX_SWEEP_ROWS } from "../kernels/softmax/mod.ts";
@@ -450,9 +450,7 @@ function reproducibility(pools: readonly Pools[]): Reproducibility[] {
   const agree: { backend: Backend; ok: boolean }[] = [];
   for (const workload of pools) {
     for (const [backend, pool] of workload) {
-      const [first, second] = pool.windows.filter((w) => w.wall.length > 0).map((w) =>
-        median(w.wall)
-      );
+      const [first, second] = windowMedians(pool.windows);
       if (first === undefined || second === undefined) continue;
       agree.push({ backend, ok: Math.abs(first - second) / second <= ACCURATE_WITHIN });
     }

@@ -507,6 +507,21 @@ export function pooledResult(
 }
 
 /**
+ * The wall-clock median of each window that has samples, in window order.
+ *
+ * @param windows A case's windows.
+ * @returns Their medians, ms.
+ * @example
+ * ```ts
+ * import { windowMedians } from "./measure.ts";
+ * console.log(windowMedians([{ wall: [1, 3, 2], gpu: [] }, { wall: [], gpu: [] }])); // [2]
+ * ```
+ */
+export function windowMedians(windows: readonly WindowSamples[]): number[] {
+  return windows.filter((w) => w.wall.length > 0).map((w) => median(w.wall));
+}
+
+/**
  * Whether the windows of one case disagree: half the range of their wall-clock medians is more
  * than {@linkcode UNSURE_REL_CI} of the median of those medians. With two windows that disagree
  * the pooled median sits halfway between a stall and a typical minute; a third window decides.
@@ -521,7 +536,7 @@ export function pooledResult(
  * ```
  */
 export function windowsDisagree(windows: readonly WindowSamples[]): boolean {
-  const medians = windows.filter((w) => w.wall.length > 0).map((w) => median(w.wall));
+  const medians = windowMedians(windows);
   if (medians.length < 2) return false;
   const center = median(medians);
   return (Math.max(...medians) - Math.min(...medians)) / 2 > UNSURE_REL_CI * center;

@@ -59,9 +59,10 @@ function key(op: string, shape: Shape, dtype: Dtype): string {
  */
 export class AlongsideKernels {
   readonly #requests: MeasureRequest[] = [];
+  /** Per kernel: its time in each window that timed it, with that window's index. */
   readonly #windows = new Map<
     string,
-    { ms: number[]; taken: number[]; clock: string; variant: string }
+    { times: { window: number; ms: number }[]; clock: string; variant: string }
   >();
   #taken = 0;
   readonly #failures = new Map<string, string>();
@@ -116,9 +117,8 @@ export class AlongsideKernels {
         return;
       }
       const { ms, clock } = launchMs(r);
-      const w = this.#windows.get(id) ?? { ms: [], taken: [], clock, variant: r.variant };
-      w.ms.push(ms);
-      w.taken.push(index);
+      const w = this.#windows.get(id) ?? { times: [], clock, variant: r.variant };
+      w.times.push({ window: index, ms });
       this.#windows.set(id, w);
     });
     return index;
@@ -136,25 +136,23 @@ export class AlongsideKernels {
   model(fallback: KernelTimeModel, windows?: readonly number[]): KernelTimeModel {
     return (request) => {
       const shape = request.workShape ?? request.shape;
-      const all = this.#windows.get(key(request.op, shape, request.dtype));
-      const picked = all && windows
-        ? { ...all, ms: all.ms.filter((_, i) => windows.includes(all.taken[i]!)) }
-        : all;
-      const w = picked && picked.ms.length > 0 ? picked : all;
-      if (!w || w.ms.length === 0) {
+      const w = this.#windows.get(key(request.op, shape, request.dtype));
+      const picked = w?.times.filter((t) => windows?.includes(t.window) ?? true) ?? [];
+      const ms = (picked.length > 0 ? picked : w?.times ?? []).map((t) => t.ms);
+      if (!w || ms.length === 0) {
         const t = fallback(request);
         const why = this.#failures.get(key(request.op, shape, request.dtype));
         return why ? { ...t, source: `not measured alongside (${why}): ${t.source}` } : t;
       }
       const time: KernelTime = {
-        ms: median(w.ms),
-        interval: [Math.min(...w.ms), Math.max(...w.ms)],
+        ms: median(ms),
+        interval: [Math.min(...ms), Math.max(...ms)],
         tag: "measured",
         variant: w.variant,
         source:
           `measured alongside the decode: ${request.op} ${
             formatShape(getOp(request.op), shape)
-          } ${request.dtype} webgpu device-resident, median of ${w.ms.length} window(s) ` +
+          } ${request.dtype} webgpu device-resident, median of ${ms.length} window(s) ` +
           `(${w.clock})`,
       };
       return time;
@@ -164,7 +162,7 @@ export class AlongsideKernels {
   /** Per kernel, the window medians, ms (for the report's details). */
   windows(): Record<string, number[]> {
     return Object.fromEntries(
-      [...this.#windows].map(([id, w]) => [id, w.ms.map((v) => Math.round(v * 1e4) / 1e4)]),
+      [...this.#windows].map(([id, w]) => [id, w.times.map((t) => Math.round(t.ms * 1e4) / 1e4)]),
     );
   }
 }
