@@ -29,6 +29,14 @@ for (const quant of ["f32", "int4"] as const) {
         m.dispatchesPerToken,
         model.layers * KERNELS_PER_LAYER.length + MODEL_KERNELS.length,
       );
+      if (!gpu.device.features.has("timestamp-query")) {
+        assert.equal(m.gpuPerTokenMs, null);
+        return;
+      }
+      // The pass's GPU time is part of the token's wall time, never more.
+      assert.equal(m.gpuPerTokenMs?.length, 3);
+      m.gpuPerTokenMs!.forEach((g, i) => assert.ok(g > 0 && g <= m.perTokenMs[i]!, `${g} ms`));
+      assert.ok(m.gpuMedianMs! > 0 && m.gpuMedianMs! <= m.medianMs);
     },
   );
 }

@@ -65,6 +65,17 @@ gpuTest(
           Math.abs(d.error - (d.estimatedTokensPerSec / d.measuredTokensPerSec - 1)) < 0.01,
         );
       }
+      // With timestamps, each token splits into its pass's GPU time and the rest (the sync the
+      // estimate prices separately), medians of the pooled tokens.
+      if (gpu.device.features.has("timestamp-query")) {
+        const gpuMs = Number(v.details?.measuredGpuMedianMs);
+        const syncMs = Number(v.details?.measuredSyncMedianMs);
+        assert.ok(gpuMs > 0 && syncMs >= 0, `${gpuMs} ${syncMs}`);
+        assert.ok(
+          gpuMs <= Math.max(...perToken),
+          `${gpuMs} ms of GPU time in a ${median} ms token`,
+        );
+      }
       const errors = perDecode.map((d) => d.error);
       const medianError = Number(v.details?.perDecodeMedianError);
       assert.ok(Math.abs(medianError - (errors[0]! + errors[1]!) / 2) < 1e-9, `${medianError}`);

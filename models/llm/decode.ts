@@ -81,6 +81,14 @@ export interface DecodeMeasurement {
   readonly perTokenMs: readonly number[];
   /** Median host time of a token's uniform write and command encoding, before the submit. */
   readonly encodeMedianMs: number;
+  /**
+   * GPU time of each timed token's one compute pass (timestamps at its start and end), ms; null
+   * when the device has no `timestamp-query`. The wall time less this is what the token paid
+   * for encoding, submitting and the synchronisation that reads its id back.
+   */
+  readonly gpuPerTokenMs: readonly number[] | null;
+  /** Median of {@linkcode gpuPerTokenMs}, or null without timestamps. */
+  readonly gpuMedianMs: number | null;
   /** Every token id produced, warm-up included. */
   readonly tokenIds: readonly number[];
   /** Kernel launches per token. */
@@ -354,11 +362,14 @@ export async function measureDecode(
     device.limits.maxBufferSize,
   );
   const b = new Builder(device, maxBinding, 0x9e3779b9);
+  // The token id at byte 0 and, with timestamps, the pass's begin and end ticks at byte 8: one
+  // readback, so timing the GPU adds no synchronisation to the token.
   const readback = device.createBuffer({
     label: "token readback",
-    size: 4,
+    size: TIMESTAMP_OFFSET + 16,
     usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
   });
+  const clock = device.features.has("timestamp-query") ? passClock(device) : null;
   try {
     const dims: DecodeDims = { hidden, heads, kvHeads, headDim, context, intermediate, vocab };
     const dtype: Dtype = quant === "f32" ? "f32" : "q4";
@@ -514,12 +525,12 @@ export async function measureDecode(
 
     const runToken = async (
       pos: number,
-    ): Promise<{ id: number; ms: number; encodeMs: number }> => {
+    ): Promise<{ id: number; ms: number; encodeMs: number; gpuMs: number | null }> => {
       const t0 = performance.now();
       const n = pos + 1;
       device.queue.writeBuffer(step, 0, new Uint32Array([pos, n, 0, 0]));
       const enc = device.createCommandEncoder();
-      const pass = enc.beginComputePass();
+      const pass = enc.beginComputePass(clock ? { timestampWrites: clock.writes } : {});
       for (const d of dispatches) {
         pass.setPipeline(d.pipeline);
         pass.setBindGroup(0, d.group(pos));
@@ -528,11 +539,18 @@ export async function measureDecode(
       }
       pass.end();
       enc.copyBufferToBuffer(token, 0, readback, 0, 4);
+      if (clock) {
+        enc.resolveQuerySet(clock.writes.querySet, 0, 2, clock.resolved, 0);
+        enc.copyBufferToBuffer(clock.resolved, 0, readback, TIMESTAMP_OFFSET, 16);
+      }
       const commands = enc.finish();
       const encodeMs = performance.now() - t0;
       device.queue.submit([commands]);
       await readback.mapAsync(GPUMapMode.READ);
-      const id = new Uint32Array(readback.getMappedRange())[0]!;
+      const mapped = readback.getMappedRange();
+      const id = new Uint32Array(mapped, 0, 1)[0]!;
+      const ticks = new BigInt64Array(mapped, TIMESTAMP_OFFSET, 2);
+      const gpuNs = ticks[1]! - ticks[0]!;
       readback.unmap();
       const ms = performance.now() - t0;
       if (!(id < vocab)) {
@@ -541,7 +559,8 @@ export async function measureDecode(
             `[0, ${vocab}): the logits overflowed or a kernel is broken`,
         );
       }
-      return { id, ms, encodeMs };
+      // A zero or backwards span (a driver that does not count) is no figure.
+      return { id, ms, encodeMs, gpuMs: clock && gpuNs > 0n ? Number(gpuNs) / 1e6 : null };
     };
 
     const first = context - tokens - warmup;
@@ -554,15 +573,18 @@ export async function measureDecode(
     const tokenIds: number[] = [];
     const perTokenMs: number[] = [];
     const encodeMs: number[] = [];
+    const gpuMs: (number | null)[] = [];
     for (const [i, pos] of positions.entries()) {
       const token = await runToken(pos);
       tokenIds.push(token.id);
       if (i >= warmup) {
         perTokenMs.push(token.ms);
         encodeMs.push(token.encodeMs);
+        gpuMs.push(token.gpuMs);
       }
     }
     const medianMs = median(perTokenMs);
+    const gpuPerTokenMs = gpuMs.every((t) => t !== null) ? gpuMs as number[] : null;
     return {
       model: model.name,
       quant,
@@ -572,6 +594,8 @@ export async function measureDecode(
       medianMs,
       perTokenMs,
       encodeMedianMs: median(encodeMs),
+      gpuPerTokenMs,
+      gpuMedianMs: gpuPerTokenMs && median(gpuPerTokenMs),
       tokenIds,
       dispatchesPerToken: dispatches.length,
       weightBytes: b.weightBytes,
@@ -582,7 +606,29 @@ export async function measureDecode(
   } finally {
     for (const buf of b.buffers) buf.destroy();
     readback.destroy();
+    clock?.writes.querySet.destroy();
+    clock?.resolved.destroy();
   }
+}
+
+/** Where the pass's two timestamps land in the token readback, bytes. */
+const TIMESTAMP_OFFSET = 8;
+
+/** A query set for a pass's begin and end timestamps, and the buffer they resolve into. */
+function passClock(device: GPUDevice): {
+  writes: GPUComputePassTimestampWrites & { querySet: GPUQuerySet };
+  resolved: GPUBuffer;
+} {
+  const querySet = device.createQuerySet({ label: "token pass", type: "timestamp", count: 2 });
+  const resolved = device.createBuffer({
+    label: "token pass timestamps",
+    size: 16,
+    usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC,
+  });
+  return {
+    writes: { querySet, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 },
+    resolved,
+  };
 }
 
 /** Each projection's rows × cols, as decode_kernels.ts gives them for these dimensions. */

@@ -237,6 +237,7 @@ export async function validateDecode(
         measuredDecodeMedianMs: runs.map((m) => round(m.medianMs)),
         measuredPerTokenMs: perTokenMs.map(round),
         measuredEncodeMs: round(median(runs.map((m) => m.encodeMedianMs))),
+        ...gpuSplit(runs, round),
         dispatchesPerToken: first.dispatchesPerToken,
         weightBytes: first.weightBytes,
         estimateMethod: estimate.perTokenMs.method,
@@ -265,6 +266,29 @@ export async function validateDecode(
     });
   }
   return out;
+}
+
+/**
+ * The decodes' per-token time split by their GPU timestamps: the median GPU time of a token's
+ * pass (what the estimate's kernel terms price) and the median of each token's wall time less
+ * its GPU time (what the sync term prices). Empty without timestamps.
+ */
+function gpuSplit(
+  runs: readonly DecodeMeasurement[],
+  round: (v: number) => number,
+): { measuredGpuMedianMs?: number; measuredSyncMedianMs?: number } {
+  const gpu: number[] = [];
+  const rest: number[] = [];
+  for (const run of runs) {
+    if (run.gpuPerTokenMs === null) return {};
+    run.gpuPerTokenMs.forEach((g, i) => {
+      gpu.push(g);
+      rest.push(run.perTokenMs[i]! - g);
+    });
+  }
+  return gpu.length === 0
+    ? {}
+    : { measuredGpuMedianMs: round(median(gpu)), measuredSyncMedianMs: round(median(rest)) };
 }
 
 /**
