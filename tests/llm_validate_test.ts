@@ -39,6 +39,13 @@ gpuTest(
       // The estimate priced its kernels from figures timed between the decodes, and says so; the
       // sweep's estimate is kept beside it.
       assert.match(String(v.details?.estimateFrom), /timed alongside the decodes/);
+      // Its projections' weights as cold as the decode leaves them: rotated through the bytes the
+      // decode's projections stream per token. tiny-16m has 4 × (2·512² + 2·128·512 + 3·1536·512)
+      // + 4096·512 = 14 155 776 projection weights: 54.0 MiB in f32, 8.4 MiB in int4 (half a byte
+      // and a 4-byte scale per 32 each).
+      const span = /rotated through ([\d.]+) MiB/.exec(String(v.details?.estimateFrom));
+      assert.ok(span, String(v.details?.estimateFrom));
+      assert.equal(span[1], v.quant === "f32" ? "54.0" : "8.4");
       const sources = (v.details?.sources as string[]).filter((s) => s.startsWith("decode kernel"));
       assert.ok(sources.length > 0);
       // Four windows each (one before and one after each decode); a device-resident window of a

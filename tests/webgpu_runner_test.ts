@@ -2,7 +2,11 @@ import assert from "node:assert/strict";
 import { type GpuHandle, openGpu } from "../calibrate/device.ts";
 import { UnsupportedError } from "../calibrate/runner.ts";
 import { withWatchdog } from "../calibrate/runners/_watchdog.ts";
-import { createWebGpuRunner } from "../calibrate/runners/webgpu.ts";
+import {
+  createWebGpuRunner,
+  MAX_ROTATION_COPIES,
+  rotatedCopies,
+} from "../calibrate/runners/webgpu.ts";
 import { seededRng } from "../kernels/_random.ts";
 import { add, fma, mul } from "../kernels/elementwise/mod.ts";
 import { matmul } from "../kernels/matmul/mod.ts";
@@ -114,6 +118,18 @@ for (const dtype of ["f32", "f16"] as const) {
     });
   }
 }
+
+Deno.test("rotatedCopies() keeps small operand sets out of cache by copies or by span", () => {
+  const byCount = { rotateBelowBytes: 32 * 2 ** 20, rotationCopies: 3, rotationSpanBytes: null };
+  assert.equal(rotatedCopies(160e3, byCount), 3);
+  assert.equal(rotatedCopies(64 * 2 ** 20, byCount), 1);
+  // A span: as many copies as put that many bytes between two uses of one, never fewer than one
+  // and at most MAX_ROTATION_COPIES.
+  const span = { ...byCount, rotationSpanBytes: 10e6 };
+  assert.equal(rotatedCopies(160e3, span), 63);
+  assert.equal(rotatedCopies(64 * 2 ** 20, span), 1);
+  assert.equal(rotatedCopies(16, span), MAX_ROTATION_COPIES);
+});
 
 Deno.test({
   name: "an elementwise dispatch wider than 65535 workgroups folds into y and covers every element",

@@ -35,6 +35,13 @@ export interface WebGpuRunnerOptions {
   readonly rotateBelowBytes?: number;
   /** How many operand copies to rotate through when rotating. */
   readonly rotationCopies?: number;
+  /**
+   * Rotate operand copies until they span at least this many bytes (at most
+   * {@linkcode MAX_ROTATION_COPIES} copies), instead of `rotateBelowBytes` and `rotationCopies`:
+   * an operand is then as cold at its next use as in a program that streams this many other bytes
+   * between two uses of it, as a decode streams every layer's weights once per token.
+   */
+  readonly rotationSpanBytes?: number;
 }
 
 /** Default longest wait for one synchronisation, ms. */
@@ -43,6 +50,8 @@ export const DEFAULT_WATCHDOG_MS = 30_000;
 export const DEFAULT_ROTATE_BELOW_BYTES = 32 * 2 ** 20;
 /** Default number of rotated operand copies. */
 export const DEFAULT_ROTATION_COPIES = 3;
+/** Most operand copies `rotationSpanBytes` makes (a tiny operand would otherwise need thousands). */
+export const MAX_ROTATION_COPIES = 256;
 
 /** WebGPU caps a query set at 4096 queries: 2048 begin/end pairs. */
 const QUERIES_PER_SET = 4096;
@@ -96,6 +105,7 @@ export function createWebGpuRunner(gpu: GpuHandle, options: WebGpuRunnerOptions 
     watchdogMs: options.watchdogMs ?? DEFAULT_WATCHDOG_MS,
     rotateBelowBytes: options.rotateBelowBytes ?? DEFAULT_ROTATE_BELOW_BYTES,
     rotationCopies: Math.max(1, Math.floor(options.rotationCopies ?? DEFAULT_ROTATION_COPIES)),
+    rotationSpanBytes: options.rotationSpanBytes ?? null,
   };
   const live = new Set<Prepared>();
   return {
@@ -135,6 +145,7 @@ interface Settings {
   readonly watchdogMs: number;
   readonly rotateBelowBytes: number;
   readonly rotationCopies: number;
+  readonly rotationSpanBytes: number | null;
 }
 
 async function prepareWebGpu(
@@ -167,7 +178,7 @@ async function prepareWebGpu(
 
   const uploads = inputs.arrays.map(hostBytes);
   const operandBytes = uploads.reduce((sum, u) => sum + u.byteLength, 0);
-  const copies = operandBytes < settings.rotateBelowBytes ? settings.rotationCopies : 1;
+  const copies = rotatedCopies(operandBytes, settings);
   const outBytes = align(inputs.outputLength * (dtype === "f16" ? 2 : 4), 4);
   const owned: (GPUBuffer | GPUQuerySet)[] = [];
   const make = (size: number, usage: number) => {
@@ -563,6 +574,36 @@ function hostBytes(array: HostArray): Uint8Array<ArrayBuffer> {
 function toFloat32(bytes: Uint8Array, length: number, dtype: Dtype): Float32Array {
   if (dtype === "f16") return Float32Array.from(new Float16Array(bytes.buffer, 0, length));
   return new Float32Array(bytes.buffer.slice(0, length * 4));
+}
+
+/**
+ * How many copies of a case's operands a runner rotates through: enough to span
+ * `rotationSpanBytes` when it is set (at most {@linkcode MAX_ROTATION_COPIES}), else
+ * `rotationCopies` for operand sets under `rotateBelowBytes` and one for larger sets.
+ *
+ * @param operandBytes Bytes of one copy of the case's operands.
+ * @param settings The runner's rotation settings.
+ * @returns The number of copies.
+ * @example
+ * ```ts
+ * import { rotatedCopies } from "./webgpu.ts";
+ * const cold = { rotateBelowBytes: 2 ** 25, rotationCopies: 3, rotationSpanBytes: 10e6 };
+ * console.log(rotatedCopies(160e3, cold)); // 63: 10 MB between two uses of a copy
+ * ```
+ */
+export function rotatedCopies(
+  operandBytes: number,
+  settings: {
+    readonly rotateBelowBytes: number;
+    readonly rotationCopies: number;
+    readonly rotationSpanBytes: number | null;
+  },
+): number {
+  const span = settings.rotationSpanBytes;
+  if (span !== null) {
+    return Math.min(MAX_ROTATION_COPIES, Math.max(1, Math.ceil(span / Math.max(operandBytes, 1))));
+  }
+  return operandBytes < settings.rotateBelowBytes ? settings.rotationCopies : 1;
 }
 
 function align(bytes: number, to: number): number {

@@ -58,7 +58,8 @@ function key(op: string, shape: Shape, dtype: Dtype): string {
  * ```
  */
 export class AlongsideKernels {
-  readonly #requests: MeasureRequest[] = [];
+  /** The kernels to time, each group on its own runners. */
+  readonly #groups: { requests: MeasureRequest[]; runners: RunnerSource }[];
   /** Per kernel: its time in each window that timed it, with that window's index. */
   readonly #windows = new Map<
     string,
@@ -66,23 +67,30 @@ export class AlongsideKernels {
   >();
   #taken = 0;
   readonly #failures = new Map<string, string>();
-  readonly #runners: RunnerSource;
   readonly #budgetMs: number;
 
   /**
    * @param kernels The kernels the estimates priced (duplicates are measured once).
    * @param runners Where the WebGPU runner comes from.
-   * @param budgetMs Sampling budget of each kernel in each window, ms.
+   * @param options `budgetMs`: sampling budget of each kernel in each window, ms (300).
+   *   `weightRunners`: where the kernels that read weights are timed instead, e.g. a runner
+   *   whose operands rotate through as many bytes as the decode streams per token.
    */
-  constructor(kernels: readonly KernelEstimate[], runners: RunnerSource, budgetMs = 300) {
-    this.#runners = runners;
-    this.#budgetMs = budgetMs;
+  constructor(
+    kernels: readonly KernelEstimate[],
+    runners: RunnerSource,
+    options: { readonly budgetMs?: number; readonly weightRunners?: RunnerSource } = {},
+  ) {
+    this.#budgetMs = options.budgetMs ?? 300;
+    const weights = { requests: [] as MeasureRequest[], runners: options.weightRunners ?? runners };
+    const rest = { requests: [] as MeasureRequest[], runners };
+    this.#groups = weights.runners === runners ? [rest] : [weights, rest];
     const seen = new Set<string>();
     for (const k of kernels) {
       const id = key(k.op, k.shape, k.dtype);
       if (seen.has(id)) continue;
       seen.add(id);
-      this.#requests.push({
+      (k.reads === "weights" ? weights : rest).requests.push({
         op: k.op,
         shape: k.shape,
         dtype: k.dtype,
@@ -95,7 +103,7 @@ export class AlongsideKernels {
 
   /** Kernels measured. */
   get size(): number {
-    return this.#requests.length;
+    return this.#groups.reduce((n, g) => n + g.requests.length, 0);
   }
 
   /**
@@ -105,22 +113,24 @@ export class AlongsideKernels {
    */
   async measureWindow(): Promise<number> {
     const index = this.#taken++;
-    const results = await measureMany(this.#requests, {
-      runners: this.#runners,
-      stopping: { budgetMs: this.#budgetMs, minSamples: 5 },
-    });
-    results.forEach((r, i) => {
-      const req = this.#requests[i]!;
-      const id = key(req.op, req.shape, req.dtype);
-      if (r.state !== "ok") {
-        this.#failures.set(id, r.state === "failed" ? r.error : r.reason);
-        return;
-      }
-      const { ms, clock } = launchMs(r);
-      const w = this.#windows.get(id) ?? { times: [], clock, variant: r.variant };
-      w.times.push({ window: index, ms });
-      this.#windows.set(id, w);
-    });
+    for (const { requests, runners } of this.#groups) {
+      const results = await measureMany(requests, {
+        runners,
+        stopping: { budgetMs: this.#budgetMs, minSamples: 5 },
+      });
+      results.forEach((r, i) => {
+        const req = requests[i]!;
+        const id = key(req.op, req.shape, req.dtype);
+        if (r.state !== "ok") {
+          this.#failures.set(id, r.state === "failed" ? r.error : r.reason);
+          return;
+        }
+        const { ms, clock } = launchMs(r);
+        const w = this.#windows.get(id) ?? { times: [], clock, variant: r.variant };
+        w.times.push({ window: index, ms });
+        this.#windows.set(id, w);
+      });
+    }
     return index;
   }
 

@@ -203,6 +203,8 @@ export interface KernelEstimate {
   readonly dtype: Dtype;
   /** Why another op stands in; null when the kernel is the op. */
   readonly standIn: string | null;
+  /** The operand that set its dtype: the weights, the KV cache or the activations. */
+  readonly reads: KernelWork["reads"];
   /** Predicted milliseconds per launch. */
   readonly ms: number;
   readonly tag: Provenance;
@@ -566,6 +568,7 @@ function kernelTerms(
       shape: work.shape,
       dtype,
       standIn: work.standIn,
+      reads: work.reads,
       ms: t.ms,
       tag: t.tag,
       variant: t.variant,
