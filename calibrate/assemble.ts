@@ -73,6 +73,7 @@ export function missingSystemFigures(reason: string): SystemFigures {
   return {
     dispatchRoundTripMs: MISSING(reason, "ms"),
     perDispatchUs: MISSING(reason, "us"),
+    encodePerDispatchUs: MISSING(reason, "us"),
     uploadGBps: MISSING(reason, "GB/s"),
     readbackGBps: MISSING(reason, "GB/s"),
     copyGBps: MISSING(reason, "GB/s"),

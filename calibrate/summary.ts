@@ -103,6 +103,9 @@ export function formatSummary(report: Report, path: string): string {
     "System:",
     `  sync round trip  ${formatFigure(report.system.dispatchRoundTripMs)}`,
     `  per dispatch     ${formatFigure(report.system.perDispatchUs)}`,
+    ...(report.system.encodePerDispatchUs
+      ? [`  host encode      ${formatFigure(report.system.encodePerDispatchUs)}`]
+      : []),
     `  upload           ${formatFigure(report.system.uploadGBps)}`,
     `  readback         ${formatFigure(report.system.readbackGBps)}`,
     `  device copy      ${formatFigure(report.system.copyGBps)}`,

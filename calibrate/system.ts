@@ -1,6 +1,7 @@
 /**
  * Machine-wide WebGPU figures: the synchronisation round trip, the cost of one more dispatch in a
- * submission, upload / readback / device-to-device copy bandwidth and pipeline compile time.
+ * submission, the host's cost of recording one, upload / readback / device-to-device copy
+ * bandwidth and pipeline compile time.
  *
  * Transfers are timed at two sizes and the bandwidth is the slope between them, so the fixed
  * ~11 ms synchronisation Deno adds to every transfer does not pose as slow bandwidth.
@@ -59,6 +60,41 @@ function figure(values: readonly number[], unit: string, source: string): Figure
     ci: [s.median - s.ciHalfWidth, s.median + s.ciHalfWidth],
     source: `${source}; median of ${s.n}`,
   };
+}
+
+/**
+ * The host's cost of recording one more dispatch, µs per sample: a pass of `batch` dispatches
+ * less a pass of one, each dispatch with its own `setPipeline` and `setBindGroup` (alternating
+ * pipelines, as a decode's kernels do), over `batch − 1`. Nothing is submitted: the GPU's part is
+ * `perDispatchUs`. Timestamp-timed kernels exclude this cost, and a program pays it before its
+ * submit.
+ */
+function recordingUs(
+  device: GPUDevice,
+  pipelines: readonly GPUComputePipeline[],
+  bindGroup: GPUBindGroup,
+  { batch, samples, signal }: { batch: number; samples: number; signal?: AbortSignal | undefined },
+): number[] {
+  const record = (count: number) => {
+    const t = performance.now();
+    const encoder = device.createCommandEncoder();
+    const pass = encoder.beginComputePass();
+    for (let i = 0; i < count; i++) {
+      pass.setPipeline(pipelines[i % pipelines.length]!);
+      pass.setBindGroup(0, bindGroup);
+      pass.dispatchWorkgroups(1);
+    }
+    pass.end();
+    encoder.finish();
+    return performance.now() - t;
+  };
+  record(batch);
+  const out: number[] = [];
+  for (let i = 0; i < samples && !signal?.aborted; i++) {
+    const one = record(1);
+    out.push(Math.max(0, (record(batch) - one) / (batch - 1) * 1000));
+  }
+  return out;
 }
 
 /** Bandwidth from the slope between a small and a large transfer, each a list of ms samples. */
@@ -165,6 +201,11 @@ export async function measureSystem(
     const perDispatch = batched.map((t, i) =>
       Math.max(0, (t - (roundTrip[i] ?? t)) / (batch - 1) * 1000)
     );
+    const encodePerDispatch = recordingUs(device, [pipeline, makePipeline(2)], bindGroup, {
+      batch,
+      samples: n,
+      signal,
+    });
 
     const smallBytes = 4 * 2 ** 20;
     const largeBytes = (options.quick ? 32 : 64) * 2 ** 20;
@@ -217,6 +258,12 @@ export async function measureSystem(
         perDispatch,
         "us",
         `(${batch} dispatches − 1 dispatch) / ${batch - 1}, one submit each`,
+      ),
+      encodePerDispatchUs: figure(
+        encodePerDispatch,
+        "us",
+        `host time recording (${batch} − 1) / ${batch - 1} dispatches into a pass, each with ` +
+          `its pipeline and bind group, not submitted`,
       ),
       uploadGBps: slopeFigure(smallBytes, up.small, largeBytes, up.large, "writeBuffer + sync"),
       readbackGBps: slopeFigure(

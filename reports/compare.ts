@@ -579,6 +579,15 @@ function systemMap(report: Report): Map<string, SystemFigure> {
   const map = new Map<string, SystemFigure>([
     ["dispatch round trip", { figure: s.dispatchRoundTripMs, better: "lower", drift: gpu }],
     ["per dispatch", { figure: s.perDispatchUs, better: "lower", drift: gpu }],
+    ...(s.encodePerDispatchUs
+      ? [
+        ["host encode per dispatch", {
+          figure: s.encodePerDispatchUs,
+          better: "lower",
+          drift: gpu,
+        }] as const,
+      ]
+      : []),
     ["upload", { figure: s.uploadGBps, better: "higher", drift: gpu }],
     ["readback", { figure: s.readbackGBps, better: "higher", drift: gpu }],
     ["device copy", { figure: s.copyGBps, better: "higher", drift: gpu }],

@@ -223,6 +223,11 @@ export const TuningSchema = z.strictObject({
 export const SystemSchema = z.strictObject({
   dispatchRoundTripMs: FigureSchema,
   perDispatchUs: FigureSchema,
+  /**
+   * Host time to record one dispatch with its pipeline and bind group into a compute pass, µs.
+   * Absent in reports calibrated before gpucal measured it.
+   */
+  encodePerDispatchUs: FigureSchema.optional(),
   uploadGBps: FigureSchema,
   readbackGBps: FigureSchema,
   copyGBps: FigureSchema,

@@ -89,6 +89,30 @@ Deno.test("estimateTokensPerSec() prices every launch of the step with the cost 
   );
   assert.ok(e.sources.some((s) => /decode kernel softmax ×4 .*softmax 8×64 f32 =/.test(s)));
   assert.ok(e.sources.some((s) => /decode kernel attn_norm .*\[stand-in: dot/.test(s)));
+  // Wall-clock kernel times hold the host's recording of each launch: nothing more is charged.
+  assert.equal(e.perTokenMs.encodeMs, 0);
+});
+
+Deno.test("estimateTokensPerSec() charges GPU-timed launches the host's recording of them", () => {
+  const gpuTimed: KernelTimeModel = (r) => ({ ...linearModel()(r), gpuOnly: true });
+  const opts = { context: 64, batch: 1, kvDtype: "f32" } as const;
+  const e = estimateTokensPerSec(tiny, "int4", {
+    ...rates(gpuTimed),
+    encodePerDispatchUs: fig(10, "us"),
+  }, opts);
+  // tiny-16m launches 4 layers × 16 kernels + 4 model kernels = 68 per token, 10 µs each.
+  assert.ok(Math.abs(e.perTokenMs.encodeMs - 0.68) < 1e-12, `${e.perTokenMs.encodeMs}`);
+  const kernels = e.kernels.reduce((a, k) => a + k.launches * k.ms, 0);
+  assert.ok(Math.abs(e.perTokenMs.totalMs - (kernels + 0.68 + e.perTokenMs.syncMs)) < 1e-9);
+  assert.ok(
+    e.sources.some((s) => s.startsWith("encodeMs: synthetic-gpu encodePerDispatchUs = 10")),
+  );
+  // A report calibrated before the figure existed: the term is left out, and the estimate says so.
+  const old = estimateTokensPerSec(tiny, "int4", rates(gpuTimed), opts);
+  assert.equal(old.perTokenMs.encodeMs, 0);
+  assert.ok(
+    old.sources.some((s) => /host's recording of 68 GPU-timed launches is not priced/.test(s)),
+  );
 });
 
 Deno.test("estimateTokensPerSec() tags a step extrapolated when a kernel's prediction is", () => {

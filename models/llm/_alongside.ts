@@ -159,6 +159,7 @@ export class AlongsideKernels {
         interval: [Math.min(...ms), Math.max(...ms)],
         tag: "measured",
         variant: w.variant,
+        gpuOnly: w.clock === "GPU timestamps",
         source:
           `measured alongside the decode: ${request.op} ${
             formatShape(getOp(request.op), shape)

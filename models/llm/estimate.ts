@@ -120,6 +120,11 @@ export interface DeviceRates {
   readonly perDispatchUs: RateFigure;
   /** Submit-and-wait round trip, ms. */
   readonly syncRoundTripMs: RateFigure;
+  /**
+   * Host time to record one dispatch into the step's pass, µs: priced for the kernels whose
+   * times are GPU time alone ({@linkcode KernelTime.gpuOnly}); wall-clock times hold it already.
+   */
+  readonly encodePerDispatchUs?: RateFigure;
   /** Host ↔ device copy bandwidth, GB/s. */
   readonly hostLinkGBps: Readonly<{ upload: RateFigure; readback: RateFigure }>;
   /**
@@ -167,6 +172,11 @@ export interface KernelTime {
   /** The kernel variant predicted (the one a decode should run). */
   readonly variant: string;
   readonly source: string;
+  /**
+   * True when `ms` is GPU time alone (timestamps), without the host's recording of the launch,
+   * which the estimate then adds from `encodePerDispatchUs`.
+   */
+  readonly gpuOnly?: boolean;
 }
 
 /**
@@ -268,16 +278,16 @@ export interface EstimateOptions {
 
 /**
  * One decode step, ms. The step's time is max(weightsStreamMs, matmulMs) + kvReadMs +
- * dispatchMs + syncMs + commMs (per kernel at batch 1, weightsStreamMs alone: the projections'
- * cost models already hold their arithmetic); for a tensor-parallel plan the device terms are
- * those of the slowest device, for a pipeline the sums over stages.
+ * dispatchMs + encodeMs + syncMs + commMs (per kernel at batch 1, weightsStreamMs alone: the
+ * projections' cost models already hold their arithmetic); for a tensor-parallel plan the device
+ * terms are those of the slowest device, for a pipeline the sums over stages.
  *
  * @example
  * ```ts
  * import type { DecodeBreakdown } from "./estimate.ts";
  * const b: DecodeBreakdown = {
  *   method: "roofline", weightsStreamMs: 5, matmulMs: 0.1, kvReadMs: 0.5, dispatchMs: 1,
- *   syncMs: 0.2, commMs: 0, totalMs: 6.7, bound: "bandwidth",
+ *   encodeMs: 0, syncMs: 0.2, commMs: 0, totalMs: 6.7, bound: "bandwidth",
  * };
  * ```
  */
@@ -292,6 +302,11 @@ export interface DecodeBreakdown {
   readonly kvReadMs: number;
   /** Every other kernel (per kernel), or kernels × the per-dispatch cost (roofline). */
   readonly dispatchMs: number;
+  /**
+   * The host recording the step's launches whose kernel times are GPU time alone: those
+   * launches × `encodePerDispatchUs`. Zero where every time is wall-clock (it holds the recording).
+   */
+  readonly encodeMs: number;
   readonly syncMs: number;
   readonly commMs: number;
   readonly totalMs: number;
@@ -496,15 +511,10 @@ interface KernelTerms {
   readonly weightsStreamMs: number;
   readonly kvReadMs: number;
   readonly dispatchMs: number;
+  readonly encodeMs: number;
   readonly kernels: KernelEstimate[];
 }
 
-/**
- * Prices every launch of a device's step with its cost model. A kernel the device's data cannot
- * price is charged the per-dispatch cost when it only touches activations, since such kernels are
- * launch-bound at decode sizes; a projection or attention read that cannot be priced makes the
- * whole step fall back to the roofline (null, with the reason in the ledger).
- */
 /**
  * One launch's prediction; a KV cache read with no data at the cache's dtype is priced at f32, as
  * the roofline reads such a cache at the f32 gemv bandwidth.
@@ -519,6 +529,13 @@ function predictAt(predict: KernelTimeModel, work: KernelWork, shape: Shape, dty
   }
 }
 
+/**
+ * Prices every launch of a device's step with its cost model. A kernel the device's data cannot
+ * price is charged the per-dispatch cost when it only touches activations, since such kernels are
+ * launch-bound at decode sizes; a projection or attention read that cannot be priced makes the
+ * whole step fall back to the roofline (null, with the reason in the ledger). Launches whose time
+ * is GPU time alone are charged the host's recording of them too.
+ */
 function kernelTerms(
   ledger: Ledger,
   rates: DeviceRates,
@@ -532,6 +549,7 @@ function kernelTerms(
   const kernels: KernelEstimate[] = [];
   const lines: { line: string; tag: Provenance }[] = [];
   const terms = { weights: 0, kv: 0, activations: 0 };
+  let gpuOnlyLaunches = 0;
   for (const { kernel, launches: count } of launches) {
     const work = kernel.work(dims, context, batch);
     const dtype = dtypes[work.reads];
@@ -561,6 +579,7 @@ function kernelTerms(
       };
     }
     terms[work.reads] += count * t.ms;
+    if (t.gpuOnly) gpuOnlyLaunches += count;
     kernels.push({
       name: kernel.name,
       launches: count,
@@ -594,8 +613,27 @@ function kernelTerms(
     weightsStreamMs: terms.weights,
     kvReadMs: terms.kv,
     dispatchMs: terms.activations,
+    encodeMs: recordingMs(ledger, rates, gpuOnlyLaunches),
     kernels,
   };
+}
+
+/**
+ * The host's recording of `launches` dispatches whose kernel times left it out, ms; zero, said in
+ * the ledger, when the device has no such figure (a report calibrated before gpucal measured it).
+ */
+function recordingMs(ledger: Ledger, rates: DeviceRates, launches: number): number {
+  if (launches === 0) return 0;
+  const fig = rates.encodePerDispatchUs;
+  if (fig?.value == null) {
+    ledger.note(
+      `encodeMs: ${rates.name} has no encodePerDispatchUs figure (${
+        fig?.reason ?? "calibrated before gpucal measured it"
+      }); the host's recording of ${launches} GPU-timed launches is not priced`,
+    );
+    return 0;
+  }
+  return launches * ledger.use("encodeMs", rates.name, "encodePerDispatchUs", fig, US) / 1000;
 }
 
 function planDevices(
@@ -719,10 +757,11 @@ export function estimateTokensPerSec(
         weightsStreamMs: slice.streamedParams * bpw / (gemv * 1e6),
         kvReadMs: kvBytes / (kvBandwidth(ledger, rates, kvDtype) * 1e6),
         dispatchMs: slice.kernels * launchUs / 1000,
+        encodeMs: 0,
         kernels: [] as KernelEstimate[],
       };
     };
-    const { weightsStreamMs, kvReadMs, dispatchMs, kernels } = perKernel ?? roofline();
+    const { weightsStreamMs, kvReadMs, dispatchMs, encodeMs, kernels } = perKernel ?? roofline();
     // A projection's own cost model already holds its arithmetic for one sequence; the matmul
     // floor only speaks for the batch's extra columns, which no gemv measurement covers.
     const weightPassMs = perKernel && batch === 1
@@ -749,11 +788,12 @@ export function estimateTokensPerSec(
       matmulMs,
       kvReadMs,
       dispatchMs,
+      encodeMs,
       prefillDispatchMs,
       kernels,
       method: perKernel ? "per-kernel" as const : "roofline" as const,
       computeBound: weightPassMs > weightsStreamMs,
-      decodeMs: weightPassMs + kvReadMs + dispatchMs,
+      decodeMs: weightPassMs + kvReadMs + dispatchMs + encodeMs,
       prefillMatmulMs,
       attentionMs,
       prefillMs: prefillMatmulMs + attentionMs + prefillDispatchMs,
@@ -845,6 +885,7 @@ export function estimateTokensPerSec(
       matmulMs,
       kvReadMs: pick((d) => d.kvReadMs),
       dispatchMs: pick((d) => d.dispatchMs),
+      encodeMs: pick((d) => d.encodeMs),
       syncMs: decodeSyncMs,
       commMs: decodeCommMs,
       totalMs: decodeTotal,

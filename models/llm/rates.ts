@@ -398,6 +398,9 @@ export function ratesFromReport(report: Report, opts: RatesOptions = {}): Report
       perDispatchUs: kernelLaunchFigure(report) ??
         systemFigure(report.system.perDispatchUs, "perDispatchUs"),
       syncRoundTripMs: systemFigure(report.system.dispatchRoundTripMs, "syncRoundTripMs"),
+      ...(report.system.encodePerDispatchUs
+        ? { encodePerDispatchUs: report.system.encodePerDispatchUs }
+        : {}),
       hostLinkGBps: {
         upload: systemFigure(report.system.uploadGBps, "hostLinkGBps.upload"),
         readback: systemFigure(report.system.readbackGBps, "hostLinkGBps.readback"),

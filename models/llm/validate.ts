@@ -271,6 +271,7 @@ export async function validateDecode(
           matmul: round(estimate.perTokenMs.matmulMs),
           kvRead: round(estimate.perTokenMs.kvReadMs),
           dispatch: round(estimate.perTokenMs.dispatchMs),
+          encode: round(estimate.perTokenMs.encodeMs),
           sync: round(estimate.perTokenMs.syncMs),
           total: round(estimate.perTokenMs.totalMs),
         },

@@ -121,6 +121,9 @@ export function renderMarkdown(report: Report, options: RenderOptions = {}): str
     ...Object.entries(s.peakGbps).map(([b, f]) => [`peak bandwidth ${b}`, f!] as [string, Figure]),
     ["sync round trip", s.dispatchRoundTripMs],
     ["per dispatch", s.perDispatchUs],
+    ...(s.encodePerDispatchUs
+      ? [["host encode per dispatch", s.encodePerDispatchUs] as [string, Figure]]
+      : []),
     ["upload", s.uploadGBps],
     ["readback", s.readbackGBps],
     ["device copy", s.copyGBps],

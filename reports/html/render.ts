@@ -425,6 +425,9 @@ function systemSection(report: Report): string {
   const rows: [string, Figure][] = [
     ["sync round trip (submit + wait)", s.dispatchRoundTripMs],
     ["per dispatch in one submit", s.perDispatchUs],
+    ...(s.encodePerDispatchUs
+      ? [["host recording of one dispatch", s.encodePerDispatchUs] as [string, Figure]]
+      : []),
     ["upload", s.uploadGBps],
     ["readback", s.readbackGBps],
     ["device copy", s.copyGBps],
