@@ -62,26 +62,64 @@ function figure(values: readonly number[], unit: string, source: string): Figure
   };
 }
 
+/** Storage bindings per recorded launch: a projection binds weights, scales, input and output. */
+const RECORDED_BINDINGS = 4;
+/** Distinct bind groups the recorded launches cycle through, as a decode's kernels bind their own. */
+const RECORDED_GROUPS = 64;
+/** Distinct pipelines they cycle through. */
+const RECORDED_PIPELINES = 4;
+
 /**
  * The host's cost of recording one more dispatch, µs per sample: a pass of `batch` dispatches
- * less a pass of one, each dispatch with its own `setPipeline` and `setBindGroup` (alternating
- * pipelines, as a decode's kernels do), over `batch − 1`. Nothing is submitted: the GPU's part is
- * `perDispatchUs`. Timestamp-timed kernels exclude this cost, and a program pays it before its
- * submit.
+ * less a pass of one, over `batch − 1`. Each dispatch sets its own pipeline and a bind group of
+ * {@linkcode RECORDED_BINDINGS} buffers, cycling through distinct ones as a decode's kernels do:
+ * one binding and one bind group recorded at a third of the cost on lavapipe. Nothing is
+ * submitted: the GPU's part is `perDispatchUs`. Timestamp-timed kernels exclude this cost, and a
+ * program pays it before its submit.
  */
 function recordingUs(
   device: GPUDevice,
-  pipelines: readonly GPUComputePipeline[],
-  bindGroup: GPUBindGroup,
+  buffer: (size: number, usage: number) => GPUBuffer,
   { batch, samples, signal }: { batch: number; samples: number; signal?: AbortSignal | undefined },
 ): number[] {
+  const names = Array.from({ length: RECORDED_BINDINGS }, (_, i) => `b${i}`);
+  const layout = device.createBindGroupLayout({
+    entries: names.map((_, i) => ({
+      binding: i,
+      visibility: GPUShaderStage.COMPUTE,
+      buffer: { type: "storage" as const },
+    })),
+  });
+  const pipelineLayout = device.createPipelineLayout({ bindGroupLayouts: [layout] });
+  const code = (k: number) =>
+    names.map((b, i) => `@group(0) @binding(${i}) var<storage, read_write> ${b}: array<u32>;`)
+      .join("\n") +
+    `\n@compute @workgroup_size(1) fn main() { ${
+      names.map((b) => `${b}[0] = ${b}[0] + ${k + 1}u;`).join(" ")
+    } }`;
+  const pipelines = Array.from(
+    { length: RECORDED_PIPELINES },
+    (_, k) =>
+      device.createComputePipeline({
+        layout: pipelineLayout,
+        compute: { module: device.createShaderModule({ code: code(k) }), entryPoint: "main" },
+      }),
+  );
+  const groups = Array.from({ length: RECORDED_GROUPS }, () =>
+    device.createBindGroup({
+      layout,
+      entries: names.map((_, i) => ({
+        binding: i,
+        resource: { buffer: buffer(256, GPUBufferUsage.STORAGE) },
+      })),
+    }));
   const record = (count: number) => {
     const t = performance.now();
     const encoder = device.createCommandEncoder();
     const pass = encoder.beginComputePass();
     for (let i = 0; i < count; i++) {
-      pass.setPipeline(pipelines[i % pipelines.length]!);
-      pass.setBindGroup(0, bindGroup);
+      pass.setPipeline(pipelines[i % RECORDED_PIPELINES]!);
+      pass.setBindGroup(0, groups[i % RECORDED_GROUPS]!);
       pass.dispatchWorkgroups(1);
     }
     pass.end();
@@ -201,11 +239,7 @@ export async function measureSystem(
     const perDispatch = batched.map((t, i) =>
       Math.max(0, (t - (roundTrip[i] ?? t)) / (batch - 1) * 1000)
     );
-    const encodePerDispatch = recordingUs(device, [pipeline, makePipeline(2)], bindGroup, {
-      batch,
-      samples: n,
-      signal,
-    });
+    const encodePerDispatch = recordingUs(device, buffer, { batch, samples: n, signal });
 
     const smallBytes = 4 * 2 ** 20;
     const largeBytes = (options.quick ? 32 : 64) * 2 ** 20;
@@ -263,7 +297,8 @@ export async function measureSystem(
         encodePerDispatch,
         "us",
         `host time recording (${batch} − 1) / ${batch - 1} dispatches into a pass, each with ` +
-          `its pipeline and bind group, not submitted`,
+          `its pipeline (${RECORDED_PIPELINES} cycled) and a bind group of ` +
+          `${RECORDED_BINDINGS} buffers (${RECORDED_GROUPS} cycled), not submitted`,
       ),
       uploadGBps: slopeFigure(smallBytes, up.small, largeBytes, up.large, "writeBuffer + sync"),
       readbackGBps: slopeFigure(
