@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { createWebGpuRunner } from "../calibrate/runners/webgpu.ts";
 import { validateDecode } from "../models/llm/validate.ts";
 import { loadReport } from "../reports/load.ts";
 import { gpuTest } from "./_gpu.ts";
@@ -114,4 +115,24 @@ gpuTest("validateDecode() refuses a repeat count that is not a positive integer"
     () => validateDecode(gpu, report, { repeats: 0 }),
     /"repeats" must be a positive integer, got 0/,
   );
+});
+
+gpuTest("validateDecode() times every kernel alongside on the runners it is given", async (gpu) => {
+  const report = await loadReport(REPORT.pathname);
+  const runner = createWebGpuRunner(gpu);
+  const [v] = await validateDecode(gpu, report, {
+    models: ["tiny-16m"],
+    quants: ["int4"],
+    tokens: 1,
+    repeats: 1,
+    context: 4,
+    kernelBudgetMs: 30,
+    runners: (backend) => Promise.resolve(backend === "webgpu" ? runner : "webgpu only"),
+  });
+  const sources = (v!.details?.sources as string[]).filter((s) => s.startsWith("decode kernel"));
+  // The projections, which read weights, as much as the activation kernels.
+  for (const name of ["q_proj", "gate_proj", "lm_head", "attn_norm"]) {
+    const line = sources.find((s) => s.startsWith(`decode kernel ${name} `));
+    assert.match(String(line), /measured alongside the decode/, name);
+  }
 });

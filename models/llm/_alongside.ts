@@ -82,9 +82,11 @@ export class AlongsideKernels {
     options: { readonly budgetMs?: number; readonly weightRunners?: RunnerSource } = {},
   ) {
     this.#budgetMs = options.budgetMs ?? 300;
-    const weights = { requests: [] as MeasureRequest[], runners: options.weightRunners ?? runners };
     const rest = { requests: [] as MeasureRequest[], runners };
-    this.#groups = weights.runners === runners ? [rest] : [weights, rest];
+    const weights = options.weightRunners && options.weightRunners !== runners
+      ? { requests: [] as MeasureRequest[], runners: options.weightRunners }
+      : rest;
+    this.#groups = weights === rest ? [rest] : [weights, rest];
     const seen = new Set<string>();
     for (const k of kernels) {
       const id = key(k.op, k.shape, k.dtype);
