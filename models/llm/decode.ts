@@ -549,8 +549,7 @@ export async function measureDecode(
       await readback.mapAsync(GPUMapMode.READ);
       const mapped = readback.getMappedRange();
       const id = new Uint32Array(mapped, 0, 1)[0]!;
-      const ticks = new BigInt64Array(mapped, TIMESTAMP_OFFSET, 2);
-      const gpuNs = ticks[1]! - ticks[0]!;
+      const gpuMs = clock && passMs(new BigInt64Array(mapped, TIMESTAMP_OFFSET, 2));
       readback.unmap();
       const ms = performance.now() - t0;
       if (!(id < vocab)) {
@@ -559,8 +558,7 @@ export async function measureDecode(
             `[0, ${vocab}): the logits overflowed or a kernel is broken`,
         );
       }
-      // A zero or backwards span (a driver that does not count) is no figure.
-      return { id, ms, encodeMs, gpuMs: clock && gpuNs > 0n ? Number(gpuNs) / 1e6 : null };
+      return { id, ms, encodeMs, gpuMs };
     };
 
     const first = context - tokens - warmup;
@@ -613,6 +611,15 @@ export async function measureDecode(
 
 /** Where the pass's two timestamps land in the token readback, bytes. */
 const TIMESTAMP_OFFSET = 8;
+
+/**
+ * A pass's time from its begin and end ticks, ms; null for a zero or backwards span (a driver
+ * that does not count).
+ */
+function passMs(ticks: BigInt64Array): number | null {
+  const ns = ticks[1]! - ticks[0]!;
+  return ns > 0n ? Number(ns) / 1e6 : null;
+}
 
 /** A query set for a pass's begin and end timestamps, and the buffer they resolve into. */
 function passClock(device: GPUDevice): {
