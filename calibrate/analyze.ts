@@ -4,7 +4,8 @@
  *
  * @module
  */
-import type { Backend, Dtype, OpSpec, Residency } from "../kernels/types.ts";
+import { OPS } from "../kernels/catalog.ts";
+import { type Backend, type Dtype, isOnAxis, type OpSpec, type Residency } from "../kernels/types.ts";
 import type {
   CostFit,
   Crossover,
@@ -33,6 +34,19 @@ function okOnly(measurements: readonly Measurement[]): Ok[] {
 }
 
 /**
+ * The successful measurements on their op's sweep axis: fits, crossovers and tuning describe the
+ * axis; off-axis shapes (see `isOnAxis`) only teach predictions how proportions change time.
+ */
+function okOnAxis(measurements: readonly Measurement[]): Ok[] {
+  return measurements.filter((m): m is Ok => m.state === "ok" && onAxis(m));
+}
+
+function onAxis(m: Measurement): boolean {
+  const op = OPS.find((o) => o.name === m.op);
+  return op === undefined || isOnAxis(op, m.shape);
+}
+
+/**
  * Fits a cost model per (op, dtype, backend, variant, residency) series with at least two sizes,
  * keeping the best variant of each (op, dtype, backend, residency).
  *
@@ -46,7 +60,7 @@ function okOnly(measurements: readonly Measurement[]): Ok[] {
  */
 export function fitAll(measurements: readonly Measurement[]): CostFit[] {
   const series = new Map<string, { meta: Series["meta"]; points: CostPoint[] }>();
-  for (const m of okOnly(measurements)) {
+  for (const m of okOnAxis(measurements)) {
     const key = `${m.op}|${m.dtype}|${m.backend}|${m.variant}|${m.residency}`;
     let s = series.get(key);
     if (!s) {
@@ -112,7 +126,7 @@ export function bestPerSize(
 ): Ok[] {
   const wanted: Residency = backend === "webgpu" ? residency : "end-to-end";
   const best = new Map<number, Ok>();
-  for (const m of okOnly(measurements)) {
+  for (const m of okOnAxis(measurements)) {
     if (m.op !== op || m.dtype !== dtype || m.backend !== backend || m.residency !== wanted) {
       continue;
     }
@@ -299,7 +313,7 @@ export function tuningTable(
   ops: readonly OpSpec[],
 ): Tuning[] {
   const groups = new Map<string, Map<number, Map<string, number>>>();
-  for (const m of okOnly(measurements)) {
+  for (const m of okOnAxis(measurements)) {
     const key = `${m.op}|${m.dtype}|${m.backend}|${m.residency}`;
     const bySize = groups.get(key) ?? new Map<number, Map<string, number>>();
     groups.set(key, bySize);

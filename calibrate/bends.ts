@@ -11,7 +11,7 @@
  *
  * @module
  */
-import type { Backend, Dtype, OpSpec, Residency } from "../kernels/types.ts";
+import { type Backend, type Dtype, isOnAxis, type OpSpec, type Residency } from "../kernels/types.ts";
 import type { Measurement } from "../reports/schema.ts";
 
 /**
@@ -96,7 +96,9 @@ export function bendPoints(
   const minRatio = options.minRatio ?? 1.5;
   const series = new Map<string, Map<number, Point>>();
   for (const m of measurements) {
-    if (m.op !== op.name || m.dtype !== dtype || m.state !== "ok") continue;
+    if (m.op !== op.name || m.dtype !== dtype || m.state !== "ok" || !isOnAxis(op, m.shape)) {
+      continue;
+    }
     const key = `${m.backend}|${m.residency}|${m.variant}`;
     const bySize = series.get(key) ?? new Map<number, Point>();
     series.set(key, bySize);

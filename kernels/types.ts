@@ -370,6 +370,28 @@ export interface OpSpec {
 }
 
 /**
+ * Whether a shape lies on its op's sweep axis (`op.axis.shape(size)` of its own size): the square
+ * matmuls, square gemvs and 32-row softmaxes of a sweep. Cost-model fits, crossovers and tuning
+ * describe the axis; off-axis shapes (a matmul with m = 1, a gemv with rows ≠ cols) are measured
+ * to learn how a shape's proportions change its time.
+ *
+ * @param op The op.
+ * @param shape A shape of it.
+ * @returns True when every dimension equals the axis shape's.
+ * @example
+ * ```ts
+ * import { isOnAxis } from "./types.ts";
+ * import { matmul } from "./matmul/mod.ts";
+ * console.log(isOnAxis(matmul, { m: 64, k: 64, n: 64 }), isOnAxis(matmul, { m: 1, k: 64, n: 64 }));
+ * // true false
+ * ```
+ */
+export function isOnAxis(op: Pick<OpSpec, "dims" | "axis">, shape: Shape): boolean {
+  const axis = op.axis.shape(op.axis.size(shape));
+  return op.dims.every((d) => axis[d] === shape[d]);
+}
+
+/**
  * Formats a shape in its op's dimension order: `512x512x512`.
  *
  * @param op The op whose dims give the order.

@@ -11,12 +11,14 @@ import {
   type Backend,
   BACKENDS,
   type Dtype,
+  isOnAxis,
   type OpSpec,
   type Residency,
   type Shape,
 } from "../kernels/types.ts";
 import type { CostFit, ProvenanceTag, Report, Tuning } from "../reports/schema.ts";
 import { correctionAt, type ResidualCurve, residualCurve } from "./_residuals.ts";
+import { correctionMean, fitShapeModel, type ShapeModel, type ShapePoint } from "./_shape_model.ts";
 
 /** Relative distance within which a measured shape counts as "this shape". */
 export const MEASURED_TOLERANCE = 0.05;
@@ -35,6 +37,8 @@ export interface MeasuredPoint {
   readonly variant: string;
   readonly ms: number;
   readonly ciHalfWidth: number;
+  /** Whether the shape lies on the op's sweep axis (see `isOnAxis`). */
+  readonly onAxis: boolean;
 }
 
 /** What is known about one variant of one backend. */
@@ -46,10 +50,18 @@ export interface VariantSeries {
   /** Work range the fit covers, widened by {@linkcode MEASURED_TOLERANCE}. */
   readonly flopsRange: readonly [number, number];
   readonly bytesRange: readonly [number, number];
-  /** Measured shapes of this variant, by size. */
+  /** Measured shapes of this variant, by size (on and off the sweep axis). */
   readonly points: readonly MeasuredPoint[];
-  /** What the fit misses at those shapes, to correct it between them; null without a fit. */
+  /** The on-axis ones, by size: what interpolation along the axis runs between. */
+  readonly axisPoints: readonly MeasuredPoint[];
+  /** What the fit misses at its on-axis sizes, and how well interpolating that predicts. */
   readonly residuals: ResidualCurve | null;
+  /**
+   * What the fit and its on-axis correction still miss off the axis (a matmul with m = 1), learned
+   * over the backend's measured shapes so a shape beside them is predicted with a calibrated
+   * spread; null without a fit.
+   */
+  readonly shapeModel: ShapeModel | null;
 }
 
 /** What is known about one backend for one (op, dtype, residency). */
@@ -66,6 +78,8 @@ export interface BackendSeries {
   readonly best: readonly MeasuredPoint[];
   /** Tuning rows of this backend, by `sizeMin`. */
   readonly tuning: readonly Tuning[];
+  /** The op's sweep-axis shape at a size. */
+  readonly axisShape: (size: number) => Shape;
 }
 
 /** Everything about one (op, dtype, residency). */
@@ -89,8 +103,12 @@ export interface Prediction {
   readonly fit: CostFit | null;
   /** The two measured points interpolated between when there is neither (else empty). */
   readonly bracket: readonly MeasuredPoint[];
-  /** The residual correction applied to the fit's time, when there is one. */
+  /** The fit's on-axis residuals (their leave-one-out error), when there is a fit. */
   readonly residuals: ResidualCurve | null;
+  /** The shape model whose correction was applied to the fit's time, when there is one. */
+  readonly shapeModel: ShapeModel | null;
+  /** ln of the correction applied (0 without one). */
+  readonly correction: number;
 }
 
 const NONE: readonly MeasuredPoint[] = Object.freeze([]);
@@ -194,6 +212,7 @@ function buildSeries(
       variant: m.variant,
       ms: m.wall.median,
       ciHalfWidth: m.wall.ciHalfWidth,
+      onAxis: isOnAxis(op, m.shape),
     };
     const list = byVariant.get(m.variant) ?? [];
     list.push(point);
@@ -210,19 +229,29 @@ function buildSeries(
       : `${backend} unavailable: ${why}`;
   }
   const names = new Set([...byVariant.keys(), ...fits.map((f) => f.variant)]);
+  const axis = new Map<string, AxisModel>();
+  for (const f of fits) {
+    const model = compileFit(f);
+    const axisPoints = (byVariant.get(f.variant) ?? []).filter((p) => p.onAxis);
+    const residuals = residualCurve(axisPoints, (p) => compiledMs(model, p.flops, p.bytes));
+    axis.set(f.variant, { model, residuals });
+  }
+  const offAxis = [...byVariant.values()].flat().filter((p) => !p.onAxis);
   const variants = new Map<string, VariantSeries>();
   for (const variant of names) {
     const fit = fits.find((f) => f.variant === variant) ?? null;
     const points = (byVariant.get(variant) ?? []).sort(bySize);
-    const model = fit === null ? null : compileFit(fit);
+    const own = axis.get(variant);
     variants.set(variant, {
       variant,
       fit,
-      model,
+      model: own?.model ?? null,
       points,
-      residuals: model === null
-        ? null
-        : residualCurve(points, (p) => compiledMs(model, p.flops, p.bytes)),
+      axisPoints: points.filter((p) => p.onAxis),
+      residuals: own?.residuals ?? null,
+      shapeModel: own === undefined ? null : fitShapeModel(
+        shapePoints(op, [...points, ...offAxis.filter((p) => p.variant !== variant)], axis),
+      ),
       ...workRanges(op, dtype, fit),
     });
   }
@@ -234,7 +263,50 @@ function buildSeries(
     fitted: [...variants.values()].filter((v) => v.fit !== null),
     best: [...bestByShape.values()].sort(bySize),
     tuning,
+    axisShape: op.axis.shape,
   };
+}
+
+/** A variant's on-axis prediction: its fit, corrected by its residuals along the axis. */
+interface AxisModel {
+  readonly model: CompiledFit;
+  readonly residuals: ResidualCurve;
+}
+
+/**
+ * Each point's ln residual against its own variant's on-axis prediction (zero, or nearly, on the
+ * axis itself): what is left is the shape's effect. That effect on a kernel's efficiency (m = 1 on
+ * a tiled matmul) is shared by the backend's variants, so another variant's off-axis shapes teach
+ * this one's model too.
+ */
+function shapePoints(
+  op: OpSpec,
+  points: readonly MeasuredPoint[],
+  axis: ReadonlyMap<string, AxisModel>,
+): ShapePoint[] {
+  const out: ShapePoint[] = [];
+  for (const p of points) {
+    const a = axis.get(p.variant);
+    if (a === undefined) continue;
+    const predicted = compiledMs(a.model, p.flops, p.bytes) * correctionAt(a.residuals, p.bytes);
+    const relSd = p.ciHalfWidth / p.ms / 1.96;
+    out.push({
+      features: op.dims.map((d) => p.shape[d] ?? 1),
+      residual: Math.log(p.ms / predicted),
+      noiseVar: relSd * relSd,
+    });
+  }
+  return out;
+}
+
+/**
+ * The shape's dimensions in the op's order, as the shape model reads them.
+ *
+ * @param dims The op's dims.
+ * @param shape The shape.
+ */
+export function shapeFeatures(dims: readonly string[], shape: Shape): number[] {
+  return dims.map((d) => shape[d] ?? 1);
 }
 
 function bySize(a: MeasuredPoint, b: MeasuredPoint): number {
@@ -414,24 +486,44 @@ export function predictSeries(
         fit: null,
         bracket: NONE,
         residuals: null,
+        shapeModel: null,
+        correction: 0,
       };
     }
   }
   const v = chosen ?? tunedVariant(s, size) ?? fastestFitted(s, flops, bytes);
   if (v !== null && v.fit !== null) {
+    const shapeModel = shape === null || onAxisShape(s, dims, size, shape) ? null : v.shapeModel;
+    const correction = shapeModel === null
+      ? 0
+      : correctionMean(shapeModel, shapeFeatures(dims, shape!));
     const residuals = v.residuals;
     return {
       ms: compiledMs(v.model!, flops, bytes) *
-        (residuals === null ? 1 : correctionAt(residuals, bytes)),
+        (residuals === null ? 1 : correctionAt(residuals, bytes)) * Math.exp(correction),
       variant: v.variant,
       provenance: withinFit(v, flops, bytes) ? "fitted" : "extrapolated",
       point: null,
       fit: v.fit,
       bracket: NONE,
-      residuals,
+      residuals: v.residuals,
+      shapeModel,
+      correction,
     };
   }
   return interpolate(v ?? largestSeries(s), size);
+}
+
+/** Whether `shape` is its op's axis shape at `size` (the op comes from the series' table). */
+function onAxisShape(
+  s: BackendSeries,
+  dims: readonly string[],
+  size: number,
+  shape: Shape,
+): boolean {
+  const axis = s.axisShape(size);
+  for (let i = 0; i < dims.length; i++) if (axis[dims[i]!] !== shape[dims[i]!]) return false;
+  return true;
 }
 
 function tunedVariant(s: BackendSeries, size: number): VariantSeries | null {
@@ -458,7 +550,7 @@ function fastestFitted(s: BackendSeries, flops: number, bytes: number): VariantS
 function largestSeries(s: BackendSeries): VariantSeries | null {
   let best: VariantSeries | null = null;
   for (const v of s.variants.values()) {
-    if (best === null || v.points.length > best.points.length) best = v;
+    if (best === null || v.axisPoints.length > best.axisPoints.length) best = v;
   }
   return best;
 }
@@ -468,8 +560,8 @@ function largestSeries(s: BackendSeries): VariantSeries | null {
  * the slope of the two nearest (tagged extrapolated).
  */
 function interpolate(v: VariantSeries | null, size: number): Prediction | null {
-  if (v === null || v.points.length === 0) return null;
-  const pts = v.points;
+  if (v === null || v.axisPoints.length === 0) return null;
+  const pts = v.axisPoints;
   if (pts.length === 1) {
     const p = pts[0]!;
     return {
@@ -480,6 +572,8 @@ function interpolate(v: VariantSeries | null, size: number): Prediction | null {
       fit: null,
       bracket: [p],
       residuals: null,
+      shapeModel: null,
+      correction: 0,
     };
   }
   let i = 1;
@@ -497,6 +591,8 @@ function interpolate(v: VariantSeries | null, size: number): Prediction | null {
     fit: null,
     bracket: [a, b],
     residuals: null,
+    shapeModel: null,
+    correction: 0,
   };
 }
 

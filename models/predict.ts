@@ -23,12 +23,15 @@ import {
   type Variant,
 } from "../kernels/types.ts";
 import type { ProvenanceTag, Report, Tuning } from "../reports/schema.ts";
+import { normalQuantile } from "../calibrate/_numeric.ts";
+import { correctionAt, DEFAULT_LEVEL } from "./_shape_model.ts";
 import {
   type BackendSeries,
   indexReport,
   type OpTable,
   type Prediction,
   predictSeries,
+  shapeFeatures,
   tuningAt,
 } from "./_index.ts";
 
@@ -71,13 +74,16 @@ export interface TimePrediction {
   /** Milliseconds per run. */
   readonly ms: number;
   /**
-   * Where the true time should lie: the median's 95 % CI when measured; a factor of
-   * 1 + held-out error either way when fitted — the worst leave-one-out error of the
-   * residual-corrected fit (at least the fit's `cvMape`) when it has three or more sizes, else the
-   * fit's `cvMaxError`, else `cvMape`, else e^(2·rmsLogError) − 1 — compounded once per doubling
-   * of work beyond the fitted range when extrapolated.
+   * Where a new measurement of this case on this machine should lie, with probability `level`
+   * (0.9): a band in ln time whose half-width combines what the model does not know here and the
+   * machine's run-to-run drift (`stability.driftSigma`). The model part is, at a measured shape,
+   * the median's own uncertainty; at any other shape the shape model's predictive spread scaled
+   * by the multiplier that made its left-out shapes' errors hold the level; without a shape model
+   * the fit's held-out error; beyond the fitted range it compounds once per doubling of work.
    */
   readonly interval: readonly [number, number];
+  /** The probability the interval is stated for. */
+  readonly level: number;
   readonly provenance: ProvenanceTag;
   /** The variant predicted. */
   readonly variant: string;
@@ -126,7 +132,7 @@ export function predictTime(report: Report, request: PredictRequest): TimePredic
           `measurement to predict from`,
     );
   }
-  return describe(table, s, p, flops, bytes);
+  return describe(table, s, p, shape, flops, bytes, report.stability?.driftSigma[s.backend] ?? 0);
 }
 
 function tableOf(report: Report, op: string, dtype: Dtype, residency: Residency): OpTable {
@@ -152,31 +158,38 @@ function seriesOf(table: OpTable, backend: Backend): BackendSeries {
   return s;
 }
 
+/** z of the stated level's two-sided normal interval, for the terms that are not calibrated. */
+const Z_LEVEL = normalQuantile(0.5 + DEFAULT_LEVEL / 2);
+
 function describe(
   table: OpTable,
   s: BackendSeries,
   p: Prediction,
+  shape: Shape,
   flops: number,
   bytes: number,
+  drift: number,
 ): TimePrediction {
   const what = `${table.op.name} ${table.dtype} ${s.backend} ${p.variant} ${s.residency}`;
-  const base = { ms: p.ms, provenance: p.provenance, variant: p.variant };
+  const base = { ms: p.ms, provenance: p.provenance, variant: p.variant, level: DEFAULT_LEVEL };
+  // Another run of this machine moves a whole backend by its measured drift: a prediction of a
+  // later measurement carries that spread whatever the model knows.
+  const driftHalf = Z_LEVEL * drift;
+  const band = (halfWidth: number): [number, number] => {
+    const h = Math.hypot(halfWidth, driftHalf);
+    return [p.ms * Math.exp(-h), p.ms * Math.exp(h)];
+  };
+  const driftNote = drift > 0 ? `, run-to-run drift ${(100 * drift).toFixed(0)} %` : "";
   if (p.point !== null) {
-    const h = p.point.ciHalfWidth;
+    const relSd = p.point.ciHalfWidth / p.point.ms / 1.96;
     return {
       ...base,
-      interval: [Math.max(0, p.ms - h), p.ms + h],
-      source: `measured ${what} at ${formatShape(table.op, p.point.shape)}`,
+      interval: band(Z_LEVEL * relSd),
+      source: `measured ${what} at ${formatShape(table.op, p.point.shape)}${driftNote}`,
     };
   }
   if (p.fit !== null) {
     const f = p.fit;
-    const fitError = f.cvMaxError ?? f.cvMape ?? Math.expm1(2 * f.rmsLogError);
-    const looMax = p.residuals?.looMax ?? null;
-    const corrected = looMax !== null;
-    // The correction's leave-one-out error rests on a few sizes and cannot see an offset its
-    // neighbours share, so the interval never claims less than the fit's mean held-out error.
-    const error = looMax === null ? fitError : Math.max(looMax, f.cvMape ?? fitError);
     const lo = table.op.axis.shape(f.sizeRange[0]);
     const hi = table.op.axis.shape(f.sizeRange[1]);
     const doublings = p.provenance === "extrapolated"
@@ -185,24 +198,43 @@ function describe(
         beyond(bytes, table.op.bytes(lo, table.dtype), table.op.bytes(hi, table.dtype)),
       )
       : 0;
-    const factor = (1 + error) ** (1 + doublings);
+    const fitError = f.cvMaxError ?? f.cvMape ?? Math.expm1(2 * f.rmsLogError);
+    const looMax = p.residuals?.looMax ?? null;
+    const corrected = looMax !== null;
+    // The correction's leave-one-out error rests on a few sizes and cannot see an offset its
+    // neighbours share, so the interval never claims less than the fit's mean held-out error.
+    const axisError = looMax === null ? fitError : Math.max(looMax, f.cvMape ?? fitError);
+    // Off the axis, the shape model's spread at this shape, scaled so its left-out shapes held
+    // the level; it grows to the whole spread of shape effects far from every measured shape.
+    const model = p.shapeModel;
+    const shapeHalf = model === null
+      ? 0
+      : model.multiplier * correctionAt(model, shapeFeatures(table.op.dims, shape)).sd;
+    // Beyond the measured range nothing was left out to calibrate against: the fit's held-out
+    // error compounds once per doubling of work.
+    const extrapolation = doublings * Math.log1p(axisError);
     return {
       ...base,
-      interval: [p.ms / factor, p.ms * factor],
+      interval: band(Math.hypot(Math.log1p(axisError), shapeHalf) + extrapolation),
       source: `cost model of ${what} fitted on ${f.points} sizes ${f.sizeRange[0]}–` +
         `${f.sizeRange[1]} ${table.op.axis.unit}` +
         (corrected ? ", corrected by its residuals between measured sizes" : "") +
-        ` (held-out error ${(100 * error).toFixed(1)} %)` +
-        (doublings > 0 ? `, ${doublings.toFixed(1)} doublings beyond it` : ""),
+        ` (held-out error ${(100 * axisError).toFixed(1)} %)` +
+        (model === null ? "" : `, ×${Math.exp(p.correction).toFixed(2)} for this shape's ` +
+          `proportions (learned from ${model.n} measured shapes, spread ±${
+            (100 * Math.expm1(shapeHalf)).toFixed(0)
+          } %)`) +
+        (doublings > 0 ? `, ${doublings.toFixed(1)} doublings beyond it` : "") + driftNote,
     };
   }
   const factor = UNVALIDATED_FACTOR;
   const sizes = p.bracket.map((b) => b.size).join(" and ");
   return {
     ...base,
-    interval: [p.ms / factor, p.ms * factor],
+    interval: band(Math.log(factor)),
     source: `log-log interpolation of ${what} between measured sizes ${sizes} ` +
-      `${table.op.axis.unit} (no fit; accuracy unvalidated, interval ×${factor} either way)`,
+      `${table.op.axis.unit} (no fit; accuracy unvalidated, interval ×${factor} either way)` +
+      driftNote,
   };
 }
 

@@ -1,0 +1,156 @@
+import assert from "node:assert/strict";
+import { seededRng } from "../kernels/_random.ts";
+import { correctionAt, fitShapeModel, type ShapePoint } from "../models/_shape_model.ts";
+import { predictTime } from "../models/predict.ts";
+import type { Measurement } from "../reports/schema.ts";
+import { syntheticReport } from "./_fixtures.ts";
+
+/** A smooth shape effect: small m runs slow, long k a little slow, in ln units. */
+function effect(m: number, k: number, n: number): number {
+  return 1.5 * Math.exp(-Math.log(m) / 2) + 0.1 * Math.log(k / n);
+}
+
+function gaussian(rng: () => number): number {
+  return Math.sqrt(-2 * Math.log(1 - rng())) * Math.cos(2 * Math.PI * rng());
+}
+
+function randomShape(rng: () => number): [number, number, number] {
+  const dim = (lo: number, hi: number) => Math.round(Math.exp(lo + (hi - lo) * rng()));
+  return [
+    dim(0, Math.log(2048)),
+    dim(Math.log(64), Math.log(4096)),
+    dim(Math.log(64), Math.log(4096)),
+  ];
+}
+
+Deno.test("the shape model's 90 % interval covers about 90 % of new shapes with known noise", () => {
+  // One calibration's 60 shapes pin its multiplier only to a few points of coverage, so the
+  // level is checked on average over several calibrations, each judged on 500 new shapes.
+  const noise = 0.06;
+  const coverages = [1, 2, 3, 4, 5, 6].map((seed) => {
+    const rng = seededRng(seed);
+    const train: ShapePoint[] = Array.from({ length: 60 }, () => {
+      const f = randomShape(rng);
+      return { features: f, residual: effect(...f) + noise * gaussian(rng), noiseVar: 0.0004 };
+    });
+    const model = fitShapeModel(train)!;
+    let covered = 0;
+    const trials = 500;
+    for (let i = 0; i < trials; i++) {
+      const f = randomShape(rng);
+      const truth = effect(...f) + noise * gaussian(rng);
+      const c = correctionAt(model, f);
+      if (Math.abs(truth - c.mean) <= model.multiplier * c.sd) covered++;
+    }
+    return covered / trials;
+  });
+  const mean = coverages.reduce((s, c) => s + c, 0) / coverages.length;
+  assert.ok(mean >= 0.85 && mean <= 0.95, `coverage ${coverages.join(", ")}`);
+});
+
+Deno.test("far from every measured shape the correction returns to the cost model and widens", () => {
+  const onAxis = [512, 1024, 2048].map((n) => ({
+    features: [n, n, n],
+    residual: 0,
+    noiseVar: 1e-4,
+  }));
+  const model = fitShapeModel([
+    ...onAxis,
+    { features: [1, 512, 512], residual: 1.2, noiseVar: 1e-4 },
+    { features: [2, 512, 512], residual: 1.0, noiseVar: 1e-4 },
+    { features: [1, 1024, 512], residual: 1.3, noiseVar: 1e-4 },
+  ])!;
+  const near = correctionAt(model, [1, 700, 512]);
+  const far = correctionAt(model, [1e6, 1e6, 1e6]);
+  assert.ok(near.mean > 0.9, `near ${near.mean}`);
+  assert.ok(Math.abs(far.mean) < 0.1, `far ${far.mean}`);
+  assert.ok(far.sd > 2 * near.sd);
+});
+
+/** The synthetic report with wasm matmuls at m = 1 and 8 that run `penalty(m)` × slower. */
+function withOffAxisMatmuls(penalty: (m: number) => number) {
+  const base = syntheticReport();
+  const template = base.measurements.find((x) =>
+    x.state === "ok" && x.op === "matmul" && x.backend === "wasm"
+  )!;
+  assert.ok(template.state === "ok");
+  const onAxisMs = (shape: { m: number; k: number; n: number }) =>
+    predictTime(base, { op: "matmul", shape, dtype: "f32", backend: "wasm" }).ms;
+  const shapes = [1, 8].flatMap((m) =>
+    [[256, 256], [512, 1024], [1024, 512], [1024, 1024], [2048, 512], [512, 2048]].map((
+      [k, n],
+    ) => ({
+      m,
+      k: k!,
+      n: n!,
+    }))
+  );
+  const offAxis: Measurement[] = shapes.map((shape, i) => {
+    const median = onAxisMs(shape) * penalty(shape.m);
+    const flops = 2 * shape.m * shape.k * shape.n;
+    const bytes = 4 * (shape.m * shape.k + shape.k * shape.n + shape.m * shape.n);
+    return {
+      ...template,
+      shape,
+      size: shape.n,
+      seq: 10_000 + i,
+      flops,
+      bytes,
+      gflops: flops / (median * 1e6),
+      gbps: bytes / (median * 1e6),
+      wall: { ...template.wall, median, ciHalfWidth: median * 0.01 },
+    };
+  });
+  return {
+    base,
+    onAxisMs,
+    report: syntheticReport({ measurements: [...base.measurements, ...offAxis] }),
+  };
+}
+
+Deno.test("predictTime() predicts an unmeasured non-square matmul from measured non-square shapes", () => {
+  const penalty = (m: number) => (m === 1 ? 6 : m <= 8 ? 2.5 : 1);
+  const { base, onAxisMs, report } = withOffAxisMatmuls(penalty);
+  for (
+    const shape of [{ m: 1, k: 768, n: 768 }, { m: 1, k: 1536, n: 1024 }, { m: 8, k: 768, n: 1536 }]
+  ) {
+    const truth = onAxisMs(shape) * penalty(shape.m);
+    const t = predictTime(report, { op: "matmul", shape, dtype: "f32", backend: "wasm" });
+    assert.ok(Math.abs(t.ms / truth - 1) < 0.25, `${JSON.stringify(shape)}: ${t.ms} vs ${truth}`);
+    assert.ok(t.interval[0] < truth && truth < t.interval[1]);
+    assert.equal(t.level, 0.9);
+    assert.match(t.source, /for this shape's proportions/);
+    const blind = predictTime(base, { op: "matmul", shape, dtype: "f32", backend: "wasm" });
+    assert.ok(truth / blind.ms > 2, "without measured non-square shapes the model is shape-blind");
+  }
+});
+
+Deno.test("predictTime() leaves square shapes to the axis fit when non-square shapes were measured", () => {
+  const { onAxisMs, report } = withOffAxisMatmuls((m) => (m === 1 ? 6 : 2.5));
+  const shape = { m: 300, k: 300, n: 300 };
+  const t = predictTime(report, { op: "matmul", shape, dtype: "f32", backend: "wasm" });
+  assert.ok(Math.abs(t.ms / onAxisMs(shape) - 1) < 1e-9);
+});
+
+Deno.test("predictTime() widens every interval by the report's run-to-run drift", () => {
+  const report = syntheticReport();
+  const drifting = syntheticReport({
+    stability: {
+      op: "add",
+      dtype: "f32",
+      shape: { n: 65536 },
+      residency: "device-resident",
+      probes: [],
+      driftSigma: { wasm: 0.2 },
+    },
+  } as Partial<typeof report>);
+  for (const size of [128, 300]) {
+    const shape = { m: size, k: size, n: size };
+    const calm = predictTime(report, { op: "matmul", shape, dtype: "f32", backend: "wasm" });
+    const wide = predictTime(drifting, { op: "matmul", shape, dtype: "f32", backend: "wasm" });
+    assert.equal(wide.ms, calm.ms);
+    assert.ok(wide.interval[1] / wide.ms > Math.exp(1.645 * 0.2) * 0.999);
+    assert.ok(wide.interval[1] / wide.ms > calm.interval[1] / calm.ms);
+    assert.match(wide.source, /run-to-run drift 20 %/);
+  }
+});
