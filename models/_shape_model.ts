@@ -83,8 +83,6 @@ const NUGGET_SDS = [0.03, 0.05, 0.08, 0.12, 0.2];
 const MIN_SIGNAL_VAR = 0.05 ** 2;
 /** Fewest points from which leave-one-out errors calibrate the multiplier. */
 const MIN_CONFORMAL_POINTS = 8;
-/** The normal quantile for a two-sided 90 % interval, used below that many points (widened). */
-const Z90 = 1.645;
 
 /**
  * Fits the residual model of one series: hyperparameters chosen by leave-one-out predictive

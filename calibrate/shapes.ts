@@ -1,0 +1,92 @@
+/**
+ * Off-axis shapes: the shapes beside an op's sweep axis that a calibration measures after the
+ * op's grid, so that predictions at the shapes programs run — a transformer's projections at
+ * batch 1 to a few hundred rows, gemvs whose rows and columns differ, softmax over a few rows or
+ * many — rest on measurements of such proportions and not on the square axis alone. The models
+ * learn from them how proportions change a kernel's time (`models/_shape_model.ts`); fits,
+ * crossovers and tuning keep to the axis.
+ *
+ * The proportions are those of transformer layers (d × d attention projections, d × 4d and
+ * 4d × d feed-forward) at two widths; the row counts span decode (1), small batches (8, 16) and
+ * prefill chunks (64, 256).
+ *
+ * @module
+ */
+import type { Dtype, OpSpec, Shape } from "../kernels/types.ts";
+
+/** The calibration modes, shortest first. */
+type Mode = "quick" | "default" | "thorough";
+
+const MATMUL_QUICK: readonly Shape[] = [
+  { m: 1, k: 1024, n: 1024 },
+  { m: 8, k: 1024, n: 4096 },
+  { m: 64, k: 4096, n: 1024 },
+];
+
+const MATMUL: readonly Shape[] = [
+  ...MATMUL_QUICK,
+  { m: 1, k: 1024, n: 4096 },
+  { m: 1, k: 4096, n: 1024 },
+  { m: 8, k: 1024, n: 1024 },
+  { m: 8, k: 4096, n: 1024 },
+  { m: 64, k: 1024, n: 1024 },
+  { m: 64, k: 1024, n: 4096 },
+  { m: 16, k: 512, n: 2048 },
+  { m: 16, k: 2048, n: 512 },
+  { m: 256, k: 512, n: 512 },
+  { m: 256, k: 1024, n: 4096 },
+];
+
+const GEMV_QUICK: readonly Shape[] = [
+  { rows: 4096, cols: 1024 },
+  { rows: 1024, cols: 4096 },
+];
+
+const GEMV: readonly Shape[] = [
+  ...GEMV_QUICK,
+  { rows: 2048, cols: 512 },
+  { rows: 512, cols: 2048 },
+  { rows: 8192, cols: 2048 },
+  { rows: 256, cols: 8192 },
+];
+
+const SOFTMAX_QUICK: readonly Shape[] = [
+  { rows: 1, cols: 4096 },
+  { rows: 256, cols: 1024 },
+];
+
+const SOFTMAX: readonly Shape[] = [
+  ...SOFTMAX_QUICK,
+  { rows: 8, cols: 1024 },
+  { rows: 128, cols: 512 },
+  { rows: 128, cols: 4096 },
+  { rows: 1024, cols: 256 },
+];
+
+const BY_OP: Readonly<Record<string, { quick: readonly Shape[]; full: readonly Shape[] }>> = {
+  matmul: { quick: MATMUL_QUICK, full: MATMUL },
+  gemv: { quick: GEMV_QUICK, full: GEMV },
+  softmax: { quick: SOFTMAX_QUICK, full: SOFTMAX },
+};
+
+/**
+ * The off-axis shapes to measure for `op` at `dtype` in `mode`, in the order to measure them:
+ * none for ops with one dimension, a few in a quick run, the full set otherwise.
+ *
+ * @param op The op.
+ * @param _dtype The dtype (every dtype of an op takes the same shapes).
+ * @param mode The calibration mode.
+ * @returns The shapes, in the op's dims.
+ * @example
+ * ```ts
+ * import { offAxisShapes } from "./shapes.ts";
+ * import { getOp } from "../kernels/catalog.ts";
+ * console.log(offAxisShapes(getOp("matmul"), "f32", "quick")[0]); // { m: 1, k: 1024, n: 1024 }
+ * console.log(offAxisShapes(getOp("add"), "f32", "default")); // []
+ * ```
+ */
+export function offAxisShapes(op: OpSpec, _dtype: Dtype, mode: Mode): Shape[] {
+  const sets = BY_OP[op.name];
+  if (sets === undefined) return [];
+  return [...(mode === "quick" ? sets.quick : sets.full)];
+}
