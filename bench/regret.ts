@@ -31,6 +31,8 @@ import {
   type Dtype,
   formatShape,
   implOf,
+  isOnAxis,
+  type Residency,
   type Shape,
   type Variant,
   variantId,
@@ -43,9 +45,12 @@ import { pcieRule, tfjsHandoffRule, thresholdRule } from "./_seed_rules.ts";
 
 const HELP = `Usage: deno task bench:regret --report PATH [options]
 
-Measures every backend end-to-end on held-out workloads (sizes the report did not measure), then
-scores gpucal's selector and three fixed rules (5x PCIe, Low/Medium/High thresholds, TF.js CPU
-handoff) by regret = sum(chosen - best) / sum(best), and the report's predictions by MAPE.
+Measures every backend end-to-end (and WebGPU device-resident) on held-out workloads: sizes
+between the report's grid points and non-square shapes it did not measure (matmul with few rows,
+gemv with rows != cols in f32, q8 and q4, softmax with other row counts). Scores gpucal's selector
+and three fixed rules (5x PCIe, Low/Medium/High thresholds, TF.js CPU handoff) by
+regret = sum(chosen - best) / sum(best), and the report's predictions by MAPE, share within
++-10 % and +-25 %, and how often the stated 90 % intervals hold the measured median.
 
 Options:
   --report PATH     Calibration report of this machine (required)
@@ -86,6 +91,14 @@ interface Family {
   readonly sizes: readonly number[];
   readonly shape: (size: number) => Shape;
   readonly inputs: (size: number) => readonly number[];
+}
+
+/** A family of non-square shapes, listed. */
+interface ShapeFamily {
+  readonly op: string;
+  readonly dtype: Dtype;
+  readonly shapes: readonly Shape[];
+  readonly inputs: (shape: Shape) => readonly number[];
 }
 
 const vector = (arity: number) => (n: number) => Array.from({ length: arity }, () => n);
@@ -150,16 +163,74 @@ const FAMILIES: readonly Family[] = [
   },
 ];
 
+const gemvInputs = (s: Shape) => [s.rows! * s.cols!, s.cols!];
+
+/**
+ * Shapes programs run that no sweep axis holds, at proportions and sizes calibrate's off-axis set
+ * (`calibrate/shapes.ts`) does not measure: LLM projections at batch 1, 8, 32 and 64 rows, gemvs
+ * whose rows and columns differ, softmax over few rows or many.
+ */
+const SHAPE_FAMILIES: readonly ShapeFamily[] = [
+  {
+    op: "matmul",
+    dtype: "f32",
+    shapes: [
+      { m: 1, k: 3072, n: 768 },
+      { m: 8, k: 768, n: 3072 },
+      { m: 64, k: 1536, n: 1536 },
+      { m: 1, k: 1536, n: 6144 },
+      { m: 32, k: 2048, n: 2048 },
+      { m: 8, k: 2560, n: 640 },
+      { m: 64, k: 640, n: 2560 },
+      { m: 128, k: 768, n: 768 },
+    ],
+    inputs: (s) => [s.m! * s.k!, s.k! * s.n!],
+  },
+  {
+    op: "gemv",
+    dtype: "f32",
+    shapes: [{ rows: 3072, cols: 768 }, { rows: 768, cols: 3072 }, { rows: 6000, cols: 1500 }],
+    inputs: gemvInputs,
+  },
+  {
+    op: "gemv",
+    dtype: "q8",
+    shapes: [{ rows: 3072, cols: 768 }, { rows: 1500, cols: 6000 }, { rows: 2500, cols: 2500 }],
+    inputs: gemvInputs,
+  },
+  {
+    op: "gemv",
+    dtype: "q4",
+    shapes: [{ rows: 768, cols: 3072 }, { rows: 6000, cols: 1500 }],
+    inputs: gemvInputs,
+  },
+  {
+    op: "softmax",
+    dtype: "f32",
+    shapes: [{ rows: 4, cols: 2000 }, { rows: 64, cols: 700 }, { rows: 300, cols: 3000 }],
+    inputs: (s) => [s.rows! * s.cols!],
+  },
+];
+
 /** The workloads round-robin over the families, so `--workloads N` still covers every op. */
 function heldOut(): Workload[] {
+  const lists: Workload[][] = [
+    ...FAMILIES.map((f) =>
+      f.sizes.map((size) => ({
+        op: f.op,
+        dtype: f.dtype,
+        shape: f.shape(size),
+        inputElements: f.inputs(size),
+      }))
+    ),
+    ...SHAPE_FAMILIES.map((f) =>
+      f.shapes.map((shape) => ({ op: f.op, dtype: f.dtype, shape, inputElements: f.inputs(shape) }))
+    ),
+  ];
   const out: Workload[] = [];
-  const longest = Math.max(...FAMILIES.map((f) => f.sizes.length));
+  const longest = Math.max(...lists.map((l) => l.length));
   for (let i = 0; i < longest; i++) {
-    for (const f of FAMILIES) {
-      const size = f.sizes[i];
-      if (size === undefined) continue;
-      out.push({ op: f.op, dtype: f.dtype, shape: f.shape(size), inputElements: f.inputs(size) });
-    }
+    for (const list of lists) if (list[i] !== undefined) out.push(list[i]!);
   }
   return out;
 }
@@ -199,18 +270,26 @@ interface Prediction {
   readonly ms: number;
   readonly variant: string;
   readonly provenance: string;
+  readonly interval: readonly [number, number];
 }
 
-function predict(report: Report, w: Workload, backend: Backend, variant?: string) {
+function predict(
+  report: Report,
+  w: Workload,
+  backend: Backend,
+  variant?: string,
+  residency: Residency = "end-to-end",
+): Prediction | null {
   try {
     const p = predictTime(report, {
       op: w.op,
       shape: w.shape,
       dtype: w.dtype,
       backend,
+      residency,
       ...(variant === undefined ? {} : { variant }),
     });
-    return { ms: p.ms, variant: p.variant, provenance: p.provenance };
+    return { ms: p.ms, variant: p.variant, provenance: p.provenance, interval: p.interval };
   } catch (e) {
     if (e instanceof RangeError) return null;
     throw e;
@@ -228,6 +307,10 @@ interface WorkloadResult {
   readonly shape: string;
   readonly backends: Partial<Record<Backend, BackendOutcome>>;
   readonly predicted: Partial<Record<Backend, Prediction>>;
+  /** WebGPU with its operands on the device, scored for prediction only (not selection). */
+  readonly deviceResident: BackendOutcome | null;
+  /** Whether the shape lies off its op's sweep axis (a non-square matmul, rows ≠ cols). */
+  readonly offAxis: boolean;
   /** The fastest measured backend over all, and over the rules' js / wasm / webgpu. */
   readonly best: Backend | null;
   readonly bestOfThree: Backend | null;
@@ -258,28 +341,39 @@ function fastest(
 }
 
 /** Every window of one workload's backends so far, pooled into its outcome. */
-type Pools = Map<Backend, { first: MeasureOk; windows: WindowSamples[] }>;
+type Pools = Map<string, { first: MeasureOk; windows: WindowSamples[] }>;
+
+/** The pool key of a backend at a residency (CPU backends are end-to-end). */
+function poolKey(backend: Backend, residency: Residency): string {
+  return residency === "device-resident" ? `${backend} device-resident` : backend;
+}
 
 function addWindow(pools: Pools, r: MeasureOk, samples: WindowSamples): void {
-  const pool = pools.get(r.backend);
+  const key = poolKey(r.backend, r.residency);
+  const pool = pools.get(key);
   if (pool) pool.windows.push(samples);
-  else pools.set(r.backend, { first: r, windows: [samples] });
+  else pools.set(key, { first: r, windows: [samples] });
 }
 
 /** A window that failed or could not run decides; an ok one is pooled with the earlier ones. */
 function pooledOutcome(pools: Pools, r: MeasureResult): BackendOutcome {
-  const pool = pools.get(r.backend);
+  const pool = pools.get(poolKey(r.backend, r.residency));
   return r.state === "ok" && pool ? outcome(pooledResult(pool.first, pool.windows)) : outcome(r);
 }
 
 /** The variant gpucal would run here, as a request of `backend` at workload `w`. */
-function requestOf(w: Workload, backend: Backend, variant: string | undefined): MeasureRequest {
+function requestOf(
+  w: Workload,
+  backend: Backend,
+  variant: string | undefined,
+  residency: Residency = "end-to-end",
+): MeasureRequest {
   return {
     op: w.op,
     shape: w.shape,
     dtype: w.dtype,
     backend,
-    residency: "end-to-end",
+    residency,
     // The one the report tunes or fits for this size, or, when that one cannot run this shape
     // (a vec4 kernel at n = 23), the first that can.
     ...runnableVariant(w, backend, variant),
@@ -311,16 +405,18 @@ async function runWorkload(
       measured.push(b);
     }
   }
-  const results = await measureMany(
-    measured.map((backend) => requestOf(w, backend, predicted[backend]?.variant)),
-    {
-      runners: source,
-      stopping: { budgetMs, minSamples: 5 },
-      onSamples: (r, samples) => addWindow(pools, r, samples),
-    },
-  );
+  const resident = predict(report, w, "webgpu", undefined, "device-resident");
+  const requests = measured.map((backend) => requestOf(w, backend, predicted[backend]?.variant));
+  if (resident !== null) requests.push(requestOf(w, "webgpu", resident.variant, "device-resident"));
+  const results = await measureMany(requests, {
+    runners: source,
+    stopping: { budgetMs, minSamples: 5 },
+    onSamples: (r, samples) => addWindow(pools, r, samples),
+  });
   measured.forEach((b, i) => (backends[b] = pooledOutcome(pools, results[i]!)));
   return {
+    deviceResident: resident === null ? null : pooledOutcome(pools, results[measured.length]!),
+    offAxis: !isOnAxis(getOp(w.op), w.shape),
     op: w.op,
     dtype: w.dtype,
     shape: formatShape(getOp(w.op), w.shape),
@@ -399,19 +495,29 @@ function scoreAll(
 }
 
 interface Accuracy {
-  readonly backend: Backend | "all";
+  /** What the row covers: all, a backend (and residency), or the off-axis shapes. */
+  readonly backend: string;
   readonly pairs: number;
   /** Mean of |predicted − measured| / measured. */
   readonly mape: number;
   /** Median of the same errors: MAPE is dominated by a few far extrapolations. */
   readonly medianApe: number;
+  /** Share of pairs with |predicted − measured| ≤ 10 % of measured. */
+  readonly within10: number;
   /** Share of pairs with |predicted − measured| ≤ 25 % of measured. */
   readonly within25: number;
+  /** Share of measured medians inside the prediction's stated interval. */
+  readonly coverage: number;
+  /** Median of the intervals' hi / lo. */
+  readonly medianWidth: number;
 }
 
 interface AccuracyPair {
-  readonly backend: Backend;
+  /** The backend, with " device-resident" for WebGPU with its operands on the device. */
+  readonly backend: string;
+  readonly offAxis: boolean;
   readonly predicted: number;
+  readonly interval: readonly [number, number];
   readonly measured: number;
 }
 
@@ -439,31 +545,32 @@ function runnableVariant(
  * prediction from a report can be expected to beat this on the same machine.
  */
 interface Reproducibility {
-  readonly backend: Backend | "all";
+  readonly backend: string;
   /** Times with two rounds to compare. */
   readonly cases: number;
+  /** Share of them whose rounds agree within ±10 %. */
+  readonly within10: number;
   /** Share of them whose rounds agree within ±25 %. */
   readonly within25: number;
 }
 
 function reproducibility(pools: readonly Pools[]): Reproducibility[] {
-  const agree: { backend: Backend; ok: boolean }[] = [];
+  const agree: { backend: string; error: number }[] = [];
   for (const workload of pools) {
-    for (const [backend, pool] of workload) {
+    for (const [key, pool] of workload) {
       const [first, second] = windowMedians(pool.windows);
       if (first === undefined || second === undefined) continue;
-      agree.push({ backend, ok: Math.abs(first - second) / second <= ACCURATE_WITHIN });
+      const backend = key === "webgpu" ? "webgpu end-to-end" : key;
+      agree.push({ backend, error: Math.abs(first - second) / second });
     }
   }
-  const share = (backend: Backend | "all") => {
+  const share = (backend: string) => {
     const of = agree.filter((a) => backend === "all" || a.backend === backend);
-    return {
-      backend,
-      cases: of.length,
-      within25: of.length > 0 ? of.filter((a) => a.ok).length / of.length : NaN,
-    };
+    const within = (x: number) =>
+      of.length > 0 ? of.filter((a) => a.error <= x).length / of.length : NaN;
+    return { backend, cases: of.length, within10: within(0.1), within25: within(ACCURATE_WITHIN) };
   };
-  return [share("all"), ...BACKENDS.map(share)];
+  return [share("all"), ...ACCURACY_ROWS.map(share)];
 }
 
 /** Predictions of the measured variant at each held-out (workload, backend) against its median. */
@@ -473,30 +580,65 @@ function accuracyPairs(
   results: readonly WorkloadResult[],
 ) {
   const pairs: AccuracyPair[] = [];
+  const add = (
+    w: Workload,
+    r: WorkloadResult,
+    b: Backend,
+    o: BackendOutcome | null | undefined,
+    residency: Residency,
+  ) => {
+    if (o?.state !== "ok") return;
+    const p = predict(report, w, b, o.variant, residency);
+    if (p === null) return;
+    pairs.push({
+      backend: b === "webgpu" ? `webgpu ${residency}` : b,
+      offAxis: r.offAxis,
+      predicted: p.ms,
+      interval: p.interval,
+      measured: o.ms,
+    });
+  };
   results.forEach((r, i) => {
-    for (const b of BACKENDS) {
-      const o = r.backends[b];
-      if (o?.state !== "ok") continue;
-      const p = predict(report, workloads[i]!, b, o.variant);
-      if (p !== null) pairs.push({ backend: b, predicted: p.ms, measured: o.ms });
-    }
+    for (const b of BACKENDS) add(workloads[i]!, r, b, r.backends[b], "end-to-end");
+    add(workloads[i]!, r, "webgpu", r.deviceResident, "device-resident");
   });
   return pairs;
 }
 
-function accuracy(backend: Backend | "all", pairs: readonly AccuracyPair[]): Accuracy {
+function median(sorted: readonly number[]): number {
+  const n = sorted.length;
+  const mid = Math.floor(n / 2);
+  return n === 0 ? NaN : n % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+function accuracy(backend: string, pairs: readonly AccuracyPair[]): Accuracy {
   const errors = pairs.map((p) => Math.abs(p.predicted - p.measured) / p.measured)
     .sort((a, b) => a - b);
   const n = errors.length;
-  const mid = Math.floor(n / 2);
+  const share = (ok: (i: number) => boolean) =>
+    n > 0 ? pairs.filter((_, i) => ok(i)).length / n : NaN;
   return {
     backend,
     pairs: n,
     mape: n > 0 ? errors.reduce((a, b) => a + b, 0) / n : NaN,
-    medianApe: n === 0 ? NaN : n % 2 === 1 ? errors[mid]! : (errors[mid - 1]! + errors[mid]!) / 2,
+    medianApe: median(errors),
+    within10: n > 0 ? errors.filter((e) => e <= 0.1).length / n : NaN,
     within25: n > 0 ? errors.filter((e) => e <= ACCURATE_WITHIN).length / n : NaN,
+    coverage: share((i) =>
+      pairs[i]!.interval[0] <= pairs[i]!.measured && pairs[i]!.measured <= pairs[i]!.interval[1]
+    ),
+    medianWidth: median(pairs.map((p) => p.interval[1] / p.interval[0]).sort((a, b) => a - b)),
   };
 }
+
+/** The rows of the accuracy table: all, each backend and residency, the off-axis shapes. */
+const ACCURACY_ROWS = [
+  "js",
+  "wasm",
+  "wasm-mt",
+  "webgpu end-to-end",
+  "webgpu device-resident",
+] as const;
 
 function pct(x: number): string {
   return Number.isNaN(x) ? "—" : `${(100 * x).toFixed(1)} %`;
@@ -560,7 +702,17 @@ function printText(
       "truth's own reproducibility (round 1 as a prediction of round 2, a minute later):",
   );
   console.log(textTable(
-    ["backend", "pairs", "MAPE", "median APE", "within ±25 %", "rounds agree ±25 %"],
+    [
+      "backend",
+      "pairs",
+      "MAPE",
+      "median APE",
+      "±10 %",
+      "±25 %",
+      "90 % interval covers",
+      "median width",
+      "rounds agree ±10 % / ±25 %",
+    ],
     accuracies.map((a) => {
       const r = reproduced.find((x) => x.backend === a.backend);
       return [
@@ -568,8 +720,11 @@ function printText(
         `${a.pairs}`,
         pct(a.mape),
         pct(a.medianApe),
+        pct(a.within10),
         pct(a.within25),
-        r && r.cases > 0 ? `${pct(r.within25)} of ${r.cases}` : "—",
+        pct(a.coverage),
+        Number.isNaN(a.medianWidth) ? "—" : `×${a.medianWidth.toFixed(2)}`,
+        r && r.cases > 0 ? `${pct(r.within10)} / ${pct(r.within25)} of ${r.cases}` : "—",
       ];
     }),
   ));
@@ -666,7 +821,7 @@ async function main(args: string[]): Promise<number> {
       const r = results[i]!;
       const unsure = BACKENDS.filter((b) => {
         const o = r.backends[b];
-        const pool = pools[i]!.get(b);
+        const pool = pools[i]!.get(poolKey(b, "end-to-end"));
         if (o?.state !== "ok" || pool === undefined) return false;
         // One round: the calibrator's stall rule for CPU times. Several: their disagreement.
         return pool.windows.length === 1
@@ -708,7 +863,8 @@ async function main(args: string[]): Promise<number> {
   const pairs = accuracyPairs(report, workloads, results);
   const accuracies = [
     accuracy("all", pairs),
-    ...BACKENDS.map((b) => accuracy(b, pairs.filter((p) => p.backend === b))),
+    ...ACCURACY_ROWS.map((b) => accuracy(b, pairs.filter((p) => p.backend === b))),
+    accuracy("off-axis shapes", pairs.filter((p) => p.offAxis)),
   ];
   const reproduced = reproducibility(pools);
   if (json) {
