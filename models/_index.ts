@@ -294,6 +294,7 @@ function shapePoints(
       features: op.dims.map((d) => p.shape[d] ?? 1),
       residual: Math.log(p.ms / predicted),
       noiseVar: relSd * relSd,
+      anchor: p.onAxis,
     });
   }
   return out;

@@ -38,6 +38,12 @@ export interface ShapePoint {
   readonly residual: number;
   /** Variance of that ln median from its own confidence interval. */
   readonly noiseVar: number;
+  /**
+   * A point whose residual is zero by construction (an on-axis size the axis correction passes
+   * through): it holds the model to the axis near it, but says nothing about how well the model
+   * predicts a left-out shape, so it neither calibrates the interval nor sets the prior spread.
+   */
+  readonly anchor?: boolean;
 }
 
 /** A fitted residual model of one series. */
@@ -90,7 +96,7 @@ const MIN_CONFORMAL_POINTS = 8;
  *
  * @param points Measured shapes with their ln residuals (non-finite ones are skipped).
  * @param level Interval level the multiplier is calibrated for (default 0.9).
- * @returns The model, or null with no usable point.
+ * @returns The model, or null without a usable point that is not an anchor.
  * ```ts
  * import { fitShapeModel } from "./_shape_model.ts";
  * console.log(fitShapeModel([])); // null
@@ -104,13 +110,17 @@ export function fitShapeModel(
     Number.isFinite(p.residual) && p.features.every((f) => f > 0) && p.noiseVar >= 0
   );
   const n = usable.length;
-  if (n === 0) return null;
+  const learned = usable.flatMap((p, i) => p.anchor ? [] : [i]);
+  if (learned.length === 0) return null;
   const dims = usable[0]!.features.length;
   const x = new Float64Array(n * dims);
   usable.forEach((p, i) => p.features.forEach((f, d) => x[i * dims + d] = Math.log(f)));
   const r = Float64Array.from(usable, (p) => p.residual);
   const noise = Float64Array.from(usable, (p) => p.noiseVar);
-  const signalVar = Math.max(MIN_SIGNAL_VAR, r.reduce((s, v) => s + v * v, 0) / n);
+  const signalVar = Math.max(
+    MIN_SIGNAL_VAR,
+    learned.reduce((s, i) => s + r[i]! * r[i]!, 0) / learned.length,
+  );
   let best: { score: number; model: ShapeModel; z: Float64Array } | null = null;
   for (const lengthScale of LENGTH_SCALES) {
     for (const sd of NUGGET_SDS) {
@@ -119,13 +129,13 @@ export function fitShapeModel(
       if (solved === null) continue;
       const { alpha, inverse } = solved;
       let score = 0;
-      const z = new Float64Array(n);
-      for (let i = 0; i < n; i++) {
+      const z = new Float64Array(learned.length);
+      learned.forEach((i, j) => {
         const looVar = 1 / inverse[i * n + i]!;
         const looError = alpha[i]! * looVar;
         score += 0.5 * Math.log(looVar) + (looError * looError) / (2 * looVar);
-        z[i] = Math.abs(looError) / Math.sqrt(looVar);
-      }
+        z[j] = Math.abs(looError) / Math.sqrt(looVar);
+      });
       if (best === null || score < best.score) {
         best = {
           score,

@@ -18,6 +18,7 @@ import {
   type Backend,
   type Dtype,
   formatShape,
+  isOnAxis,
   type Residency,
   type Shape,
   type Variant,
@@ -207,9 +208,14 @@ function describe(
     // Off the axis, the shape model's spread at this shape, scaled so its left-out shapes held
     // the level; it grows to the whole spread of shape effects far from every measured shape.
     const model = p.shapeModel;
-    const shapeHalf = model === null
-      ? 0
-      : model.multiplier * correctionAt(model, shapeFeatures(table.op.dims, shape)).sd;
+    // Off the axis with no measured shape off it, the proportions' effect is unknown: a factor
+    // of two either way, said so, rather than the square shapes' confidence.
+    const unknownShape = model === null && !isOnAxis(table.op, shape);
+    const shapeHalf = model !== null
+      ? model.multiplier * correctionAt(model, shapeFeatures(table.op.dims, shape)).sd
+      : unknownShape
+      ? Math.log(UNVALIDATED_FACTOR)
+      : 0;
     // Beyond the measured range nothing was left out to calibrate against: the fit's held-out
     // error compounds once per doubling of work.
     const extrapolation = doublings * Math.log1p(axisError);
@@ -220,6 +226,10 @@ function describe(
         `${f.sizeRange[1]} ${table.op.axis.unit}` +
         (corrected ? ", corrected by its residuals between measured sizes" : "") +
         ` (held-out error ${(100 * axisError).toFixed(1)} %)` +
+        (unknownShape
+          ? `; no shape of these proportions was measured (interval ×${UNVALIDATED_FACTOR} ` +
+            `either way for them; calibrate measures such shapes)`
+          : "") +
         (model === null ? "" : `, ×${Math.exp(p.correction).toFixed(2)} for this shape's ` +
           `proportions (learned from ${model.n} measured shapes, spread ±${
             (100 * Math.expm1(shapeHalf)).toFixed(0)

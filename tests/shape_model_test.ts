@@ -154,3 +154,11 @@ Deno.test("predictTime() widens every interval by the report's run-to-run drift"
     assert.match(wide.source, /run-to-run drift 20 %/);
   }
 });
+
+Deno.test("predictTime() of a non-square shape from a report with none admits the unknown proportions", () => {
+  const report = syntheticReport();
+  const shape = { m: 1, k: 768, n: 768 };
+  const t = predictTime(report, { op: "matmul", shape, dtype: "f32", backend: "wasm" });
+  assert.match(t.source, /no shape of these proportions was measured/);
+  assert.ok(t.interval[1] / t.interval[0] >= 4 * 0.999);
+});
