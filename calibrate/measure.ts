@@ -81,6 +81,10 @@ const RESIDENT_BATCH_MS = 50;
 const MAX_RESIDENT_REPS = 256;
 /** CPU and end-to-end batches aim at this long by default, well above timer resolution. */
 const DEFAULT_MIN_BATCH_MS = 2;
+/** Most untimed batches that size a CPU or end-to-end case's batch (see `warmUp`). */
+const MAX_SIZING_BATCHES = 4;
+/** Longest cold start seen in a first run (wasm-mt waking its workers on a busy machine), ms. */
+const COLD_START_MS = 10;
 
 let seedCounter = 0x9e3779b9;
 
@@ -216,7 +220,7 @@ function errorText(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }
 
-/** One untimed warm-up batch, then the batch size that makes a batch long enough to time well. */
+/** Untimed warm-up batches that find a batch size long enough to time well. */
 async function warmUp(c: LiveCase, minBatchMs: number): Promise<void> {
   const first = await c.prepared.time(1);
   if (c.identity.residency === "device-resident") {
@@ -229,7 +233,20 @@ async function warmUp(c: LiveCase, minBatchMs: number): Promise<void> {
     }
     c.reps = Math.min(MAX_RESIDENT_REPS, Math.max(1, Math.ceil(RESIDENT_BATCH_MS / perRun)));
   } else {
-    c.reps = Math.max(1, Math.ceil(minBatchMs / Math.max(first.wallMs, 1e-4)));
+    // A cold single run can be many times a warm one: wasm-mt's first run after a pause wakes
+    // its workers (0.1–1.3 ms against 0.01 ms per run of add n = 65536 here). Sized from it
+    // alone, batches came out 2–24 runs long instead of ~200, far below minBatchMs, and each
+    // sample was mostly the wake-up at its start: ×10 between windows. So the size is checked
+    // with a batch of that size, and taken again from it while that batch is too short.
+    let perRun = first.wallMs;
+    for (let round = 0; round < MAX_SIZING_BATCHES; round++) {
+      c.reps = Math.max(1, Math.ceil(minBatchMs / Math.max(perRun, 1e-4)));
+      // A cold start is small beside a run this long: it needs no second look.
+      if (c.reps === 1 && perRun > COLD_START_MS) break;
+      const batch = await c.prepared.time(c.reps);
+      if (batch.wallMs >= minBatchMs / 2) break;
+      perRun = batch.wallMs / c.reps;
+    }
   }
 }
 

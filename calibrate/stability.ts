@@ -17,7 +17,7 @@
  * @module
  */
 import type { Backend } from "../kernels/types.ts";
-import type { StabilityInfo } from "../reports/schema.ts";
+import type { RepeatabilityInfo, StabilityInfo } from "../reports/schema.ts";
 import { measureMany, type RunnerSource } from "./measure.ts";
 import { median, type StoppingRule } from "./stats.ts";
 
@@ -83,6 +83,108 @@ export function driftSigma(ms: readonly number[]): number | null {
   const logs = ms.map(Math.log);
   const center = median(logs);
   return MAD_TO_SIGMA * median(logs.map((x) => Math.abs(x - center)));
+}
+
+/**
+ * One time of a repeated case: which case (any key, e.g. `"add f32 n=65536 wasm"`), which window
+ * it was measured in, and its median ms per run in that window.
+ *
+ * @example
+ * ```ts
+ * import type { RepeatedTime } from "./stability.ts";
+ * const t: RepeatedTime = { case: "add n=65536", window: 2, ms: 0.031 };
+ * ```
+ */
+export interface RepeatedTime {
+  readonly case: string;
+  readonly window: number;
+  readonly ms: number;
+}
+
+/**
+ * How well a set of cases repeats over windows: the fields of a report's repeatability group
+ * besides its backend and residency.
+ *
+ * @example
+ * ```ts
+ * import type { RepeatabilityStats } from "./stability.ts";
+ * const r: RepeatabilityStats = {
+ *   cases: 1, times: 2, within5: 1, within10: 1, within15: 1, sigmaLn: 0.01,
+ * };
+ * ```
+ */
+export type RepeatabilityStats = Omit<
+  RepeatabilityInfo["groups"][number],
+  "backend" | "residency"
+>;
+
+/** Slack on the ±5/10/15 % bounds, so that 1.05 × the median counts as within 5 %. */
+const BOUND_SLACK = 1e-9;
+
+/**
+ * How well cases repeat their own times over windows: every (case, window) time is compared with
+ * its case's median over the windows. Returns the share of those times within ±5 %, ±10 % and
+ * ±15 % of that median, and 1.4826 × the median absolute deviation of ln(time) from the median of
+ * its case's ln(time) (a robust standard deviation of ln time, pooled over the cases). Cases seen
+ * in one window only have nothing to repeat and are left out.
+ *
+ * With few windows per case the deviations are taken from a median that includes the time
+ * itself, so both figures flatter a little: with two windows each time is half the gap away.
+ *
+ * @param times The times, any order.
+ * @returns The figures, or null when no case was measured in two windows.
+ * @throws {RangeError} when a time is not a positive finite number, or a case has two times in
+ * one window.
+ * @example
+ * ```ts
+ * import { repeatability } from "./stability.ts";
+ * const r = repeatability([
+ *   { case: "a", window: 0, ms: 1.0 },
+ *   { case: "a", window: 1, ms: 1.3 },
+ *   { case: "a", window: 2, ms: 1.02 },
+ * ]);
+ * console.log(r?.within5.toFixed(2), r?.within15.toFixed(2)); // "0.67 0.67"
+ * ```
+ */
+export function repeatability(times: readonly RepeatedTime[]): RepeatabilityStats | null {
+  const byCase = new Map<string, Map<number, number>>();
+  for (const t of times) {
+    if (!(Number.isFinite(t.ms) && t.ms > 0)) {
+      throw new RangeError(`Invalid time ${t.ms} of case "${t.case}": give positive finite ms`);
+    }
+    const windows = byCase.get(t.case) ?? new Map<number, number>();
+    if (windows.has(t.window)) {
+      throw new RangeError(
+        `Case "${t.case}" has two times in window ${t.window}: give one median per window`,
+      );
+    }
+    byCase.set(t.case, windows.set(t.window, t.ms));
+  }
+  const ratios: number[] = [];
+  const logDeviations: number[] = [];
+  let cases = 0;
+  for (const windows of byCase.values()) {
+    const ms = [...windows.values()];
+    if (ms.length < 2) continue;
+    cases++;
+    const center = median(ms);
+    const logCenter = median(ms.map(Math.log));
+    for (const t of ms) {
+      ratios.push(Math.abs(t / center - 1));
+      logDeviations.push(Math.abs(Math.log(t) - logCenter));
+    }
+  }
+  if (cases === 0) return null;
+  const within = (bound: number) =>
+    ratios.filter((r) => r <= bound + BOUND_SLACK).length / ratios.length;
+  return {
+    cases,
+    times: ratios.length,
+    within5: within(0.05),
+    within10: within(0.1),
+    within15: within(0.15),
+    sigmaLn: MAD_TO_SIGMA * median(logDeviations),
+  };
 }
 
 /**

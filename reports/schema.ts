@@ -47,6 +47,7 @@ const MAX = {
   validations: 1000,
   details: 256,
   probes: 10_000,
+  repeatabilityGroups: 64,
 } as const;
 
 const name = z.string().min(1).max(MAX.name);
@@ -54,6 +55,7 @@ const text = z.string().max(MAX.text);
 const finite = z.number();
 const nonNegative = z.number().nonnegative();
 const count = z.int().nonnegative();
+const share = z.number().min(0).max(1);
 
 function boundedRecord<K extends z.ZodString, V extends z.ZodType>(key: K, value: V, max: number) {
   return z.record(key, value).refine((r) => Object.keys(r).length <= max, {
@@ -267,6 +269,35 @@ export const StabilityProbeSchema = z.strictObject({
 });
 
 /**
+ * How well one backend (in one residency) repeats its own times: fixed cases measured in several
+ * windows minutes apart (`deno task noise`, `calibrate/stability.ts`).
+ */
+export const RepeatabilityGroupSchema = z.strictObject({
+  backend: BackendSchema,
+  residency: ResidencySchema,
+  /** Cases measured in at least two windows. */
+  cases: count,
+  /** Their (case, window) times, each compared with its case's median over the windows. */
+  times: count,
+  within5: share,
+  within10: share,
+  within15: share,
+  /** 1.4826 × the median absolute deviation of ln(time) from its case's median. */
+  sigmaLn: nonNegative,
+});
+
+/** The repeatability of every backend over windows some time apart. */
+export const RepeatabilitySchema = named(
+  z.strictObject({
+    windows: z.int().positive(),
+    gapS: nonNegative,
+    groups: z.array(RepeatabilityGroupSchema).max(MAX.repeatabilityGroups),
+  }),
+  "Repeatability",
+  "Per backend and residency, the share of repeated times within ±5/10/15 % of their case's median over windows gapS seconds apart, and the robust standard deviation of ln(time)",
+);
+
+/**
  * The machine's drift during the run: a fixed small case measured on every backend at the start,
  * after every op and at the end (`calibrate/stability.ts`).
  */
@@ -278,6 +309,7 @@ export const StabilitySchema = named(
     residency: ResidencySchema,
     probes: z.array(StabilityProbeSchema).max(MAX.probes),
     driftSigma: z.partialRecord(BackendSchema, nonNegative),
+    repeatability: RepeatabilitySchema.exactOptional(),
   }),
   "Stability",
   "Run-to-run drift: probe times of one fixed case per backend over the run, and per backend the standard deviation of ln(probe time) (driftSigma; 0.1 is about 10 %)",
@@ -448,6 +480,18 @@ export type SystemFigures = z.infer<typeof SystemSchema>;
  * ```
  */
 export type StabilityInfo = z.infer<typeof StabilitySchema>;
+/**
+ * The repeatability of every backend over windows some time apart (`stability.repeatability`).
+ *
+ * @example
+ * ```ts
+ * import type { RepeatabilityInfo } from "./schema.ts";
+ * function wasmShare(r: RepeatabilityInfo) {
+ *   return r.groups.find((g) => g.backend === "wasm")?.within10 ?? null;
+ * }
+ * ```
+ */
+export type RepeatabilityInfo = z.infer<typeof RepeatabilitySchema>;
 /**
  * A row of the threshold table.
  *

@@ -117,6 +117,34 @@ Deno.test("measureMany() interleaves the samples of the cases it compares", asyn
   assert.ok(firstWasm >= 0 && firstWasm < lastJs, `samples alternate: ${order.join(",")}`);
 });
 
+Deno.test("measureMany() sizes a batch from warm runs when the first run was cold", async () => {
+  // The first run after a pause is 100× a warm one, as a wasm-mt run that wakes its workers.
+  const batches: number[] = [];
+  let calls = 0;
+  const cold: Runner = {
+    ...fakeRunner(() => {}, []),
+    prepare: async (...args: Parameters<Runner["prepare"]>) => {
+      const p = await fakeRunner(() => {}, []).prepare(...args);
+      return {
+        ...p,
+        time: (reps) => {
+          batches.push(reps);
+          return Promise.resolve({ wallMs: (calls++ === 0 ? 1 : 0) + 0.01 * reps });
+        },
+      };
+    },
+  };
+  const [r] = await measureMany(
+    [{ op: "add", shape: { n: 64 }, dtype: "f32", backend: "wasm-mt" }],
+    { runners: only(cold), ...quick },
+  );
+  assert.ok(r?.state === "ok");
+  assert.equal(batches[0], 1, "one run first");
+  // Sized from the cold run alone, every batch would be 2 runs (0.02 ms, a tenth of the target).
+  assert.ok(batches.at(-1)! >= 100, `timed batches: ${batches.join(",")}`);
+  assert.ok(Math.abs(r.wall.median / 0.01 - 1) < 0.01, `median ${r.wall.median}`);
+});
+
 Deno.test("remeasureUnsure() repeats only unsure CPU results and returns the surer repeats", async () => {
   const log: string[] = [];
   const runner = fakeRunner(() => {}, log);

@@ -2,7 +2,12 @@ import assert from "node:assert/strict";
 import { normal } from "../calibrate/_numeric.ts";
 import { type BackendCurve, type Crossover, findCrossovers } from "../calibrate/crossover.ts";
 import { fitCostModel } from "../calibrate/fit.ts";
-import { driftSigma, summarizeStability } from "../calibrate/stability.ts";
+import {
+  driftSigma,
+  repeatability,
+  type RepeatedTime,
+  summarizeStability,
+} from "../calibrate/stability.ts";
 import { geometricGrid } from "../calibrate/sweep.ts";
 import { seededRng } from "../kernels/_random.ts";
 import type { Backend } from "../kernels/types.ts";
@@ -49,6 +54,104 @@ Deno.test("summarizeStability() gives a drift only to backends probed at least 3
   assert.equal(s.probes.length, 3);
   const report = { ...syntheticReport(), stability: s };
   assert.equal(ReportSchema.safeParse(report).success, true);
+});
+
+/** Times of `cases` cases over `windows` windows, each case's base time times `factor`. */
+function repeated(
+  cases: number,
+  windows: number,
+  factor: (caseIndex: number, window: number) => number,
+): RepeatedTime[] {
+  return Array.from({ length: cases * windows }, (_, i) => {
+    const c = Math.floor(i / windows), w = i % windows;
+    return { case: `case ${c}`, window: w, ms: 0.05 * (c + 1) * factor(c, w) };
+  });
+}
+
+Deno.test("repeatability() counts every time of a steady backend within ±5 % with σ 0", () => {
+  const r = repeatability(repeated(4, 4, () => 1));
+  assert.deepEqual(r, { cases: 4, times: 16, within5: 1, within10: 1, within15: 1, sigmaLn: 0 });
+});
+
+Deno.test("repeatability() puts a case's one fast window outside ±10 % (the js Maglev split)", () => {
+  // One window at 0.047 ms, three at 0.111–0.118: the median is a slow time, the fast one is
+  // 58 % below it.
+  const r = repeatability(
+    [0.047, 0.111, 0.115, 0.118].map((ms, window) => ({ case: "add", window, ms })),
+  )!;
+  assert.equal(r.within10, 0.75);
+  assert.equal(r.within5, 0.75);
+  assert.ok(r.sigmaLn > 0.01 && r.sigmaLn < 0.1, `σ ${r.sigmaLn}: the slow majority sets it`);
+});
+
+Deno.test("repeatability() recovers the log-normal spread of many cases within 20 %", () => {
+  const rng = seededRng(5);
+  const r = repeatability(repeated(60, 9, () => Math.exp(0.08 * normal(rng))))!;
+  assert.ok(Math.abs(r.sigmaLn / 0.08 - 1) < 0.2, `σ ${r.sigmaLn}`);
+  // ±10 % is about 1.2 σ here, so roughly three quarters of the times are within it.
+  assert.ok(r.within10 > 0.65 && r.within10 < 0.9, `within10 ${r.within10}`);
+  assert.ok(r.within5 < r.within10 && r.within10 < r.within15);
+});
+
+Deno.test("repeatability() scores each case against its own median, not the group's", () => {
+  // Cases 10× apart, each steady: no spread at all.
+  const r = repeatability(repeated(3, 3, (c) => 10 ** c))!;
+  assert.equal(r.sigmaLn, 0);
+  assert.equal(r.within5, 1);
+});
+
+Deno.test("repeatability() counts 1.05× the median as within ±5 % and 1.06× as outside", () => {
+  const at = (ratio: number) =>
+    repeatability([
+      { case: "a", window: 0, ms: 1 },
+      { case: "a", window: 1, ms: 1 },
+      { case: "a", window: 2, ms: ratio },
+    ])!.within5;
+  assert.equal(at(1.05), 1);
+  assert.equal(at(1.06), 2 / 3);
+});
+
+Deno.test("repeatability() leaves out cases measured in one window, and is null with none", () => {
+  const r = repeatability([
+    { case: "once", window: 0, ms: 5 },
+    { case: "twice", window: 0, ms: 1 },
+    { case: "twice", window: 1, ms: 1.02 },
+  ]);
+  assert.equal(r?.cases, 1);
+  assert.equal(r?.times, 2);
+  assert.equal(repeatability([{ case: "once", window: 0, ms: 5 }]), null);
+  assert.equal(repeatability([]), null);
+});
+
+Deno.test("repeatability() rejects a non-positive time and two times of a case in one window", () => {
+  assert.throws(
+    () => repeatability([{ case: "a", window: 0, ms: 0 }]),
+    /Invalid time 0 of case "a"/,
+  );
+  assert.throws(
+    () =>
+      repeatability([
+        { case: "a", window: 1, ms: 1 },
+        { case: "a", window: 1, ms: 2 },
+      ]),
+    /Case "a" has two times in window 1/,
+  );
+});
+
+Deno.test("a report's stability section may carry repeatability groups", () => {
+  const stats = repeatability(repeated(2, 4, (_, w) => 1 + 0.03 * w))!;
+  const stability = {
+    ...summarizeStability([]),
+    repeatability: {
+      windows: 4,
+      gapS: 20,
+      groups: [{ backend: "wasm" as const, residency: "end-to-end" as const, ...stats }],
+    },
+  };
+  const report = { ...syntheticReport(), stability };
+  assert.equal(ReportSchema.safeParse(report).success, true);
+  const wrong = { ...stability, repeatability: { ...stability.repeatability, windows: 0 } };
+  assert.equal(ReportSchema.safeParse({ ...syntheticReport(), stability: wrong }).success, false);
 });
 
 // wasm and wasm-mt on two cores: nearly parallel curves that cross near 70 000 elements, where a
