@@ -3,7 +3,16 @@
  *
  * @module
  */
-import type { Dtype, HostArray, OpInputs, OpSpec, Shape, Variant } from "../../kernels/types.ts";
+import { seededRng } from "../../kernels/_random.ts";
+import type {
+  Dtype,
+  HostArray,
+  JsImpl,
+  OpInputs,
+  OpSpec,
+  Shape,
+  Variant,
+} from "../../kernels/types.ts";
 import { type Prepared, type Runner, UnsupportedError } from "../runner.ts";
 import { assertCpuDtype, inputBytes, rotationCopies, settle } from "./_cpu.ts";
 
@@ -46,6 +55,7 @@ function prepareJs(
   if (!impl) throw new UnsupportedError(`Op "${op.name}" has no js implementation`);
   const reason = impl.unsupported?.(shape, dtype, variant);
   if (reason) throw new UnsupportedError(reason);
+  primeFeedback(op, dtype, variant, impl);
   const copies: (readonly HostArray[])[] = [inputs.arrays];
   const count = rotationCopies(inputBytes(inputs));
   for (let c = 1; c < count; c++) copies.push(inputs.arrays.map((a) => a.slice()));
@@ -76,4 +86,29 @@ function prepareJs(
       copies.length = 0;
     },
   };
+}
+
+/** Small odd sizes whose runs reach every branch of a kernel: its main loop and its tails. */
+const PRIMING_SIZES = [3, 7, 13];
+/** Calls per priming size: more than V8's lazy feedback allocation waits for. */
+const PRIMING_CALLS = 8;
+
+/**
+ * Runs the kernel on a few tiny inputs before its case is timed, so every branch has type
+ * feedback before V8 compiles the long loop on-stack. Otherwise the first large run is compiled
+ * while the tail loop (`i < n` after an unrolled body) has never run; the compiled code then
+ * deoptimises on "insufficient type feedback" each time it reaches that tail, and under load
+ * V8 fell into a loop of it (sum n = 2^20: 529 deoptimisations, a first window 10× slow).
+ */
+function primeFeedback(op: OpSpec, dtype: Dtype, variant: Variant, impl: JsImpl): void {
+  const rng = seededRng(1);
+  for (const size of PRIMING_SIZES) {
+    const shape = op.axis.shape(Math.max(op.axis.min, size));
+    if (impl.unsupported?.(shape, dtype, variant)) continue;
+    const inputs = op.inputs(shape, dtype, rng);
+    const out = new Float32Array(inputs.outputLength);
+    // V8 gives a function its feedback vector only after several calls; until then its runs
+    // record nothing.
+    for (let r = 0; r < PRIMING_CALLS; r++) impl.run(inputs.arrays, out, shape, variant);
+  }
 }
