@@ -109,3 +109,31 @@ export function formatPercent(fraction: number, signed = false): string {
   const text = `${(fraction * 100).toFixed(1)} %`;
   return signed && fraction >= 0 ? `+${text}` : text;
 }
+
+/** Metric prefixes for counts, largest first. */
+const SI_PREFIXES: readonly (readonly [number, string])[] = [
+  [1e12, "T"],
+  [1e9, "G"],
+  [1e6, "M"],
+  [1e3, "k"],
+];
+
+/**
+ * A count (a size, elements, bytes) in three significant digits with a metric prefix and no
+ * trailing zeros: `4`, `61.5`, `22.1k`, `11.9M`.
+ *
+ * @param x The count.
+ * @returns The text; `—` for null or NaN.
+ * @example
+ * ```ts
+ * import { formatCount } from "./_format.ts";
+ * console.log(formatCount(61.5), formatCount(22100), formatCount(11863283)); // "61.5 22.1k 11.9M"
+ * ```
+ */
+export function formatCount(x: number | null): string {
+  if (x === null || Number.isNaN(x)) return "—";
+  const a = Math.abs(roundSignificant(x, DIGITS));
+  const [scale, suffix] = SI_PREFIXES.find(([scale]) => a >= scale) ?? [1, ""];
+  // A count's trailing zeros are not precision: 4 elements, not 4.00.
+  return `${Number(roundSignificant(x / scale, DIGITS).toPrecision(DIGITS))}${suffix}`;
+}

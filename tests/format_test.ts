@@ -1,5 +1,11 @@
 import assert from "node:assert/strict";
-import { formatMs, formatNumber, formatPercent, formatSeconds } from "../calibrate/_format.ts";
+import {
+  formatCount,
+  formatMs,
+  formatNumber,
+  formatPercent,
+  formatSeconds,
+} from "../calibrate/_format.ts";
 
 Deno.test("formatNumber() keeps three significant digits and no more", () => {
   assert.equal(formatNumber(85.47549601364616), "85.5");
@@ -45,4 +51,13 @@ Deno.test("formatPercent() has one decimal and an optional sign", () => {
   assert.equal(formatPercent(0.15, true), "+15.0 %");
   assert.equal(formatPercent(-0.05, true), "-5.0 %");
   assert.equal(formatPercent(0.024), "2.4 %");
+});
+
+Deno.test("formatCount() writes sizes with a metric prefix and three significant digits", () => {
+  assert.equal(formatCount(4), "4");
+  assert.equal(formatCount(61.5), "61.5");
+  assert.equal(formatCount(22100), "22.1k");
+  assert.equal(formatCount(999.9), "1k");
+  assert.equal(formatCount(11863283), "11.9M");
+  assert.equal(formatCount(4096), "4.1k");
 });
