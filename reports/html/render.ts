@@ -84,7 +84,7 @@ svg .map-row .edge { font-size: 10px; fill: #444; } svg .map-row .row-unit { fon
 svg .band-label { font-size: 11px; fill: #111; paint-order: stroke; stroke: #fff; stroke-width: 3px; stroke-opacity: .8; }
 svg .map-crossover path, svg .map-crossover line { stroke: #111; stroke-width: 1.5; } svg .separator { stroke: #e4e4e4; }
 svg .map-legend text { font-size: 12px; fill: #222; }
-.heat td.cell { text-align: center; min-width: 44px; font-variant-numeric: tabular-nums; }
+.heat td.cell { text-align: center; min-width: 44px; font-variant-numeric: tabular-nums; white-space: nowrap; }
 .heat td.empty { background: #f7f7f7; color: #bbb; }
 .legend-list { display: flex; flex-wrap: wrap; gap: 4px 14px; margin: 6px 0 0; padding: 0; list-style: none; font-size: 12px; }
 .swatch { display: inline-block; width: 12px; height: 12px; border-radius: 2px; vertical-align: -2px; margin-right: 4px; border: 1px solid #0002; }
