@@ -11,6 +11,7 @@ import type { Measurement } from "../reports/schema.ts";
 import { allCrossovers, fitAll, peakRates, thresholdTable, tuningTable } from "./analyze.ts";
 import type { GpuInfo } from "./device.ts";
 import type { MachineInfo } from "./machine.ts";
+import { WEBGPU_NOT_CALIBRATED } from "./summary.ts";
 import { type StabilityProbe, summarizeStability } from "./stability.ts";
 
 /** gpucal's version, written into every report: `deno.json`'s, so there is one source. */
@@ -27,7 +28,13 @@ export const GPUCAL_VERSION: string = config.version;
  */
 export interface RunContext {
   readonly machine: MachineInfo;
+  /** The adapter the run measured, or null. */
   readonly gpu: GpuInfo | null;
+  /**
+   * The machine's adapter when the run left WebGPU out by choice (`--backends` without it):
+   * recorded, so the fingerprint and `adapter` match a full run's, but not measured.
+   */
+  readonly unmeasuredAdapter?: GpuInfo | null;
   readonly fingerprint: string;
   readonly slug: string;
   readonly quick: boolean;
@@ -111,9 +118,12 @@ export function assembleReport(
   const stability = ctx.probes && ctx.probes.length > 0 ? summarizeStability(ctx.probes) : null;
   const crossovers = allCrossovers(measurements, fits, ops, stability?.driftSigma);
   const peaks = peakRates(measurements, ops);
-  const base = system ?? missingSystemFigures(
-    ctx.gpu ? "Not measured: the run stopped before the system figures" : "No WebGPU adapter",
-  );
+  const base = ctx.unmeasuredAdapter
+    ? missingSystemFigures(WEBGPU_NOT_CALIBRATED)
+    : system ?? missingSystemFigures(
+      ctx.gpu ? "Not measured: the run stopped before the system figures" : "No WebGPU adapter",
+    );
+  const adapter = ctx.gpu ?? ctx.unmeasuredAdapter ?? null;
   const ok = measurements.filter((m) => m.state === "ok");
   const noisyCount = ok.filter((m) => m.state === "ok" && m.noisy).length;
   const noisy = ok.length > 0 && noisyCount / ok.length > 0.25;
@@ -148,17 +158,17 @@ export function assembleReport(
       osRelease: ctx.machine.osRelease,
       arch: ctx.machine.arch,
     },
-    adapter: ctx.gpu
+    adapter: adapter
       ? {
-        description: ctx.gpu.description,
-        vendor: ctx.gpu.vendor,
-        architecture: ctx.gpu.architecture,
-        device: ctx.gpu.device,
-        backend: ctx.gpu.backend,
-        backendSource: ctx.gpu.backendSource,
-        software: ctx.gpu.software,
-        features: [...ctx.gpu.features],
-        limits: { ...ctx.gpu.limits },
+        description: adapter.description,
+        vendor: adapter.vendor,
+        architecture: adapter.architecture,
+        device: adapter.device,
+        backend: adapter.backend,
+        backendSource: adapter.backendSource,
+        software: adapter.software,
+        features: [...adapter.features],
+        limits: { ...adapter.limits },
       }
       : null,
     fingerprint: ctx.fingerprint,

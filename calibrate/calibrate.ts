@@ -20,7 +20,8 @@ import {
 import type { Measurement, Report } from "../reports/schema.ts";
 import { writeJsonAtomic } from "../reports/atomic.ts";
 import { nextRefinementSizes } from "./analyze.ts";
-import { openGpu } from "./device.ts";
+import { openGpu, peekAdapter } from "./device.ts";
+import { formatMs, formatPercent } from "./_format.ts";
 import { describeMachine, machineFingerprint, machineSlug } from "./machine.ts";
 import {
   measureMany,
@@ -170,11 +171,14 @@ export async function calibrate(options: CalibrateOptions = {}): Promise<Calibra
   };
 
   const machine = await describeMachine();
-  const gpu = options.backends && !options.backends.includes("webgpu")
+  const gpuLeftOut = options.backends !== undefined && !options.backends.includes("webgpu");
+  const gpu = gpuLeftOut
     ? null
     : await openGpu({ onUnavailable: (why) => warn(`${why}: calibrating the CPU backends only`) });
-  const fingerprint = await machineFingerprint(machine, gpu?.info ?? null);
-  const slug = machineSlug(machine, gpu?.info ?? null, fingerprint);
+  // Left out by choice, the adapter is still the machine's: its fingerprint matches a full run's.
+  const adapter = gpu?.info ?? (gpuLeftOut ? await peekAdapter() : null);
+  const fingerprint = await machineFingerprint(machine, adapter);
+  const slug = machineSlug(machine, adapter, fingerprint);
   const path = options.out ?? `reports/${slug}.json`;
   if (options.resume && options.resume.fingerprint !== fingerprint) {
     throw new RangeError(
@@ -242,6 +246,7 @@ export async function calibrate(options: CalibrateOptions = {}): Promise<Calibra
     commit,
     machine,
     gpu: currentGpu?.info ?? null,
+    unmeasuredAdapter: gpuLeftOut ? adapter : null,
     fingerprint,
     slug,
     quick: options.quick ?? false,
@@ -329,7 +334,7 @@ export async function calibrate(options: CalibrateOptions = {}): Promise<Calibra
       } ${m.size}${note}`,
       state: m.state,
       detail: m.state === "ok"
-        ? `${m.wall.median.toPrecision(3)} ms ±${(m.wall.relCi * 100).toFixed(1)} %`
+        ? `${formatMs(m.wall.median)} ±${formatPercent(m.wall.relCi)}`
         : m.state === "failed"
         ? `FAILED ${m.error}`
         : `unsupported: ${m.reason}`,

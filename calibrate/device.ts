@@ -153,7 +153,7 @@ const SOFTWARE_NAMES = /llvmpipe|lavapipe|softpipe|swiftshader|\bwarp\b|basic re
  */
 export async function openGpu(options: OpenGpuOptions = {}): Promise<GpuHandle | null> {
   const warn = options.onUnavailable ?? ((reason: string) => console.warn(reason));
-  const entry = options.gpu === undefined ? defaultGpuEntry() : options.gpu;
+  const entry = entryOf(options);
   if (!entry) {
     warn("No WebGPU: navigator.gpu is missing, measuring CPU backends only");
     return null;
@@ -199,6 +199,68 @@ export async function openGpu(options: OpenGpuOptions = {}): Promise<GpuHandle |
     },
     reopen: () => openGpu(options),
   };
+}
+
+/**
+ * Describes the adapter without opening a device: for a run that leaves WebGPU out by choice
+ * (`--backends js,wasm`) but still records the machine's adapter, so that its fingerprint is
+ * the one a full run of the same machine gets and the two reports can be compared.
+ *
+ * @param options Where to get adapters (`onUnavailable` is not called: no adapter is no news here).
+ * @returns The description, or null when there is no WebGPU or no adapter.
+ * @example
+ * ```ts
+ * import { peekAdapter } from "./device.ts";
+ * console.log(await peekAdapter({ gpu: null })); // null
+ * ```
+ */
+export async function peekAdapter(options: OpenGpuOptions = {}): Promise<GpuInfo | null> {
+  const entry = entryOf(options);
+  const adapter = await entry?.requestAdapter(
+    options.powerPreference ? { powerPreference: options.powerPreference } : undefined,
+  ).catch(() => null);
+  return adapter
+    ? describeAdapter(adapter, { env: readEnv(options), os: options.os ?? Deno.build.os })
+    : null;
+}
+
+/**
+ * Sets `XDG_RUNTIME_DIR` when it is unset, so that loading Mesa's drivers prints nothing.
+ *
+ * Mesa's Vulkan and GL drivers look for a Wayland display when wgpu loads them, and libwayland
+ * prints `error: XDG_RUNTIME_DIR is invalid or not set in the environment.` where the variable is
+ * unset (a container, a CI job, a `sudo` shell): harmless, but it reads as gpucal failing. Set to
+ * a directory holding no display socket, the probe finds no display, as it did unset, and says
+ * nothing. The directory is not created (the calibrate task may write only under `reports/`):
+ * libwayland only joins the path with a socket name and fails to connect, quietly. The drivers
+ * read the variable when they load, at the first `requestAdapter()`, so this runs before it.
+ *
+ * @param env The environment to read and change; `Deno.env` when absent.
+ * @param os The operating system; `Deno.build.os` when absent.
+ * @returns The value set, or null when it was set already, not a Unix-like desktop OS, or
+ *   `--allow-env` is missing.
+ * @example
+ * ```ts
+ * import { quietDisplayProbe } from "./device.ts";
+ * const vars = new Map<string, string>();
+ * const env = { get: (k: string) => vars.get(k), set: (k: string, v: string) => void vars.set(k, v) };
+ * console.log(quietDisplayProbe(env, "linux")?.startsWith("/")); // true
+ * ```
+ */
+export function quietDisplayProbe(
+  env: Pick<Deno.Env, "get" | "set"> = Deno.env,
+  os: string = Deno.build.os,
+): string | null {
+  if (os === "darwin" || os === "windows") return null;
+  try {
+    if (env.get("XDG_RUNTIME_DIR")) return null;
+    const dir = `${env.get("TMPDIR") || "/tmp"}/gpucal-no-display-${Deno.pid}`;
+    env.set("XDG_RUNTIME_DIR", dir);
+    return dir;
+  } catch {
+    // Without --allow-env the message may appear; it is harmless.
+    return null;
+  }
 }
 
 /**
@@ -349,7 +411,9 @@ function inferBackend(
   };
 }
 
-function defaultGpuEntry(): GpuEntry | null {
+function entryOf(options: OpenGpuOptions): GpuEntry | null {
+  if (options.gpu !== undefined) return options.gpu;
+  quietDisplayProbe();
   return (globalThis.navigator as { gpu?: GpuEntry } | undefined)?.gpu ?? null;
 }
 

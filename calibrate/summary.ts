@@ -5,13 +5,7 @@
  * @module
  */
 import type { Figure, Report } from "../reports/schema.ts";
-
-function fmt(x: number): string {
-  if (x === 0) return "0";
-  const a = Math.abs(x);
-  if (a >= 1e5 || a < 1e-2) return x.toExponential(2);
-  return x.toPrecision(3);
-}
+import { formatNumber as fmt, formatSeconds } from "./_format.ts";
 
 /**
  * A figure as text: `12.3 GB/s [11.9, 12.6] (measured)` or `— (reason)`.
@@ -28,6 +22,33 @@ export function formatFigure(f: Figure): string {
   if (f.value === null) return `— (${f.reason ?? "not measured"})`;
   const ci = f.ci ? ` [${fmt(f.ci[0])}, ${fmt(f.ci[1])}]` : "";
   return `${fmt(f.value)} ${f.unit}${ci} (${f.tag})`;
+}
+
+/**
+ * What the summary says when the machine has an adapter that the run left out by choice.
+ *
+ * @example
+ * ```ts
+ * import { WEBGPU_NOT_CALIBRATED } from "./summary.ts";
+ * console.log(WEBGPU_NOT_CALIBRATED); // "webgpu not calibrated (--backends)"
+ * ```
+ */
+export const WEBGPU_NOT_CALIBRATED = "webgpu not calibrated (--backends)";
+
+/**
+ * Whether a report measured its adapter: false when it records one but has no WebGPU measurement,
+ * as after `--backends js,wasm` (the adapter is recorded so the fingerprint matches a full run's).
+ *
+ * @param report The report.
+ * @returns True when there is no adapter to calibrate or it was measured.
+ * @example
+ * ```ts ignore
+ * import { webgpuCalibrated } from "./summary.ts";
+ * console.log(webgpuCalibrated(report));
+ * ```
+ */
+export function webgpuCalibrated(report: Pick<Report, "adapter" | "measurements">): boolean {
+  return report.adapter === null || report.measurements.some((m) => m.backend === "webgpu");
 }
 
 /**
@@ -66,15 +87,15 @@ export function formatSummary(report: Report, path: string): string {
   const adapter = report.adapter
     ? `${report.adapter.description} via ${report.adapter.backend}${
       report.adapter.software ? " (software)" : ""
-    }`
+    }${webgpuCalibrated(report) ? "" : `; ${WEBGPU_NOT_CALIBRATED}`}`
     : "none (CPU-only)";
   const ok = report.measurements.filter((m) => m.state === "ok").length;
   const failed = report.measurements.filter((m) => m.state === "failed");
   const lines = [
     `gpucal calibration of ${report.machine.cpuModel} ×${report.machine.cores}, adapter ${adapter}`,
     `${p.complete ? "complete" : `INCOMPLETE (${p.stopReason})`} in ${
-      p.durationS.toFixed(0)
-    } s: ${ok} measurements ok, ${failed.length} failed, ${
+      formatSeconds(p.durationS)
+    }: ${ok} measurements ok, ${failed.length} failed, ${
       report.measurements.length - ok - failed.length
     } unsupported`,
     "",

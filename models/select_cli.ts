@@ -5,6 +5,7 @@
  * @module
  */
 import { listFlag, parseFlags, UsageError } from "../calibrate/_cli_args.ts";
+import { formatNumber } from "../calibrate/_format.ts";
 import { textTable } from "../calibrate/summary.ts";
 import { getOp, OPS } from "../kernels/catalog.ts";
 import { type Backend, DTYPES, type Shape } from "../kernels/types.ts";
@@ -111,8 +112,8 @@ export async function main(args: string[]): Promise<number> {
         ["backend", "predicted ms", "interval", "provenance"],
         rows.map((r) => [
           r.backend === choice.backend ? `${r.backend} *` : r.backend,
-          r.ms.toPrecision(3),
-          `[${r.interval[0].toPrecision(3)}, ${r.interval[1].toPrecision(3)}]`,
+          formatNumber(r.ms),
+          `[${formatNumber(r.interval[0])}, ${formatNumber(r.interval[1])}]`,
           r.provenance,
         ]),
       ),

@@ -1,6 +1,8 @@
 /**
- * `deno task report`: renders a calibration report as a self-contained HTML page (plots,
- * crossovers, tuning heatmap) or as compact Markdown, optionally against a baseline report.
+ * `deno task report`: renders a calibration report as a self-contained HTML page (the "what to
+ * use where" map, plots with error bars and fitted curves, rooflines, tables) or as compact
+ * Markdown, optionally against a baseline report and with the datasheet peaks of
+ * `reports/specs.json`.
  *
  * @module
  */
@@ -9,27 +11,36 @@ import { renderMarkdown } from "./html/markdown.ts";
 import { renderHtml } from "./html/render.ts";
 import { loadReport } from "./load.ts";
 import type { Report } from "./schema.ts";
+import { readSpecsFile, type SpecsFile } from "./specs_file.ts";
 
 const FORMATS = ["html", "markdown"] as const;
 type Format = typeof FORMATS[number];
 
 const USAGE =
-  "Usage: deno task report --report R.json [--baseline B.json] [--out PATH] [--format html|markdown]";
+  "Usage: deno task report --report R.json [--baseline B.json] [--specs S.json] [--out PATH] [--format html|markdown]";
+
+/** Where `deno task specs:import` writes the vendor peak figures. */
+const DEFAULT_SPECS = "reports/specs.json";
 
 const HELP = `${USAGE}
 
 Renders a calibration report for people. HTML is one self-contained page (inline CSS and SVG, no
-scripts, nothing fetched when viewed): machine, adapter and provenance; per op and dtype a
-log-log plot of time against size for every backend with the crossovers and their 95 % CI, and a
-plot of the effective GFLOP/s or GB/s against the measured peaks; the tuning heatmap; the LLM
-tokens/s validation. Markdown is a compact summary for a terminal or a pull-request comment.
+scripts, nothing fetched when viewed) that opens with the answer: a map of the fastest backend
+along each op's sizes (ties shown as ties, crossovers with their 95 % CI). Then per op and dtype a
+log-log plot of time against size for every backend (medians with their 95 % CI, the fitted cost
+model drawn through them, crossovers); rooflines (attained GFLOP/s against arithmetic intensity
+under each backend's measured ceilings and, when the specs file lists the adapter, the
+datasheet's); the tables (crossovers, tuning heatmap, system figures, LLM tokens/s validation,
+machine and run). Markdown is a compact summary for a terminal or a pull-request comment.
 
 Options:
-  --report PATH     The report to render (required)
-  --baseline PATH   An earlier report: what moved beyond noise is listed and highlighted
-  --out PATH        Where to write; HTML defaults to reports/<slug>.html, Markdown to stdout
-  --format F        html (default) or markdown
-  -h, --help        Show this help
+  --report PATH|URL     The report to render (required)
+  --baseline PATH|URL   An earlier report: what moved beyond noise is listed and highlighted
+  --specs PATH          Vendor peak figures from deno task specs:import (default:
+                        ${DEFAULT_SPECS} when it exists)
+  --out PATH            Where to write; HTML defaults to reports/<slug>.html, Markdown to stdout
+  --format F            html (default) or markdown
+  -h, --help            Show this help
 
 The task may write only under reports/. To write elsewhere, run the module with a permission for
 that one path:
@@ -52,6 +63,19 @@ async function load(flag: string, path: string): Promise<Report> {
     return await loadReport(path);
   } catch (e) {
     throw new UsageError(`${flag}: cannot use "${path}": ${e instanceof Error ? e.message : e}`);
+  }
+}
+
+async function loadSpecs(path: string | undefined): Promise<SpecsFile["specs"] | null> {
+  try {
+    const file = await readSpecsFile(path ?? DEFAULT_SPECS);
+    if (file === null && path !== undefined) {
+      throw new UsageError(`--specs: "${path}" does not exist; run deno task specs:import first`);
+    }
+    return file?.specs ?? null;
+  } catch (e) {
+    if (e instanceof UsageError) throw e;
+    throw new UsageError(`--specs: ${e instanceof Error ? e.message : e}`);
   }
 }
 
@@ -86,6 +110,7 @@ export async function main(args: readonly string[]): Promise<number> {
       baseline: { type: "string" },
       out: { type: "string" },
       format: { type: "string" },
+      specs: { type: "string" },
       help: { type: "boolean", short: "h" },
     });
     if (values.help) {
@@ -111,7 +136,7 @@ export async function main(args: readonly string[]): Promise<number> {
       return 0;
     }
     const out = values.out ?? `reports/${report.slug}.html`;
-    await write(out, renderHtml(report, options));
+    await write(out, renderHtml(report, { ...options, specs: await loadSpecs(values.specs) }));
     console.error(`Wrote ${out}`);
     return 0;
   } catch (e) {

@@ -5,11 +5,10 @@
  *
  * @module
  */
-// deno-lint-ignore no-import-prefix
-import { z } from "npm:zod@4.6.7";
 import { parseFlags, UsageError, usageFailure } from "../calibrate/_cli_args.ts";
 import { writeJsonAtomic } from "./atomic.ts";
 import { type GpuSpec, parseSpecTables } from "./specs.ts";
+import { type SpecsFile, SpecsFileSchema } from "./specs_file.ts";
 
 const USAGE = "Usage: deno task specs:import <saved-page.html> [--source URL] [--out PATH]";
 
@@ -18,6 +17,7 @@ const HELP = `${USAGE}
 Reads every GPU specification table of a saved HTML page (a table with a model column and peak
 FP32, FP16 or memory bandwidth columns; merged cells and footnote markers are handled) and merges
 the models into the specs file, replacing models already there. Nothing in the page is executed.
+\`deno task report\` reads the file and draws the adapter's datasheet peaks on its rooflines.
 
 Options:
   --source URL   Where the page came from, recorded with every model (default: the file name)
@@ -29,24 +29,6 @@ or an unreadable page.`;
 
 /** Saved pages larger than this are refused (32 MiB): spec tables are small. */
 const MAX_PAGE_BYTES = 32 * 1024 * 1024;
-
-const rateOrNull = z.number().nonnegative().nullable();
-
-/** The specs file: generated date and model → figures. */
-const SpecsFileSchema = z.strictObject({
-  generated: z.iso.datetime({ offset: true }),
-  specs: z.record(
-    z.string().min(1).max(256),
-    z.strictObject({
-      fp32Tflops: rateOrNull,
-      fp16Tflops: rateOrNull,
-      memoryGBps: rateOrNull,
-      source: z.string().max(4096),
-    }),
-  ),
-});
-
-type SpecsFile = z.infer<typeof SpecsFileSchema>;
 
 class ImportError extends TypeError {
   override name = "ImportError";

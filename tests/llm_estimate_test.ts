@@ -132,8 +132,8 @@ Deno.test("estimateTokensPerSec() names the measured figure behind every term", 
     const prefix of [
       "weightsStreamMs: synthetic-gpu gemvGBps.q4 = 500 GB/s (measured; synthetic GB/s)",
       "kvReadMs: synthetic-gpu gemvGBps.f16",
-      "dispatchMs: synthetic-gpu perDispatchUs = 5 us",
-      "syncMs: synthetic-gpu syncRoundTripMs = 0.05 ms",
+      "dispatchMs: synthetic-gpu perDispatchUs = 5.00 us",
+      "syncMs: synthetic-gpu syncRoundTripMs = 0.0500 ms",
       "matmulMs: synthetic-gpu matmulGflops.f16",
       "loadMs: synthetic-gpu hostLinkGBps.upload",
     ]

@@ -120,9 +120,10 @@ function countColor(png: { channels: number; pixels: Uint8Array }, hex: string):
 }
 
 Deno.test({
-  name: `The HTML report renders in headless Chromium with every plot and series${
-    canRun ? "" : " (skipped: no chromium on PATH, or no --allow-run=chromium)"
-  }`,
+  name:
+    `The HTML report renders in headless Chromium: map first, error bars, fitted curves, rooflines${
+      canRun ? "" : " (skipped: no chromium on PATH, or no --allow-run=chromium)"
+    }`,
   ignore: !canRun,
   async fn() {
     const dir = await Deno.makeTempDir({ prefix: "gpucal-report-browser-" });
@@ -134,13 +135,29 @@ Deno.test({
 
       const dom = await runChromium(await Deno.makeTempDir({ dir }), ["--dump-dom", url]);
       const $ = load(new TextDecoder().decode(dom.stdout));
+      // The answer first: the what-to-use-where map is the page's first figure.
+      const first = $("figure").first();
+      assert.ok(first.is("[data-summary-map]"), "the summary map is the first figure");
+      assert.ok(first.find("[data-map-row] [data-band]").length >= 8, "the map's bands");
       const plots = $("svg[data-plot]");
       assert.equal(plots.length, 4, "one time plot per op × dtype");
-      assert.equal($("svg[data-roofline]").length, 4, "one rate plot per op × dtype");
       for (const el of plots.toArray()) {
-        assert.equal($(el).find("[data-series]").length, 5, $(el).attr("data-plot"));
+        const id = $(el).attr("data-plot");
+        assert.equal($(el).find("[data-series]").length, 5, id);
+        assert.equal($(el).find("path[data-fit]").length, 5, `${id}: a fitted curve per series`);
+        assert.equal(
+          $(el).find("[data-series] .errorbar").length,
+          $(el).find("[data-series] circle").length,
+          `${id}: an error bar per point`,
+        );
       }
-      assert.equal($("[data-series]").length, 40);
+      const rooflines = $("svg[data-roofline]");
+      assert.deepEqual(rooflines.map((_, el) => $(el).attr("data-roofline")).get(), ["f32", "q4"]);
+      for (const el of rooflines.toArray()) {
+        assert.equal($(el).attr("data-x"), "intensity");
+        assert.match($(el).find('[data-axis="x"]').text(), /^arithmetic intensity \(FLOP\/byte\)/);
+        assert.ok($(el).find("[data-line]").length >= 4, "a ceiling per backend");
+      }
       assert.ok($("[data-marker]").length >= 10, "crossover markers");
       assert.ok($("td[data-cell]").length > 0, "heatmap cells");
 
@@ -151,10 +168,16 @@ Deno.test({
       const bytes = await Deno.readFile(png);
       const image = await decodePng(bytes);
       assert.deepEqual([image.width, image.height], [WINDOW.width, WINDOW.height]);
-      // The series colours are only used by the plots, so seeing each one means the SVG painted.
+      // The series colours are only used by the figures, so seeing each one means the SVG painted.
       for (const id of ["js", "wasm", "wasm-mt", "webgpu-end-to-end", "webgpu-device-resident"]) {
         assert.ok(countColor(image, seriesColor(id)) > 50, `${id} (${seriesColor(id)}) is painted`);
       }
+      // The map's bands are solid blocks of those colours at the top of the page.
+      const top = {
+        ...image,
+        pixels: image.pixels.subarray(0, 1000 * image.width * image.channels),
+      };
+      assert.ok(countColor(top, seriesColor("wasm")) > 2000, "the map's wasm bands are painted");
       console.log(`Screenshot: ${png}`);
       const keep = Deno.env.get("GPUCAL_SCREENSHOT_DIR");
       if (keep !== undefined && keep !== "") {

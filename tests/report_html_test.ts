@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { load } from "npm:cheerio@1.2.0";
 import { renderHtml } from "../reports/html/render.ts";
 import { renderMarkdown } from "../reports/html/markdown.ts";
+import { usageMap } from "../reports/html/_map.ts";
 import { formatTick, logTicks } from "../reports/html/svg.ts";
 import { main } from "../reports/report_cli.ts";
 import type { Report } from "../reports/schema.ts";
@@ -10,6 +11,22 @@ import { syntheticReport } from "./_fixtures.ts";
 
 const OP_DTYPES = ["matmul-f32", "add-f32", "gemv-f32", "gemv-q4"];
 const SERIES = ["js", "wasm", "wasm-mt", "webgpu-end-to-end", "webgpu-device-resident"];
+
+/** The points of an SVG path made of `M x y` and `L x y` commands. */
+function parsePath(d: string): { x: number; y: number }[] {
+  return [...d.matchAll(/[ML](-?[\d.]+) (-?[\d.]+)/g)].map((m) => ({
+    x: Number(m[1]),
+    y: Number(m[2]),
+  }));
+}
+
+/** The height of a polyline at `x`, by linear interpolation between its points. */
+function yAt(points: readonly { x: number; y: number }[], x: number): number {
+  const i = points.findIndex((p) => p.x >= x);
+  if (i <= 0) return points[Math.max(i, 0)]?.y ?? NaN;
+  const a = points[i - 1]!, b = points[i]!;
+  return a.y + ((x - a.x) / (b.x - a.x)) * (b.y - a.y);
+}
 
 function withLlm(report: Report): Report {
   return {
@@ -33,61 +50,170 @@ function withLlm(report: Report): Report {
   };
 }
 
-Deno.test("renderHtml() draws one time plot and one rate plot per op × dtype", () => {
+Deno.test("renderHtml() opens with the what-to-use-where map as its first figure", () => {
   const $ = load(renderHtml(syntheticReport()));
-  const plots = $("svg[data-plot]").map((_, el) => $(el).attr("data-plot")).get();
-  assert.deepEqual(plots, OP_DTYPES);
-  const rooflines = $("svg[data-roofline]").map((_, el) => $(el).attr("data-roofline")).get();
-  assert.deepEqual(rooflines, OP_DTYPES);
+  assert.equal($("main > section").first().attr("id"), "map");
+  const first = $("figure").first();
+  assert.ok(first.is("[data-summary-map]"), "the first figure is the map");
+  const rows = first.find("[data-map-row]").map((_, el) => $(el).attr("data-map-row")).get();
+  assert.deepEqual([...new Set(rows)], OP_DTYPES, "a bar for every op × dtype, in order");
+  assert.ok(
+    $("#map").index() < $("#plots").index() && $("#plots").index() < $("#crossovers").index(),
+  );
 });
 
-Deno.test("renderHtml() draws every backend and residency as a series with one point per size", () => {
+Deno.test("usageMap() bands cover each measured range and change on the report's crossover", () => {
+  const report = syntheticReport();
+  const rows = usageMap(report);
+  for (const row of rows) {
+    for (const [i, band] of row.bands.entries()) {
+      assert.ok(band.from < band.to, `${row.group.id}: band ${i} is not empty`);
+      if (i > 0) assert.equal(band.from, row.bands[i - 1]!.to, `${row.group.id}: no gap`);
+    }
+  }
+  // Synthetic matmul: end-to-end the GPU pays an 11 ms sync and wins only from the crossover on.
+  const e2e = rows.find((r) => r.group.id === "matmul-f32" && r.residency === "end-to-end")!;
+  const gpu = e2e.bands[e2e.bands.length - 1]!;
+  assert.deepEqual(gpu.backends, ["webgpu"]);
+  const crossover = report.crossovers.find((c) =>
+    c.op === "matmul" && c.pair === "cpu→webgpu" && c.residency === "end-to-end"
+  )!;
+  assert.equal(gpu.from, crossover.size);
+  assert.ok(e2e.crossovers.includes(crossover));
+  const resident = rows.find((r) =>
+    r.group.id === "matmul-f32" && r.residency === "device-resident"
+  );
+  assert.ok(resident, "device-resident data gives another answer, so it has its own bar");
+});
+
+Deno.test("renderHtml() shows backends whose 95 % intervals overlap as a tie, not a winner", () => {
+  const report = syntheticReport();
+  // wasm-mt made as fast as wasm on add: the two cannot be told apart at any size.
+  const wasm = new Map(
+    report.measurements.filter((m) => m.op === "add" && m.backend === "wasm").map((
+      m,
+    ) => [m.size, m]),
+  );
+  const tied = {
+    ...report,
+    measurements: report.measurements.map((m) =>
+      m.state === "ok" && m.op === "add" && m.backend === "wasm-mt" &&
+        wasm.get(m.size)?.state === "ok"
+        ? { ...m, wall: { ...(wasm.get(m.size) as typeof m).wall } }
+        : m
+    ),
+  };
+  const $ = load(renderHtml(tied));
+  const bands = $('[data-map-row="add-f32"] [data-band]');
+  const ties = bands.filter("[data-tie]").map((_, el) => $(el).attr("data-band")).get();
+  assert.ok(ties.includes("wasm≈wasm-mt"), ties.join(", "));
+  assert.ok(!bands.map((_, el) => $(el).attr("data-band")).get().includes("wasm-mt"));
+  assert.match($('[data-map-row="add-f32"]').text(), /wasm ≈ wasm-mt/);
+  assert.equal(
+    $('[data-map-row="add-f32"] [data-tie] rect').attr("fill")?.startsWith("url(#tie-"),
+    true,
+  );
+});
+
+Deno.test("renderHtml() marks the report's crossovers and their intervals on the map", () => {
   const $ = load(renderHtml(syntheticReport()));
+  const mark = $('[data-map-row="matmul-f32"] [data-crossover="matmul f32 cpu→webgpu end-to-end"]');
+  assert.equal(mark.length, 1);
+  assert.match(mark.find("title").text(), /95 % CI/);
+});
+
+Deno.test("renderHtml() draws every point with its 95 % error bar and the fitted cost model through them", () => {
+  const report = syntheticReport();
+  const $ = load(renderHtml(report));
   for (const id of OP_DTYPES) {
     const series = $(`svg[data-plot="${id}"] [data-series]`);
     assert.deepEqual(series.map((_, el) => $(el).attr("data-series")).get(), SERIES, id);
     for (const el of series.toArray()) {
-      assert.equal($(el).find("path").length, 1);
-      assert.ok($(el).find("circle").length >= 4, `${id} has a point per measured size`);
-      assert.match($(el).find("path").attr("d") ?? "", /^M[\d.]+ [\d.]+( L[\d.]+ [\d.]+)+$/);
+      const points = $(el).find("circle").length;
+      assert.ok(points >= 4, `${id} has a point per measured size`);
+      assert.equal($(el).find(".errorbar").length, points, `${id}: an error bar per point`);
+      assert.equal($(el).find("path[data-fit]").length, 1, `${id}: the fitted curve`);
     }
   }
-});
-
-Deno.test("renderHtml() marks each crossover with a line, its CI band, and dashes extrapolated ones", () => {
-  const report = syntheticReport();
-  const $ = load(renderHtml(report));
-  const matmul = $('svg[data-plot="matmul-f32"]');
-  const expected = report.crossovers.filter((c) => c.op === "matmul" && c.size !== null);
-  const markers = matmul.find("[data-marker]");
-  assert.equal(markers.length, expected.length);
-  for (const el of markers.toArray()) {
-    assert.equal($(el).find("line").length, 1);
-    assert.equal($(el).find("rect.band").length, 1, "the 95 % CI is shaded");
+  // The synthetic medians come from a cost model and its fit recovers it: the curve runs
+  // through the points (within a few px on the log axes).
+  const wasm = $('svg[data-plot="matmul-f32"] [data-series="wasm"]');
+  const curve = parsePath(wasm.find("path[data-fit]").attr("d") ?? "");
+  assert.ok(curve.length >= 20, "the curve is sampled densely");
+  for (const c of wasm.find("circle").toArray()) {
+    const x = Number($(c).attr("cx")), y = Number($(c).attr("cy"));
+    assert.ok(Math.abs(yAt(curve, x) - y) < 4, `point at x=${x}: ${y} against ${yAt(curve, x)}`);
   }
-  const extrapolated = expected.filter((c) => c.tag === "extrapolated");
-  assert.ok(extrapolated.length > 0, "the fixture has an extrapolated crossover");
-  assert.equal(
-    matmul.find("[data-marker][data-extrapolated] line[stroke-dasharray]").length,
-    extrapolated.length,
-  );
-  // A crossover that never happens has no size, hence no marker.
-  const addMarkers = $('svg[data-plot="add-f32"] [data-marker]').map((_, el) =>
-    $(el).attr("data-marker")
-  ).get();
-  assert.ok(!addMarkers.includes("add f32 cpu→webgpu end-to-end"));
 });
 
-Deno.test("renderHtml() draws the measured peaks as reference levels on the rate plots", () => {
+Deno.test("renderHtml() draws a roofline per dtype: attained GFLOP/s against arithmetic intensity", () => {
   const $ = load(renderHtml(syntheticReport()));
-  assert.deepEqual(
-    $('svg[data-roofline="matmul-f32"] [data-level]').map((_, el) => $(el).attr("data-level"))
-      .get(),
-    ["peak-gflops-f32"],
+  const rooflines = $("svg[data-roofline]");
+  assert.deepEqual(rooflines.map((_, el) => $(el).attr("data-roofline")).get(), ["f32", "q4"]);
+  const f32 = $('svg[data-roofline="f32"]');
+  assert.equal(f32.attr("data-x"), "intensity");
+  assert.equal(f32.find('[data-axis="x"]').text(), "arithmetic intensity (FLOP/byte) (log scale)");
+  assert.equal(f32.find('[data-axis="y"]').text(), "attained GFLOP/s (log scale)");
+  // An f32 add does 1 flop per 12 bytes moved, whatever its size.
+  const add = f32.find('[data-series="wasm"] circle title').filter((_, el) =>
+    $(el).text().startsWith("add f32")
   );
+  assert.match(add.text(), / at 0\.0833 FLOP\/byte /);
+  assert.equal(f32.find('[data-series="webgpu-device-resident"] .errorbar').length, 3);
+});
+
+Deno.test("renderHtml() names each ceiling's backend and figures in the roofline's legend", () => {
+  const $ = load(renderHtml(syntheticReport()));
+  const f32 = $('svg[data-roofline="f32"]');
   assert.deepEqual(
-    $('svg[data-roofline="add-f32"] [data-level]').map((_, el) => $(el).attr("data-level")).get(),
-    ["peak-gbps-js", "peak-gbps-wasm", "peak-gbps-wasm-mt", "peak-gbps-webgpu"],
+    f32.find("[data-line]").map((_, el) => $(el).attr("data-line")).get(),
+    ["roof-js", "roof-wasm", "roof-wasm-mt", "roof-webgpu"],
+  );
+  const legend = f32.find(".legend text").map((_, el) => $(el).text()).get();
+  assert.ok(
+    legend.some((t) => /^webgpu \(device-resident\): 14\.\d GFLOP\/s, 18\.0 GB\/s$/.test(t)),
+    legend.join(" | "),
+  );
+  assert.ok(
+    legend.some((t) => /^wasm-mt: [\d.]+ GFLOP\/s, 11\.0 GB\/s$/.test(t)),
+    legend.join(" | "),
+  );
+  assert.match($("#roofline .sub").text(), /no reports\/specs\.json/);
+});
+
+Deno.test("renderHtml() adds the adapter's datasheet ceilings when the specs file lists it", () => {
+  const report = syntheticReport();
+  const rtx = {
+    ...report,
+    adapter: { ...report.adapter!, description: "NVIDIA GeForce RTX 3080" },
+  };
+  const specs = {
+    "GeForce RTX 3080": {
+      fp32Tflops: 29.77,
+      fp16Tflops: 29.77,
+      memoryGBps: 760,
+      source: "gpus.html",
+    },
+    "GeForce RTX 3080 Ti": {
+      fp32Tflops: 34.1,
+      fp16Tflops: 34.1,
+      memoryGBps: 912,
+      source: "gpus.html",
+    },
+  };
+  const $ = load(renderHtml(rtx, { specs }));
+  const sheet = $('svg[data-roofline="f32"] [data-line="roof-datasheet"]');
+  assert.equal(sheet.length, 1);
+  assert.equal(sheet.find("path").attr("stroke-dasharray"), "7 4");
+  assert.equal(
+    sheet.find("title").text(),
+    "webgpu datasheet (GeForce RTX 3080): 29800 GFLOP/s, 760 GB/s",
+  );
+  const none = load(renderHtml(report, { specs }));
+  assert.equal(none('[data-line="roof-datasheet"]').length, 0);
+  assert.match(
+    none("#roofline .sub").text(),
+    /has no entry for “llvmpipe \(LLVM 19\.1\.7, 256 bits\)”/,
   );
 });
 
@@ -108,7 +234,7 @@ Deno.test("renderHtml() has log ticks and labelled axes with units", () => {
   ]);
 });
 
-Deno.test("renderHtml() shows the tuning table as a heatmap with a colour per variant", () => {
+Deno.test("renderHtml() shows the tuning table as a scrollable heatmap with a colour per variant", () => {
   const report = syntheticReport();
   const $ = load(renderHtml(report));
   const heat = $('table[data-heatmap="matmul-f32"]');
@@ -124,7 +250,35 @@ Deno.test("renderHtml() shows the tuning table as a heatmap with a colour per va
   assert.match(webgpu.attr("style") ?? "", /background:#[0-9a-f]{6}/);
   assert.equal(webgpu.text(), `+${((24.8 / 19.3 - 1) * 100).toFixed(0)} %`);
   assert.equal($('table[data-heatmap="add-f32"] td[data-cell]').first().text(), "only");
-  assert.equal(heat.next(".legend-list").find("li").length, 2);
+  assert.ok(heat.parent().is(".scroll"), "a wide table scrolls instead of being cut");
+  assert.equal(heat.parent().next(".legend-list").find("li").length, 2);
+});
+
+Deno.test("renderHtml() gives a variant the same colour in every tuning table", () => {
+  const report = syntheticReport();
+  const row = report.tuning[0]!;
+  const shared = (op: string) => ({
+    ...row,
+    op,
+    backend: "js" as const,
+    residency: "end-to-end" as const,
+    sizeMin: 1,
+    sizeMax: 1e9,
+    best: { variant: "default", ms: 1 },
+    runnerUp: null,
+  });
+  const $ = load(
+    renderHtml({ ...report, tuning: [...report.tuning, shared("matmul"), shared("add")] }),
+  );
+  const colour = (table: string, variant: string) =>
+    $(`table[data-heatmap="${table}"] td[data-variant="${variant}"]`).first().attr("style");
+  assert.ok(colour("matmul-f32", "default"));
+  assert.equal(colour("matmul-f32", "default"), colour("add-f32", "default"));
+  assert.notEqual(colour("add-f32", "default"), colour("add-f32", "ept=4,wg=256"));
+  assert.notEqual(
+    colour("matmul-f32", "default"),
+    colour("matmul-f32", "tm=4,tn=4,vec4=true,wg=8x8"),
+  );
 });
 
 Deno.test("renderHtml() shows the header, the LLM validation, and no script or remote resource", () => {
@@ -230,6 +384,16 @@ Deno.test("renderMarkdown() summarises crossovers, peaks, system figures and the
   assert.doesNotMatch(md, /Changes since the baseline/);
 });
 
+Deno.test("renderMarkdown() leads with what to use where and prints durations in their unit", () => {
+  const md = renderMarkdown(syntheticReport());
+  assert.ok(md.indexOf("#### What to use where") < md.indexOf("#### Crossovers"));
+  assert.match(
+    md,
+    /\| matmul \| f32 \| end-to-end \| wasm 16–62\.8, wasm-mt 62\.8–387, webgpu 387–512 n \(M = K = N\) \|/,
+  );
+  assert.match(md, /, 8\.54 min, complete;/, "512.4 s");
+});
+
 Deno.test("renderMarkdown() keeps hostile strings from breaking tables or injecting HTML", () => {
   const report = syntheticReport();
   const md = renderMarkdown({
@@ -251,6 +415,52 @@ Deno.test("renderMarkdown() with a baseline lists what moved", () => {
   const md = renderMarkdown(current, { baseline });
   assert.match(md, /#### Changes since the baseline/);
   assert.match(md, /\| ❌ \| upload \| 1\.90 GB\/s \| 0\.900 GB\/s \| -52\.6 % \|/);
+});
+
+Deno.test("report CLI reads the datasheet peaks of --specs (specs:import's file)", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const report = syntheticReport();
+    const reportPath = `${dir}/r.json`;
+    await Deno.writeTextFile(
+      reportPath,
+      JSON.stringify({
+        ...report,
+        adapter: { ...report.adapter!, description: "AMD Radeon RX 7900 XTX" },
+      }),
+    );
+    const specsPath = `${dir}/specs.json`;
+    await Deno.writeTextFile(
+      specsPath,
+      JSON.stringify({
+        generated: "2026-01-01T00:00:00.000Z",
+        specs: {
+          "Radeon RX 7900 XTX": {
+            fp32Tflops: 61.4,
+            fp16Tflops: 122.8,
+            memoryGBps: 960,
+            source: "s",
+          },
+        },
+      }),
+    );
+    const run = await captureCli(() =>
+      main(["--report", reportPath, "--specs", specsPath, "--out", `${dir}/r.html`])
+    );
+    assert.equal(run.code, 0, run.err);
+    const $ = load(await Deno.readTextFile(`${dir}/r.html`));
+    assert.equal(
+      $('svg[data-roofline="f32"] [data-line="roof-datasheet"] title').text(),
+      "webgpu datasheet (Radeon RX 7900 XTX): 61400 GFLOP/s, 960 GB/s",
+    );
+    const missing = await captureCli(() =>
+      main(["--report", reportPath, "--specs", `${dir}/none.json`, "--out", `${dir}/r.html`])
+    );
+    assert.equal(missing.code, 2);
+    assert.match(missing.err, /--specs: ".*none\.json" does not exist/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });
 
 Deno.test("report CLI writes HTML to --out and exits 2 naming the flag on bad input", async () => {
@@ -278,6 +488,7 @@ Deno.test("report CLI writes HTML to --out and exits 2 naming the flag on bad in
     }
     const html = await Deno.readTextFile(`${dir}/r.html`);
     assert.equal(load(html)("svg[data-plot]").length, 4);
+    assert.equal(load(html)("[data-line=roof-datasheet]").length, 0, "no specs file given");
     assert.match(logs[0]!, /^### gpucal calibration/);
     const messages = errors.join("\n");
     for (const flag of ["--format", "--report", "--baseline", "--bogus"]) {

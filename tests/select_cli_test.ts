@@ -40,3 +40,32 @@ Deno.test("select names the bad flag and exits with code 2", async () => {
   assert.equal(op.code, 2);
   assert.match(op.err, /--op: "conv" is not one of/);
 });
+
+Deno.test("deno task select reads its report from an http URL (the task has --allow-net)", async () => {
+  const body = JSON.stringify(syntheticReport());
+  const server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    (req) =>
+      new URL(req.url).pathname === "/r.json"
+        ? new Response(body, { headers: { "content-type": "application/json" } })
+        : new Response("Not found", { status: 404 }),
+  );
+  try {
+    const url = `http://127.0.0.1:${server.addr.port}/r.json`;
+    const run = await new Deno.Command("deno", {
+      args: ["task", "-q", "select", "--report", url, "--op", "matmul", "--shape", "64x64x64"],
+      cwd: new URL("..", import.meta.url),
+      env: { NO_COLOR: "1" },
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+      signal: AbortSignal.timeout(120_000),
+    }).output();
+    const out = new TextDecoder().decode(run.stdout);
+    assert.equal(run.code, 0, new TextDecoder().decode(run.stderr));
+    assert.match(out, /^(js|wasm|wasm-mt|webgpu) \(/);
+    assert.match(out, /predicted ms/);
+  } finally {
+    await server.shutdown();
+  }
+});

@@ -28,6 +28,7 @@
  *
  * @module
  */
+import { formatNumber } from "../../calibrate/_format.ts";
 import type { Dtype, Shape } from "../../kernels/types.ts";
 import { allReduceMs, describeLink, sendMs } from "./comm.ts";
 import {
@@ -412,7 +413,7 @@ class Ledger {
     }
     this.#weakest = Math.max(this.#weakest, PROVENANCE_ORDER.indexOf(fig.tag));
     this.#sources.add(
-      `${term}: ${device} ${path} = ${fig.value} ${fig.unit} (${fig.tag}${
+      `${term}: ${device} ${path} = ${formatNumber(fig.value)} ${fig.unit} (${fig.tag}${
         fig.source ? `; ${fig.source}` : ""
       })`,
     );

@@ -6,6 +6,7 @@
  * @module
  */
 import { parseArgs } from "node:util";
+import { formatMs, formatNumber } from "../../calibrate/_format.ts";
 import { loadReport, ReportError } from "../../reports/load.ts";
 import type { Interconnect } from "./comm.ts";
 import type { TokensPerSecEstimate } from "./estimate.ts";
@@ -82,9 +83,8 @@ function reportCounts(args: readonly string[]): { path: string; count: number }[
   return out;
 }
 
-function fixed(v: number): string {
-  return v >= 100 ? v.toFixed(0) : v >= 1 ? v.toFixed(2) : v.toPrecision(3);
-}
+/** A rate in three significant digits: no estimate is surer than that. */
+const rate = (v: number): string => formatNumber(v);
 
 function describe(
   plan: ShardingPlan,
@@ -113,23 +113,23 @@ function describe(
       }; ${m.fit.message}`
     ),
     "",
-    `Prefill: ${fixed(e.prefillTokensPerSec)} tokens/s (${e.promptTokens} prompt tokens in ${
-      fixed(p.totalMs)
-    } ms: matmul ${fixed(p.matmulMs)}, attention ${fixed(p.attentionMs)}, dispatch ${
-      fixed(p.dispatchMs)
-    }, sync ${fixed(p.syncMs)}, comm ${fixed(p.commMs)} ms)`,
-    `Decode:  ${fixed(e.decodeTokensPerSec)} tokens/s (${
-      fixed(t.totalMs)
-    } ms per step, ${t.bound}-bound, ${t.method}: ` +
+    `Prefill: ${rate(e.prefillTokensPerSec)} tokens/s (${e.promptTokens} prompt tokens in ${
+      formatMs(p.totalMs)
+    }: matmul ${formatMs(p.matmulMs)}, attention ${formatMs(p.attentionMs)}, dispatch ${
+      formatMs(p.dispatchMs)
+    }, sync ${formatMs(p.syncMs)}, comm ${formatMs(p.commMs)})`,
+    `Decode:  ${rate(e.decodeTokensPerSec)} tokens/s (${
+      formatMs(t.totalMs)
+    } per step, ${t.bound}-bound, ${t.method}: ` +
     (t.method === "per-kernel"
-      ? `projections ${fixed(t.weightsStreamMs)}, matmul floor ${fixed(t.matmulMs)}, ` +
-        `attention ${fixed(t.kvReadMs)}, other kernels ${fixed(t.dispatchMs)} ` +
+      ? `projections ${formatMs(t.weightsStreamMs)}, matmul floor ${formatMs(t.matmulMs)}, ` +
+        `attention ${formatMs(t.kvReadMs)}, other kernels ${formatMs(t.dispatchMs)} ` +
         `(${e.kernelsPerStep} kernels), `
-      : `weights ${fixed(t.weightsStreamMs)}, matmul ${fixed(t.matmulMs)}, KV ${
-        fixed(t.kvReadMs)
-      }, dispatch ${fixed(t.dispatchMs)} (${e.kernelsPerStep} kernels), `) +
-    `sync ${fixed(t.syncMs)}, comm ${fixed(t.commMs)} ms)`,
-    `Load:    ${fixed(e.loadMs)} ms to upload the weights`,
+      : `weights ${formatMs(t.weightsStreamMs)}, matmul ${formatMs(t.matmulMs)}, KV ${
+        formatMs(t.kvReadMs)
+      }, dispatch ${formatMs(t.dispatchMs)} (${e.kernelsPerStep} kernels), `) +
+    `sync ${formatMs(t.syncMs)}, comm ${formatMs(t.commMs)})`,
+    `Load:    ${formatMs(e.loadMs)} to upload the weights`,
     "",
     `From (${e.tag}):`,
     ...[...new Set(rates)].map((r) =>

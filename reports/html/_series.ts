@@ -13,7 +13,10 @@ import type { Report } from "../schema.ts";
  * @example
  * ```ts
  * import type { BestPoint } from "./_series.ts";
- * const p: BestPoint = { size: 64, ms: 0.2, variant: "default", gflops: 2.6, gbps: 0.5, relCi: 0.01 };
+ * const p: BestPoint = {
+ *   size: 64, ms: 0.2, variant: "default", gflops: 2.6, gbps: 0.5, relCi: 0.01,
+ *   flops: 524288, bytes: 49152,
+ * };
  * ```
  */
 export interface BestPoint {
@@ -22,7 +25,11 @@ export interface BestPoint {
   readonly variant: string;
   readonly gflops: number;
   readonly gbps: number;
+  /** Half-width of the median's 95 % CI over the median. */
   readonly relCi: number;
+  /** Work of one run. */
+  readonly flops: number;
+  readonly bytes: number;
 }
 
 /**
@@ -180,6 +187,8 @@ export function bestSeries(report: Report, op: string, dtype: Dtype): BestSeries
         gflops: m.gflops,
         gbps: m.gbps,
         relCi: m.wall.relCi,
+        flops: m.flops,
+        bytes: m.bytes,
       });
     }
   }
@@ -193,4 +202,44 @@ export function bestSeries(report: Report, op: string, dtype: Dtype): BestSeries
       points: [...e.best.values()].sort((a, b) => a.size - b.size),
     }))
     .sort((a, b) => rank(a) - rank(b));
+}
+
+/**
+ * The work of one run of an op at any size within its measured sizes: flops and bytes are power
+ * laws of the size on each stretch between two measured sizes, so they are interpolated log–log.
+ *
+ * @param report The report.
+ * @param op The op name.
+ * @param dtype The dtype.
+ * @returns The work at a size, or null outside the measured sizes.
+ * @example
+ * ```ts ignore
+ * import { workOf } from "./_series.ts";
+ * console.log(workOf(report, "matmul", "f32")(100)); // { flops: 2000000, bytes: 120000 }
+ * ```
+ */
+export function workOf(
+  report: Report,
+  op: string,
+  dtype: Dtype,
+): (size: number) => { flops: number; bytes: number } | null {
+  const bySize = new Map<number, { size: number; flops: number; bytes: number }>();
+  for (const m of report.measurements) {
+    if (m.state === "ok" && m.op === op && m.dtype === dtype && m.flops > 0 && m.bytes > 0) {
+      bySize.set(m.size, { size: m.size, flops: m.flops, bytes: m.bytes });
+    }
+  }
+  const points = [...bySize.values()].sort((a, b) => a.size - b.size);
+  return (size) => {
+    const i = points.findIndex((p) => p.size >= size * (1 - 1e-9));
+    const b = points[i];
+    if (b === undefined || (i === 0 && b.size > size * (1 + 1e-9))) return null;
+    if (i === 0 || Math.abs(b.size - size) <= size * 1e-9) {
+      return { flops: b.flops, bytes: b.bytes };
+    }
+    const a = points[i - 1]!;
+    const t = Math.log(size / a.size) / Math.log(b.size / a.size);
+    const lerp = (u: number, v: number) => Math.exp(Math.log(u) + t * Math.log(v / u));
+    return { flops: lerp(a.flops, b.flops), bytes: lerp(a.bytes, b.bytes) };
+  };
 }

@@ -1,6 +1,7 @@
 /**
  * A calibration report as compact Markdown, for terminals and pull-request comments: status,
- * crossovers, peaks, system figures, the LLM validation and, with a baseline, what moved.
+ * what to use where, crossovers, peaks, system figures, the LLM validation and, with a
+ * baseline, what moved.
  *
  * @example
  * ```ts ignore
@@ -10,9 +11,11 @@
  *
  * @module
  */
+import { formatPercent, formatSeconds } from "../../calibrate/_format.ts";
 import { formatFigure } from "../../calibrate/summary.ts";
 import type { Figure, Report } from "../schema.ts";
-import { comparisonFor, movedRows, num, type RenderOptions, sweepEstimateOf } from "./render.ts";
+import { describeRow, usageMap } from "./_map.ts";
+import { comparisonFor, movedRows, num, type RenderOptions, sweepEstimateOf } from "./_shared.ts";
 
 /** Keeps a cell on one table row and inert: no column breaks, no raw HTML in a PR comment. */
 function cell(s: string): string {
@@ -29,7 +32,7 @@ function mdTable(header: readonly string[], rows: readonly (readonly string[])[]
 }
 
 function percent(x: number): string {
-  return `${x >= 0 ? "+" : ""}${(x * 100).toFixed(1)} %`;
+  return formatPercent(x, true);
 }
 
 /**
@@ -66,12 +69,32 @@ export function renderMarkdown(report: Report, options: RenderOptions = {}): str
     `- **Adapter:** ${cell(adapter)}`,
     `- **Run:** ${cell(p.date)}, gpucal ${cell(report.gpucal.version)}${
       report.gpucal.commit ? ` (\`${report.gpucal.commit.slice(0, 12)}\`)` : ""
-    }, ${num(p.durationS)} s, ${p.complete ? "complete" : `**incomplete (${p.stopReason})**`}${
-      p.quick ? ", quick" : ""
-    }${p.noisy ? ", noisy machine" : ""}; ${ok} measurements ok, ${failed} failed`,
+    }, ${formatSeconds(p.durationS)}, ${
+      p.complete ? "complete" : `**incomplete (${p.stopReason})**`
+    }${p.quick ? ", quick" : ""}${
+      p.noisy ? ", noisy machine" : ""
+    }; ${ok} measurements ok, ${failed} failed`,
   ];
   if (p.warnings.length > 0) {
     lines.push(`- **Warnings:** ${p.warnings.map(cell).join("; ")}`);
+  }
+
+  const map = usageMap(report);
+  if (map.length > 0) {
+    lines.push(
+      "",
+      "#### What to use where",
+      "",
+      mdTable(
+        ["op", "dtype", "WebGPU data", "fastest backend by size (≈: a tie)"],
+        map.map((row) => [
+          row.group.op,
+          row.group.dtype,
+          row.residency === "any" ? "either" : row.residency,
+          `${describeRow(row)} ${row.group.unit}${row.cpuInF32 ? " (CPU in f32)" : ""}`,
+        ]),
+      ),
+    );
   }
 
   const comparison = comparisonFor(report, options.baseline);

@@ -1,0 +1,31 @@
+import assert from "node:assert/strict";
+import { formatSummary } from "../calibrate/summary.ts";
+import { syntheticReport } from "./_fixtures.ts";
+
+Deno.test("formatSummary() says webgpu was not calibrated when the run left it out by choice", () => {
+  const report = syntheticReport();
+  const cpuOnly = {
+    ...report,
+    measurements: report.measurements.filter((m) => m.backend !== "webgpu"),
+    provenance: {
+      ...report.provenance,
+      command: ["deno", "task", "calibrate", "--backends", "js,wasm"],
+    },
+  };
+  const first = formatSummary(cpuOnly, "reports/x.json").split("\n")[0]!;
+  assert.match(first, /adapter llvmpipe \(LLVM 19\.1\.7, 256 bits\) via vulkan \(software\)/);
+  assert.match(first, /; webgpu not calibrated \(--backends\)$/);
+  assert.doesNotMatch(first, /CPU-only/);
+  assert.doesNotMatch(formatSummary(report, "reports/x.json"), /not calibrated/);
+  assert.match(
+    formatSummary({ ...cpuOnly, adapter: null }, "reports/x.json").split("\n")[0]!,
+    /adapter none \(CPU-only\)$/,
+  );
+});
+
+Deno.test("formatSummary() prints the run's duration in its unit and figures in three digits", () => {
+  const text = formatSummary(syntheticReport(), "reports/x.json");
+  assert.match(text.split("\n")[1]!, /^complete in 8\.54 min: /);
+  assert.match(text, /sync round trip {2}11\.2 ms/);
+  assert.doesNotMatch(text, /\d\.\d{4,}/, "no number longer than its precision");
+});
