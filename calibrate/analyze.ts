@@ -5,7 +5,13 @@
  * @module
  */
 import { OPS } from "../kernels/catalog.ts";
-import { type Backend, type Dtype, isOnAxis, type OpSpec, type Residency } from "../kernels/types.ts";
+import {
+  type Backend,
+  type Dtype,
+  isOnAxis,
+  type OpSpec,
+  type Residency,
+} from "../kernels/types.ts";
 import type {
   CostFit,
   Crossover,

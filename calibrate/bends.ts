@@ -11,7 +11,13 @@
  *
  * @module
  */
-import { type Backend, type Dtype, isOnAxis, type OpSpec, type Residency } from "../kernels/types.ts";
+import {
+  type Backend,
+  type Dtype,
+  isOnAxis,
+  type OpSpec,
+  type Residency,
+} from "../kernels/types.ts";
 import type { Measurement } from "../reports/schema.ts";
 
 /**
