@@ -4,14 +4,7 @@
  *
  * @module
  */
-import { OPS } from "../kernels/catalog.ts";
-import {
-  type Backend,
-  type Dtype,
-  isOnAxis,
-  type OpSpec,
-  type Residency,
-} from "../kernels/types.ts";
+import type { Backend, Dtype, OpSpec, Residency } from "../kernels/types.ts";
 import type {
   CostFit,
   Crossover,
@@ -40,16 +33,12 @@ function okOnly(measurements: readonly Measurement[]): Ok[] {
 }
 
 /**
- * The successful measurements on their op's sweep axis: fits, crossovers and tuning describe the
- * axis; off-axis shapes (see `isOnAxis`) only teach predictions how proportions change time.
+ * The successful measurements of the sweep: fits, crossovers and tuning describe the op's axis;
+ * off-axis shapes (`offAxis`, see `calibrate/shapes.ts`) only teach predictions how proportions
+ * change time.
  */
 function okOnAxis(measurements: readonly Measurement[]): Ok[] {
-  return measurements.filter((m): m is Ok => m.state === "ok" && onAxis(m));
-}
-
-function onAxis(m: Measurement): boolean {
-  const op = OPS.find((o) => o.name === m.op);
-  return op === undefined || isOnAxis(op, m.shape);
+  return measurements.filter((m): m is Ok => m.state === "ok" && m.offAxis !== true);
 }
 
 /**

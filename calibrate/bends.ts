@@ -11,13 +11,7 @@
  *
  * @module
  */
-import {
-  type Backend,
-  type Dtype,
-  isOnAxis,
-  type OpSpec,
-  type Residency,
-} from "../kernels/types.ts";
+import type { Backend, Dtype, OpSpec, Residency } from "../kernels/types.ts";
 import type { Measurement } from "../reports/schema.ts";
 
 /**
@@ -102,9 +96,7 @@ export function bendPoints(
   const minRatio = options.minRatio ?? 1.5;
   const series = new Map<string, Map<number, Point>>();
   for (const m of measurements) {
-    if (m.op !== op.name || m.dtype !== dtype || m.state !== "ok" || !isOnAxis(op, m.shape)) {
-      continue;
-    }
+    if (m.op !== op.name || m.dtype !== dtype || m.state !== "ok" || m.offAxis) continue;
     const key = `${m.backend}|${m.residency}|${m.variant}`;
     const bySize = series.get(key) ?? new Map<number, Point>();
     series.set(key, bySize);

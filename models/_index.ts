@@ -37,7 +37,7 @@ export interface MeasuredPoint {
   readonly variant: string;
   readonly ms: number;
   readonly ciHalfWidth: number;
-  /** Whether the shape lies on the op's sweep axis (see `isOnAxis`). */
+  /** Whether the shape belongs to the sweep (not one of calibrate's off-axis shapes). */
   readonly onAxis: boolean;
 }
 
@@ -80,6 +80,11 @@ export interface BackendSeries {
   readonly tuning: readonly Tuning[];
   /** The op's sweep-axis shape at a size. */
   readonly axisShape: (size: number) => Shape;
+  /**
+   * Whether the sweep's shapes are the op's axis shapes (every calibration's are): only then does
+   * a query off that axis have proportions the sweep did not measure.
+   */
+  readonly sweptAxis: boolean;
 }
 
 /** Everything about one (op, dtype, residency). */
@@ -212,7 +217,7 @@ function buildSeries(
       variant: m.variant,
       ms: m.wall.median,
       ciHalfWidth: m.wall.ciHalfWidth,
-      onAxis: isOnAxis(op, m.shape),
+      onAxis: m.offAxis !== true,
     };
     const list = byVariant.get(m.variant) ?? [];
     list.push(point);
@@ -264,6 +269,9 @@ function buildSeries(
     best: [...bestByShape.values()].sort(bySize),
     tuning,
     axisShape: op.axis.shape,
+    sweptAxis: [...byVariant.values()].every((points) =>
+      points.every((p) => !p.onAxis || isOnAxis(op, p.shape))
+    ),
   };
 }
 

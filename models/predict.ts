@@ -210,7 +210,7 @@ function describe(
     const model = p.shapeModel;
     // Off the axis with no measured shape off it, the proportions' effect is unknown: a factor
     // of two either way, said so, rather than the square shapes' confidence.
-    const unknownShape = model === null && !isOnAxis(table.op, shape);
+    const unknownShape = model === null && s.sweptAxis && !isOnAxis(table.op, shape);
     const shapeHalf = model !== null
       ? model.multiplier * correctionAt(model, shapeFeatures(table.op.dims, shape)).sd
       : unknownShape

@@ -131,6 +131,14 @@ const measureIdentity = {
   residency: ResidencySchema,
   size: nonNegative,
   seq: count,
+  /**
+   * Set on the shapes a calibration measures beside the op's sweep axis (`calibrate/shapes.ts`):
+   * they teach predictions how proportions change time, while fits, crossovers and tuning keep to
+   * the axis.
+   */
+  offAxis: z.literal(true).exactOptional().describe(
+    "True for a shape measured beside the op's sweep axis (a non-square matmul, a gemv with rows != cols): used by predictions, left out of fits, crossovers and tuning",
+  ),
 };
 
 /** One measurement: `MeasureResult` from `calibrate/result.ts` plus its axis `size` and `seq`. */

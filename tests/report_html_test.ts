@@ -300,9 +300,17 @@ Deno.test("renderHtml() shows the header, the LLM validation, and no script or r
   }
   const row = (i: number) =>
     $(`#llm tbody tr:nth-child(${i}) td`).map((_, el) => $(el).text()).get();
-  // A validation from before alongside timing has no sweep-only estimate; a newer one shows it.
+  // A validation with one estimate shows none beside it; an older one with alongside timing shows
+  // its sweep-only estimate, labelled.
   assert.deepEqual(row(1), ["llama-3.2-1b", "q4", "4.60", "4.00", "+15.0 %", "—"]);
-  assert.deepEqual(row(2), ["tiny-16m", "f32", "19.0", "20.0", "-5.0 %", "15.0 (-25.0 %)"]);
+  assert.deepEqual(row(2), [
+    "tiny-16m",
+    "f32",
+    "19.0",
+    "20.0",
+    "-5.0 %",
+    "15.0 (-25.0 %, from the sweep)",
+  ]);
   assert.equal($("script").length, 0);
   assert.equal($("link, img, iframe, object").length, 0);
   assert.doesNotMatch(html, /(src|href)="https?:/);

@@ -94,6 +94,7 @@ function withOffAxisMatmuls(penalty: (m: number) => number) {
       shape,
       size: shape.n,
       seq: 10_000 + i,
+      offAxis: true,
       flops,
       bytes,
       gflops: flops / (median * 1e6),

@@ -95,23 +95,31 @@ export function crossoverKey(c: Crossover): string {
 }
 
 /**
- * The estimate a validation made from the sweep's figures alone, when it also timed the kernels
- * alongside the decode (`details.sweepEstimate`); null for older reports or malformed details.
+ * A validation's second estimate beside its headline, with what it is: in current reports the one
+ * priced from kernels timed alongside the decode (`details.alongsideEstimate`, a diagnostic: the
+ * headline is the report-only estimate users get); in older reports, whose headline was that
+ * one, the sweep's (`details.sweepEstimate`). Null when there is none or it is malformed.
  *
  * @param v One of `report.llm.validations`.
- * @returns Its sweep-only tokens/s and error, or null.
+ * @returns Its label, tokens/s and error, or null.
  * @example
  * ```ts
- * import { sweepEstimateOf } from "./_shared.ts";
+ * import { secondEstimateOf } from "./_shared.ts";
  * const v = { model: "m", quant: "f32", measuredTokensPerSec: 10, estimatedTokensPerSec: 9.5, error: -0.05,
- *   details: { sweepEstimate: { tokensPerSec: 7, error: -0.3 } } };
- * console.log(sweepEstimateOf(v)); // { tokensPerSec: 7, error: -0.3 }
+ *   details: { alongsideEstimate: { tokensPerSec: 10.2, error: 0.02 } } };
+ * console.log(secondEstimateOf(v)); // { label: "alongside", tokensPerSec: 10.2, error: 0.02 }
  * ```
  */
-export function sweepEstimateOf(
+export function secondEstimateOf(
   v: LlmValidation,
-): { tokensPerSec: number; error: number } | null {
-  const s = v.details?.sweepEstimate;
+): { label: "alongside" | "from the sweep"; tokensPerSec: number; error: number } | null {
+  const alongside = figuresOf(v.details?.alongsideEstimate);
+  if (alongside !== null) return { label: "alongside", ...alongside };
+  const sweep = figuresOf(v.details?.sweepEstimate);
+  return sweep === null ? null : { label: "from the sweep", ...sweep };
+}
+
+function figuresOf(s: unknown): { tokensPerSec: number; error: number } | null {
   if (typeof s !== "object" || s === null || Array.isArray(s)) return null;
   const { tokensPerSec, error } = s as Record<string, unknown>;
   return typeof tokensPerSec === "number" && typeof error === "number"

@@ -15,7 +15,7 @@ import { formatPercent, formatSeconds } from "../../calibrate/_format.ts";
 import { formatFigure } from "../../calibrate/summary.ts";
 import type { Figure, Report } from "../schema.ts";
 import { describeRow, usageMap } from "./_map.ts";
-import { comparisonFor, movedRows, num, type RenderOptions, sweepEstimateOf } from "./_shared.ts";
+import { comparisonFor, movedRows, num, type RenderOptions, secondEstimateOf } from "./_shared.ts";
 
 /** Keeps a cell on one table row and inert: no column breaks, no raw HTML in a PR comment. */
 function cell(s: string): string {
@@ -169,16 +169,18 @@ export function renderMarkdown(report: Report, options: RenderOptions = {}): str
       "#### LLM decode: estimated against measured tokens/s",
       "",
       mdTable(
-        ["model", "quant", "estimated tok/s", "measured tok/s", "error", "from the sweep (error)"],
+        ["model", "quant", "estimated tok/s", "measured tok/s", "error", "second estimate (error)"],
         validations.map((v) => {
-          const sweep = sweepEstimateOf(v);
+          const second = secondEstimateOf(v);
           return [
             v.model,
             v.quant,
             num(v.estimatedTokensPerSec),
             num(v.measuredTokensPerSec),
             percent(v.error),
-            sweep ? `${num(sweep.tokensPerSec)} (${percent(sweep.error)})` : "—",
+            second
+              ? `${num(second.tokensPerSec)} (${percent(second.error)}, ${second.label})`
+              : "—",
           ];
         }),
       ),
