@@ -23,6 +23,7 @@ import {
   type Variant,
 } from "../kernels/types.ts";
 import type { ProvenanceTag, Report, Tuning } from "../reports/schema.ts";
+import { checkReach } from "./_bounds.ts";
 import {
   type BackendSeries,
   indexReport,
@@ -91,7 +92,9 @@ export interface TimePrediction {
  * @param report A parsed report.
  * @param request Op, shape, dtype, backend, and optionally variant and residency.
  * @returns The time, its interval, provenance and source.
- * @throws {RangeError} when the op is unknown, or the report has nothing on this backend or variant.
+ * @throws {RangeError} when the op is unknown, the report has nothing on this backend or variant,
+ * a dimension is not a positive safe integer, or the work is more than `MAX_EXTRAPOLATION` (1000)×
+ * the largest the report measured or fitted.
  * @example
  * ```ts ignore
  * const t = predictTime(report, {
@@ -108,6 +111,7 @@ export function predictTime(report: Report, request: PredictRequest): TimePredic
   const shape = request.shape;
   const flops = op.flops(shape);
   const bytes = op.bytes(shape, request.dtype);
+  checkReach(table, shape, flops, bytes, () => formatShape(op, shape));
   const p = predictSeries(
     s,
     op.dims,
@@ -325,6 +329,7 @@ export function recommendTuning(report: Report, request: TuningRequest): TuningR
   const size = op.axis.size(shape);
   const flops = op.flops(shape);
   const bytes = op.bytes(shape, request.dtype);
+  checkReach(table, shape, flops, bytes, () => formatShape(op, shape));
   const predict = (s: BackendSeries, variant: string | null) =>
     predictSeries(s, op.dims, size, shape, flops, bytes, variant);
   const s = request.backend !== undefined
