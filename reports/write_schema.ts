@@ -29,6 +29,12 @@ export function renderReportJsonSchema(): string {
 }
 
 if (import.meta.main) {
+  if (Deno.args.length > 0) {
+    console.error(
+      `error: deno task schema takes no arguments, got ${JSON.stringify(Deno.args[0])}`,
+    );
+    Deno.exit(2);
+  }
   await Deno.writeTextFile(SCHEMA_JSON_URL, renderReportJsonSchema());
   console.log(`Wrote ${SCHEMA_JSON_URL.pathname}`);
 }
