@@ -42,7 +42,8 @@ export async function writeFileAtomic(path: string, data: Uint8Array | string): 
   try {
     const file = await Deno.open(temp, { write: true, createNew: true, mode: 0o644 });
     try {
-      // Held until the file is closed (or the process dies): removeStaleTemps() skips a locked temp.
+      // Held until the file is closed (or the process dies): removeStaleTemps() skips a locked
+      // temp.
       await file.lock(true);
       let written = 0;
       while (written < bytes.length) written += await file.write(bytes.subarray(written));
