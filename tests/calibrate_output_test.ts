@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { defaultReportPath } from "../calibrate/_output.ts";
 import { calibrate } from "../calibrate/calibrate.ts";
 import { main } from "../calibrate/cli.ts";
-import { removeStaleTemps } from "../reports/atomic.ts";
+import { removeStaleTemps, removeTempFilesSync, writeFileAtomic } from "../reports/atomic.ts";
 import { parseReport } from "../reports/load.ts";
 import { captureCli } from "./_console.ts";
 import { syntheticReport } from "./_fixtures.ts";
@@ -202,6 +202,30 @@ Deno.test("removeStaleTemps() leaves alone a temporary file a live writer holds 
       writer.close();
     }
     assert.deepEqual(await removeStaleTemps(`${dir}/report.json`), [temp]);
+  });
+});
+
+Deno.test("removeTempFilesSync() removes a save in flight, for a second Ctrl-C that quits at once", async () => {
+  await inTempDir(async (dir) => {
+    const target = `${dir}/report.json`;
+    await Deno.writeTextFile(target, "old");
+    const big = new Uint8Array(64 * 2 ** 20).fill(0x20);
+    let caught = 0;
+    for (let attempt = 0; attempt < 5 && caught === 0; attempt++) {
+      const save = writeFileAtomic(target, big).then(() => "saved", () => "abandoned");
+      let outcome: string | null = null;
+      void save.then((o) => (outcome = o));
+      while (outcome === null && tempsIn(dir).length === 0) {
+        await new Promise((resolve) => setTimeout(resolve, 0));
+      }
+      if (outcome === null) caught += removeTempFilesSync();
+      const ended = await save;
+      assert.deepEqual(tempsIn(dir), []);
+      if (ended === "abandoned") {
+        assert.equal(await Deno.readTextFile(target), "old", "the report is as it was");
+      } else await Deno.writeTextFile(target, "old");
+    }
+    assert.ok(caught > 0, "no save was caught in flight in 5 attempts: the test proved nothing");
   });
 });
 
