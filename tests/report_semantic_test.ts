@@ -7,6 +7,7 @@ import {
   type ReportIssue,
 } from "../reports/load.ts";
 import { BackendSelector } from "../models/selector.ts";
+import { buildIndex } from "../reports/index.ts";
 import { BAD_REPORTS, badReport, editedGpuCrossover } from "./_bad_reports.ts";
 import { syntheticReport } from "./_fixtures.ts";
 
@@ -193,4 +194,17 @@ Deno.test("parseReport() turns a cyclic object into a ReportError, not a stack o
   doc["machine"] = { ...doc["machine"] as object };
   (doc["machine"] as Record<string, unknown>)["self"] = doc["machine"];
   invalidOf(() => parseReport(doc));
+});
+
+Deno.test("buildIndex() refuses a report with a duplicate key, naming the file and the key", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const text = JSON.stringify(syntheticReport()).replace('"slug":', '"slug":"x","slug":');
+    await Deno.writeTextFile(`${dir}/dup.json`, text);
+    const e = await buildIndex(dir).catch((e: unknown) => e);
+    assert.ok(e instanceof ReportError && e.kind === "invalid", String(e));
+    assert.match(e.message, /^Cannot index ".*dup\.json": Invalid report: "slug" appears twice/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });
