@@ -45,6 +45,7 @@ export {
   loadReport,
   type LoadReportOptions,
   parseReport,
+  type ParseReportOptions,
   ReportError,
 } from "./reports/load.ts";
 export type { Crossover, Figure, Measurement, Report } from "./reports/schema.ts";
