@@ -40,7 +40,14 @@ export { fitCostModel, predictMs } from "./calibrate/fit.ts";
 export { findCrossovers } from "./calibrate/crossover.ts";
 export { summarize } from "./calibrate/stats.ts";
 export { openGpu } from "./calibrate/device.ts";
-export { loadReport, type LoadReportOptions, parseReport, ReportError } from "./reports/load.ts";
+export {
+  checkConsistency,
+  loadReport,
+  type LoadReportOptions,
+  parseReport,
+  type ParseReportOptions,
+  ReportError,
+} from "./reports/load.ts";
 export type { Crossover, Figure, Measurement, Report } from "./reports/schema.ts";
 export * from "./models/mod.ts";
 export { estimateTokensPerSec } from "./models/llm/estimate.ts";

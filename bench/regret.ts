@@ -37,7 +37,7 @@ import {
   type Variant,
   variantId,
 } from "../kernels/types.ts";
-import { loadReport } from "../reports/load.ts";
+import { loadReport, ReportError } from "../reports/load.ts";
 import type { Report } from "../reports/schema.ts";
 import { predictTime } from "../models/predict.ts";
 import { BackendSelector } from "../models/selector.ts";
@@ -778,7 +778,14 @@ async function main(args: string[]): Promise<number> {
     }
     throw e;
   }
-  const report = await loadReport(reportPath);
+  let report;
+  try {
+    report = await loadReport(reportPath);
+  } catch (e) {
+    if (!(e instanceof ReportError)) throw e;
+    console.error(`error: --report: ${e.message}`);
+    return 2;
+  }
   const selector = BackendSelector.fromReport(report);
   const excluded: string[] = [];
   const workloads = heldOut().filter((w) => {

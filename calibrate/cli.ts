@@ -5,8 +5,11 @@
  */
 import { OPS } from "../kernels/catalog.ts";
 import { BACKENDS, DTYPES } from "../kernels/types.ts";
+import { removeStaleTemps, removeTempFilesSync } from "../reports/atomic.ts";
 import { loadReport } from "../reports/load.ts";
+import type { Report } from "../reports/schema.ts";
 import { listFlag, parseFlags, positiveNumberFlag, UsageError, usageFailure } from "./_cli_args.ts";
+import { checkReplaceable, checkWritable, chooseOutput } from "./_output.ts";
 import { calibrate, type CalibrateOptions } from "./calibrate.ts";
 import { MAX_PASSES } from "./plan.ts";
 import { progressPrinter } from "./progress.ts";
@@ -28,16 +31,24 @@ Options:
   --passes N           Windows per sweep point, minutes apart, pooled (default: 2; --quick: 1).
                        On a machine whose speed drifts, more passes make each point stand for
                        the whole run; each pass adds about half a run's measuring time
-  --out PATH           Report path (default: reports/<machine-slug>.json)
-  --resume PATH        Continue a partial report of this machine without redoing its measurements
+  --out PATH           Report path (default: the --resume report, else reports/<machine-slug>.json)
+  --resume PATH        Continue a partial report of this machine without redoing its measurements;
+                       the result is written back to PATH unless --out says otherwise
+  --force              Replace a report at the output path that holds more measurements than
+                       this run starts from (a fresh run saves after every op, so it would shrink
+                       a full calibration to the ops done so far)
   --no-llm             Skip the LLM decode validation (a synthetic WebGPU decode, ~1 min;
                        --quick skips it unless --llm is given)
   --llm                Run the LLM decode validation even with --quick
   --json               Machine-readable progress: one JSON object per line on stdout
   -h, --help           Show this help
 
-Ctrl-C stops measuring and writes what was measured (complete: false); --resume continues it.
-Exit codes: 0 done, 1 calibration error, 2 bad flags or unusable --resume report, 130 interrupted.`;
+The output path is checked before anything is measured: write access (with the command that
+grants it) and what it holds. Ctrl-C (or SIGTERM) stops measuring and writes what was measured
+(complete: false); --resume continues it. A second Ctrl-C quits at once, removing a half-written
+temporary file; one left by a killed run is removed by the next run writing the same report.
+Exit codes: 0 done, 1 calibration error, 2 bad flags, an unusable --resume report or an output
+path that cannot or should not be written, 130 interrupted.`;
 
 /**
  * Runs the calibrate command line.
@@ -63,6 +74,7 @@ export async function main(args: string[]): Promise<number> {
       passes: { type: "string" },
       out: { type: "string" },
       resume: { type: "string" },
+      force: { type: "boolean" },
       "no-llm": { type: "boolean" },
       llm: { type: "boolean" },
       json: { type: "boolean" },
@@ -78,16 +90,12 @@ export async function main(args: string[]): Promise<number> {
     const backends = listFlag("--backends", values.backends, BACKENDS);
     const budgetS = positiveNumberFlag("--budget", values.budget);
     const passes = passesFlag(values.passes);
-    let resume: CalibrateOptions["resume"];
-    if (values.resume !== undefined) {
-      try {
-        resume = await loadReport(values.resume);
-      } catch (e) {
-        throw new UsageError(
-          `--resume: cannot use "${values.resume}": ${e instanceof Error ? e.message : e}`,
-        );
-      }
-    }
+    const resume = values.resume === undefined ? undefined : await resumable(values.resume);
+    const out = await prepareOutput(values.out, values.resume, resume, {
+      backends,
+      force: values.force ?? false,
+      args,
+    });
     options = {
       quick: values.quick ?? false,
       ...(ops ? { ops } : {}),
@@ -95,7 +103,7 @@ export async function main(args: string[]): Promise<number> {
       ...(backends ? { backends } : {}),
       ...(budgetS !== undefined ? { budgetS } : {}),
       ...(passes !== undefined ? { passes } : {}),
-      ...(values.out !== undefined ? { out: values.out } : {}),
+      out,
       ...(resume ? { resume, resumePath: values.resume! } : {}),
       ...(values["no-llm"] ? { llm: false } : values.llm ? { llm: true } : {}),
       command: ["deno", "task", "calibrate", ...args],
@@ -107,13 +115,18 @@ export async function main(args: string[]): Promise<number> {
   const mode = json ? "json" : Deno.stderr.isTerminal() ? "tty" : "plain";
   const interrupt = new AbortController();
   const onSigint = () => {
-    if (interrupt.signal.aborted) Deno.exit(130);
+    if (interrupt.signal.aborted) {
+      // Quitting in the middle of a save would leave its temporary file beside the report.
+      removeTempFilesSync();
+      Deno.exit(130);
+    }
     console.error(
       "\nInterrupted: finishing the current measurement and saving (Ctrl-C again to quit now)",
     );
     interrupt.abort();
   };
-  Deno.addSignalListener("SIGINT", onSigint);
+  const signals: Deno.Signal[] = Deno.build.os === "windows" ? ["SIGINT"] : ["SIGINT", "SIGTERM"];
+  for (const signal of signals) Deno.addSignalListener(signal, onSigint);
   try {
     const { report, path } = await calibrate({
       ...options,
@@ -141,11 +154,43 @@ export async function main(args: string[]): Promise<number> {
     console.error(`error: calibration failed: ${e instanceof Error ? e.stack ?? e.message : e}`);
     return 1;
   } finally {
-    Deno.removeSignalListener("SIGINT", onSigint);
+    for (const signal of signals) Deno.removeSignalListener(signal, onSigint);
   }
 }
 
 if (import.meta.main) Deno.exit(await main(Deno.args));
+
+/** The report `--resume` names, loaded and validated. */
+async function resumable(path: string): Promise<Report> {
+  try {
+    return await loadReport(path);
+  } catch (e) {
+    throw new UsageError(`--resume: cannot use "${path}": ${e instanceof Error ? e.message : e}`);
+  }
+}
+
+/**
+ * Decides where the report goes and checks, before anything is measured, that it may be written
+ * there and should be; removes what a killed run left beside it.
+ */
+async function prepareOutput(
+  out: string | undefined,
+  resumePath: string | undefined,
+  resume: Report | undefined,
+  run: { backends: CalibrateOptions["backends"]; force: boolean; args: readonly string[] },
+): Promise<string> {
+  const choice = await chooseOutput(out, resumePath, run.backends);
+  await checkWritable(choice, run.args);
+  await checkReplaceable(choice, {
+    ...(resumePath === undefined ? {} : { resumePath }),
+    startsWith: resume?.measurements.length ?? 0,
+    force: run.force,
+  });
+  for (const temp of await removeStaleTemps(choice.path)) {
+    console.error(`Removed ${temp}, left by a run that was killed while saving`);
+  }
+  return choice.path;
+}
 
 function passesFlag(text: string | undefined): number | undefined {
   if (text === undefined) return undefined;

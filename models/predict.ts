@@ -26,6 +26,7 @@ import {
 import type { ProvenanceTag, Report, Tuning } from "../reports/schema.ts";
 import { normalQuantile } from "../calibrate/_numeric.ts";
 import { correctionAt, DEFAULT_LEVEL } from "./_shape_model.ts";
+import { checkReach } from "./_bounds.ts";
 import {
   type BackendSeries,
   indexReport,
@@ -98,7 +99,9 @@ export interface TimePrediction {
  * @param report A parsed report.
  * @param request Op, shape, dtype, backend, and optionally variant and residency.
  * @returns The time, its interval, provenance and source.
- * @throws {RangeError} when the op is unknown, or the report has nothing on this backend or variant.
+ * @throws {RangeError} when the op is unknown, the report has nothing on this backend or variant,
+ * a dimension is not a positive safe integer, or the work is more than `MAX_EXTRAPOLATION` (1000)×
+ * the largest the report measured or fitted.
  * @example
  * ```ts ignore
  * const t = predictTime(report, {
@@ -115,6 +118,7 @@ export function predictTime(report: Report, request: PredictRequest): TimePredic
   const shape = request.shape;
   const flops = op.flops(shape);
   const bytes = op.bytes(shape, request.dtype);
+  checkReach(table, shape, flops, bytes, () => formatShape(op, shape));
   const p = predictSeries(
     s,
     op.dims,
@@ -367,6 +371,7 @@ export function recommendTuning(report: Report, request: TuningRequest): TuningR
   const size = op.axis.size(shape);
   const flops = op.flops(shape);
   const bytes = op.bytes(shape, request.dtype);
+  checkReach(table, shape, flops, bytes, () => formatShape(op, shape));
   const predict = (s: BackendSeries, variant: string | null) =>
     predictSeries(s, op.dims, size, shape, flops, bytes, variant);
   const s = request.backend !== undefined

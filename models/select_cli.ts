@@ -10,6 +10,7 @@ import { textTable } from "../calibrate/summary.ts";
 import { getOp, OPS } from "../kernels/catalog.ts";
 import { type Backend, DTYPES, type Shape } from "../kernels/types.ts";
 import { loadReport } from "../reports/load.ts";
+import { checkShape } from "./_bounds.ts";
 import { predictTime } from "./predict.ts";
 import { BackendSelector } from "./selector.ts";
 
@@ -37,7 +38,13 @@ function parseShape(op: string, text: string): Shape {
       } for ${op})`,
     );
   }
-  return Object.fromEntries(spec.dims.map((d, i) => [d, values[i]!]));
+  const shape = Object.fromEntries(spec.dims.map((d, i) => [d, values[i]!]));
+  try {
+    checkShape(spec, shape);
+  } catch (e) {
+    throw new UsageError(`--shape: "${text}": ${e instanceof Error ? e.message : e}`);
+  }
+  return shape;
 }
 
 /**

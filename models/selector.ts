@@ -25,6 +25,7 @@ import {
   type Shape,
 } from "../kernels/types.ts";
 import type { Figure, ProvenanceTag, Report, Threshold } from "../reports/schema.ts";
+import { checkReach } from "./_bounds.ts";
 import {
   indexReport,
   type OpTable,
@@ -307,7 +308,9 @@ export class BackendSelector {
    *
    * @param request Op, shape, dtype (`f32`) and residency (`end-to-end`).
    * @returns The choice, every backend's predicted time, and why.
-   * @throws {RangeError} when the op is unknown or the report has nothing on this op and dtype.
+   * @throws {RangeError} when the op is unknown, the report has nothing on this op and dtype, a
+   * dimension is not a positive safe integer, or the work is more than 1000× the largest the
+   * report measured or fitted.
    * @example
    * ```ts ignore
    * const pick = selector.select({ op: "matmul", shape: { m: 512, k: 512, n: 512 } });
@@ -547,6 +550,7 @@ export class BackendSelector {
     where: () => string,
     allowed: readonly Backend[] | null,
   ): Selection {
+    checkReach(table, shape, flops, bytes, where);
     // A plain double array: allocating a typed array costs more than the whole choice.
     const ms = NO_PREDICTIONS.slice();
     let best = -1;

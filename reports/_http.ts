@@ -1,13 +1,14 @@
 /**
  * Fetches a report over HTTP(S) defensively: one deadline for the whole exchange, redirects
- * followed only within the same host, JSON-ish content types only, and a byte cap on the body.
+ * followed only within the same origin (scheme, host and port), JSON-ish content types only, and
+ * a byte cap on the body.
  *
  * @module
  */
 import { readCapped } from "./_read.ts";
 import { ReportError } from "./error.ts";
 
-/** Same-host redirects followed before giving up. */
+/** Same-origin redirects followed before giving up. */
 export const MAX_REDIRECTS = 3;
 
 /** Media types a report may be served as: JSON, raw GitHub's text/plain, or plain bytes. */
@@ -133,13 +134,13 @@ async function redirectTarget(response: Response, from: URL, hops: number): Prom
       { cause },
     );
   }
-  const downgrade = from.protocol === "https:" && next.protocol !== "https:";
-  if (next.hostname !== from.hostname || downgrade || !/^https?:$/.test(next.protocol)) {
+  // The origin, not the host name: another port on the same host is another server.
+  if (next.origin !== from.origin) {
     throw new ReportError(
       "http",
       `Cannot load report from ${label}: refusing its redirect to ${
         redactUrl(next)
-      }, another host or a weaker protocol; load that URL directly if you trust it`,
+      }, another host, port or scheme; load that URL directly if you trust it`,
     );
   }
   if (hops >= MAX_REDIRECTS) {

@@ -6,8 +6,17 @@
  */
 import { ReportError } from "./error.ts";
 
+/** Size of the blocks a capped read fills. */
+const BLOCK_BYTES = 1 << 20;
+
 /**
  * Reads a stream into one buffer, cancelling it as soon as it passes `maxBytes`.
+ *
+ * The bytes are read into (or copied into) fixed-size blocks, never kept as they came: a
+ * decompressing HTTP client hands out small views on much larger buffers (4 KiB on 64 KiB), and
+ * keeping the views kept 16× the cap alive. A byte stream (a `fetch` body, a file) is read
+ * straight into the blocks. A body over the cap is refused holding at most `maxBytes` plus one
+ * block; a body within it is copied once more into the result.
  *
  * @param stream The bytes.
  * @param maxBytes The most bytes accepted.
@@ -26,33 +35,109 @@ export async function readCapped(
   maxBytes: number,
   label: string,
 ): Promise<Uint8Array<ArrayBuffer>> {
-  const reader = stream.getReader();
-  const chunks: Uint8Array[] = [];
-  let total = 0;
+  const blocks = new Blocks(maxBytes + 1);
+  let byob: ReadableStreamBYOBReader | null = null;
+  try {
+    byob = stream.getReader({ mode: "byob" });
+  } catch {
+    // Not a byte stream: its chunks are copied instead.
+  }
+  const reader = byob ?? stream.getReader();
   try {
     for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      total += value.length;
-      if (total > maxBytes) {
+      const done = byob === null
+        ? await readChunk(reader as ReadableStreamDefaultReader<Uint8Array>, blocks)
+        : await readInto(byob, blocks);
+      if (blocks.total > maxBytes) {
         await reader.cancel();
         throw new ReportError(
           "size",
           `Cannot load report from ${label}: it is larger than ${maxBytes} bytes; pass a larger maxBytes if it is genuine`,
         );
       }
-      chunks.push(value);
+      if (done) break;
     }
   } finally {
     reader.releaseLock();
   }
-  const out = new Uint8Array(total);
-  let offset = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, offset);
-    offset += chunk.length;
+  return blocks.joined();
+}
+
+/** Reads straight into the free part of the current block; true at the end of the stream. */
+async function readInto(reader: ReadableStreamBYOBReader, blocks: Blocks): Promise<boolean> {
+  const { done, value } = await reader.read(blocks.free());
+  if (value !== undefined) blocks.filled(value);
+  return done;
+}
+
+/** Copies the next chunk into the blocks (at most to their capacity); true at the end. */
+async function readChunk(
+  reader: ReadableStreamDefaultReader<Uint8Array>,
+  blocks: Blocks,
+): Promise<boolean> {
+  const { done, value } = await reader.read();
+  if (value !== undefined) blocks.append(value);
+  return done;
+}
+
+/** Bytes in fixed-size blocks up to a capacity, allocated as they fill. */
+class Blocks {
+  readonly #capacity: number;
+  readonly #full: Uint8Array<ArrayBuffer>[] = [];
+  #current: Uint8Array<ArrayBuffer>;
+  #used = 0;
+  /** Bytes held; the capacity when more came than it holds. */
+  total = 0;
+
+  constructor(capacity: number) {
+    this.#capacity = capacity;
+    this.#current = new Uint8Array(Math.min(BLOCK_BYTES, capacity));
   }
-  return out;
+
+  /** The unfilled rest of the current block, a new block when it is full. */
+  free(): Uint8Array<ArrayBuffer> {
+    if (this.#used === this.#current.length) this.#next();
+    return new Uint8Array(this.#current.buffer, this.#used, this.#current.length - this.#used);
+  }
+
+  /** Takes back the view a BYOB read returned (its buffer was transferred) with its new bytes. */
+  filled(view: Uint8Array): void {
+    this.#current = new Uint8Array(view.buffer as ArrayBuffer);
+    this.#used += view.length;
+    this.total += view.length;
+  }
+
+  /** Copies `chunk` in, up to the capacity: a chunk that overflows it fills it. */
+  append(chunk: Uint8Array): void {
+    let rest = chunk.subarray(0, Math.min(chunk.length, this.#capacity - this.total));
+    while (rest.length > 0) {
+      const free = this.free();
+      const n = Math.min(free.length, rest.length);
+      free.set(rest.subarray(0, n));
+      this.#used += n;
+      this.total += n;
+      rest = rest.subarray(n);
+    }
+  }
+
+  /** Everything held, in one buffer. */
+  joined(): Uint8Array<ArrayBuffer> {
+    if (this.#full.length === 0) return this.#current.subarray(0, this.#used);
+    const out = new Uint8Array(this.total);
+    let offset = 0;
+    for (const block of [...this.#full, this.#current.subarray(0, this.#used)]) {
+      out.set(block, offset);
+      offset += block.length;
+    }
+    return out;
+  }
+
+  #next(): void {
+    this.#full.push(this.#current);
+    const held = this.#full.length * BLOCK_BYTES;
+    this.#current = new Uint8Array(Math.max(0, Math.min(BLOCK_BYTES, this.#capacity - held)));
+    this.#used = 0;
+  }
 }
 
 /**

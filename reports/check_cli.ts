@@ -7,7 +7,8 @@
 import { parseFlags, UsageError, usageFailure } from "../calibrate/_cli_args.ts";
 import { compareReports } from "./compare.ts";
 import { COMPARISON_FORMATS, type ComparisonFormat, formatComparison } from "./compare_format.ts";
-import { loadReport } from "./load.ts";
+import { summariseIssues } from "./_issues.ts";
+import { checkConsistency, loadReport, type ReportIssue } from "./load.ts";
 import type { Report } from "./schema.ts";
 
 const USAGE =
@@ -34,8 +35,8 @@ Options:
   -h, --help                 Show this help
 
 Exit codes: 0 nothing regressed, 1 a regression beyond noise, 2 unusable input (bad flags, an
-invalid or unreadable report, different schema versions, different machines without
---allow-different-machine).`;
+invalid or unreadable report, a report whose crossovers, thresholds or fits contradict its own
+measurements, different schema versions, different machines without --allow-different-machine).`;
 
 function toleranceFlag(value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
@@ -65,11 +66,24 @@ function formatFlag(value: string | undefined): ComparisonFormat {
 
 async function load(flag: string, path: string | undefined): Promise<Report> {
   if (path === undefined) throw new UsageError(`${flag} PATH is required`);
+  const warnings: ReportIssue[] = [];
+  let report: Report;
   try {
-    return await loadReport(path);
+    report = await loadReport(path, { onWarning: (w) => warnings.push(w) });
   } catch (e) {
     throw new UsageError(`${flag}: cannot use "${path}": ${e instanceof Error ? e.message : e}`);
   }
+  // A report contradicting its own measurements is no ground to judge a regression on.
+  const findings = checkConsistency(report);
+  if (findings.length > 0) {
+    throw new UsageError(
+      `${flag}: "${path}" contradicts its own measurements: ${summariseIssues(findings, 1)}`,
+    );
+  }
+  for (const w of warnings) {
+    console.warn(`Warning: ${flag} "${path}": ${w.path === "" ? "" : `"${w.path}" `}${w.message}`);
+  }
+  return report;
 }
 
 /**

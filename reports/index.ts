@@ -12,6 +12,7 @@
  *
  * @module
  */
+import { checkJsonText } from "./_json_guard.ts";
 import { sha256Hex } from "./_read.ts";
 import { DEFAULT_MAX_BYTES, parseReport, ReportError } from "./load.ts";
 import type { AdapterInfo, Report } from "./schema.ts";
@@ -123,7 +124,12 @@ async function readEntry(dir: string, file: string): Promise<IndexEntry> {
   const bytes = await Deno.readFile(path);
   let report: Report;
   try {
-    report = parseReport(JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes)));
+    const text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+    checkJsonText(text);
+    report = parseReport(JSON.parse(text), {
+      onWarning: (w) =>
+        console.warn(`Warning: "${path}": ${w.path === "" ? "" : `"${w.path}" `}${w.message}`),
+    });
   } catch (cause) {
     const why = cause instanceof Error ? cause.message : String(cause);
     const kind = cause instanceof ReportError ? cause.kind : "json";

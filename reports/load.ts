@@ -1,7 +1,12 @@
 /**
  * Loading calibration reports safely: from a file or an HTTP(S) URL, size-capped, optionally
  * pinned to a SHA-256, migrated from older schema versions and fully validated. Nothing in a
- * report is ever evaluated; it is parsed as JSON and checked against `reports/schema.ts`.
+ * report is ever evaluated; it is parsed as JSON (duplicate keys and deep nesting refused before
+ * anything recurses into it), checked against `reports/schema.ts`, then against what the schema
+ * cannot say (`reports/_semantic.ts`: positive times and rates, ordered intervals, shapes in their
+ * op's dimensions, an adapter consistent with the measurements), and finally against itself
+ * (`reports/_consistency.ts`: stored crossovers, thresholds and fits against its own
+ * measurements), which is warned about.
  *
  * @example
  * ```ts
@@ -16,13 +21,17 @@
  * @module
  */
 import config from "../deno.json" with { type: "json" };
+import { checkConsistency } from "./_consistency.ts";
 import { fetchCapped, redactUrl } from "./_http.ts";
 import { summariseIssues, toReportIssues } from "./_issues.ts";
+import { checkJsonLimits, checkJsonText } from "./_json_guard.ts";
 import { readFileCapped, sha256Hex } from "./_read.ts";
+import { semanticIssues } from "./_semantic.ts";
 import { writeFileAtomic } from "./atomic.ts";
-import { ReportError } from "./error.ts";
+import { ReportError, type ReportIssue } from "./error.ts";
 import { type Report, ReportSchema, SCHEMA_VERSION } from "./schema.ts";
 
+export { checkConsistency } from "./_consistency.ts";
 export { ReportError, type ReportErrorKind, type ReportIssue } from "./error.ts";
 
 /** Default deadline for fetching a report over HTTP, ms. */
@@ -131,9 +140,53 @@ export function migrateReport(
 }
 
 /**
- * Validates a parsed JSON document as a report, migrating older schema versions first.
+ * Options of {@linkcode parseReport}.
+ *
+ * @example
+ * ```ts
+ * import type { ParseReportOptions } from "./load.ts";
+ * const quiet: ParseReportOptions = { onWarning: () => {} };
+ * ```
+ */
+export interface ParseReportOptions {
+  /**
+   * Told of what is doubtful but not invalid: a finding of {@linkcode checkConsistency} (the
+   * report contradicts its own measurements) or an op this gpucal does not know. By default each
+   * is printed with `console.warn`.
+   */
+  readonly onWarning?: (warning: ReportIssue) => void;
+}
+
+function printWarning(label: string): (warning: ReportIssue) => void {
+  return ({ path, message }) =>
+    console.warn(`Warning: ${label}: ${path === "" ? "" : `"${path}" `}${message}`);
+}
+
+function schemaCheck(doc: Record<string, unknown>): Report {
+  let result: ReturnType<typeof ReportSchema.safeParse>;
+  try {
+    result = ReportSchema.safeParse(doc, { reportInput: true });
+  } catch (cause) {
+    // What JSON.parse makes cannot get here; a caller's object graph (getters, proxies) can.
+    const why = cause instanceof Error ? cause.message : String(cause);
+    throw new ReportError("invalid", `Invalid report: it could not be checked (${why})`, [], {
+      cause,
+    });
+  }
+  if (result.success) return result.data;
+  const issues = toReportIssues(result.error.issues);
+  throw new ReportError("invalid", `Invalid report: ${summariseIssues(issues)}`, issues);
+}
+
+/**
+ * Validates a parsed JSON document as a report, migrating older schema versions first: its
+ * nesting and free-form fields are bounded before the schema recurses into them, then the schema,
+ * then what it cannot say (positive times and rates, ordered intervals, shapes in their op's own
+ * dimensions, an adapter consistent with the measurements). Crossovers, thresholds and fits that
+ * contradict the report's own measurements ({@linkcode checkConsistency}) are warned about.
  *
  * @param json The result of `JSON.parse` on a report file.
+ * @param options Where warnings go.
  * @returns The report, typed.
  * @throws {ReportError} Kind `invalid` with every violation in `issues` and the first few in the
  * message (`Invalid report: "provenance.durationS" expected a number, got "x"`); kind `version`
@@ -145,12 +198,17 @@ export function migrateReport(
  * if (text !== null) console.log(parseReport(JSON.parse(text)).slug);
  * ```
  */
-export function parseReport(json: unknown): Report {
+export function parseReport(json: unknown, options: ParseReportOptions = {}): Report {
   const doc = migrateReport(json);
-  const result = ReportSchema.safeParse(doc, { reportInput: true });
-  if (result.success) return result.data;
-  const issues = toReportIssues(result.error.issues);
-  throw new ReportError("invalid", `Invalid report: ${summariseIssues(issues)}`, issues);
+  checkJsonLimits(doc);
+  const report = schemaCheck(doc);
+  const { errors, warnings } = semanticIssues(report);
+  if (errors.length > 0) {
+    throw new ReportError("invalid", `Invalid report: ${summariseIssues(errors)}`, errors);
+  }
+  const warn = options.onWarning ?? printWarning("report");
+  for (const warning of [...warnings, ...checkConsistency(report)]) warn(warning);
+  return report;
 }
 
 /**
@@ -176,6 +234,17 @@ export interface LoadReportOptions {
   readonly cacheDir?: string;
   /** The fetch implementation, for tests and custom transports; the global `fetch` by default. */
   readonly fetch?: typeof fetch;
+  /**
+   * Load an unpinned `http:` URL without a warning. Anyone on the way can change a report sent in
+   * the clear; pin it with `sha256` (then it is checked, and not warned about) or use `https:`.
+   */
+  readonly allowInsecure?: boolean;
+  /**
+   * Told of what is doubtful but not invalid: a plain-HTTP load, a finding of
+   * {@linkcode checkConsistency}, an op this gpucal does not know. By default each is printed with
+   * `console.warn`, naming the source.
+   */
+  readonly onWarning?: (warning: ReportIssue) => void;
 }
 
 function checkOptions(options: LoadReportOptions) {
@@ -216,17 +285,9 @@ function asUrl(source: string | URL): URL | null {
 }
 
 function decodeJson(bytes: Uint8Array, label: string): unknown {
-  let text: string;
-  try {
-    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
-  } catch (cause) {
-    throw new ReportError(
-      "json",
-      `Cannot load report from ${label}: it is not UTF-8 text; check that it is a report`,
-      [],
-      { cause },
-    );
-  }
+  const text = decodeText(bytes, label);
+  // JSON.parse keeps the last of two equal keys without a word, and nests as deep as it is told.
+  checkJsonText(text);
   try {
     return JSON.parse(text);
   } catch (cause) {
@@ -238,6 +299,44 @@ function decodeJson(bytes: Uint8Array, label: string): unknown {
       { cause },
     );
   }
+}
+
+function decodeText(bytes: Uint8Array, label: string): string {
+  try {
+    return new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+  } catch (cause) {
+    throw new ReportError(
+      "json",
+      `Cannot load report from ${label}: it is not UTF-8 text; check that it is a report`,
+      [],
+      { cause },
+    );
+  }
+}
+
+/** Origins already warned about as plain HTTP, so a program loading often warns once. */
+const warnedInsecure = new Set<string>();
+
+/** Loopback hosts: plain HTTP to them never leaves the machine. */
+function isLoopback(url: URL): boolean {
+  return url.hostname === "localhost" || url.hostname === "[::1]" ||
+    /^127\.\d+\.\d+\.\d+$/.test(url.hostname);
+}
+
+function warnIfInsecure(
+  url: URL,
+  pinned: boolean,
+  options: LoadReportOptions,
+  warn: (w: ReportIssue) => void,
+): void {
+  if (url.protocol !== "http:" || pinned || options.allowInsecure || isLoopback(url)) return;
+  if (warnedInsecure.has(url.origin)) return;
+  warnedInsecure.add(url.origin);
+  warn({
+    path: "",
+    message: `loaded over plain HTTP from ${url.origin}: anyone on the way can change it; use ` +
+      `https:, pin it with sha256, or pass allowInsecure: true`,
+  });
 }
 
 function cachePath(cacheDir: string, sha256: string): string {
@@ -283,10 +382,13 @@ async function writeCache(cacheDir: string, sha256: string, bytes: Uint8Array): 
  * Loads and validates a report from a file path, a `file:` URL or an `http(s):` URL.
  *
  * Files are size-checked before reading. HTTP loads have one deadline for the whole exchange,
- * follow at most 3 redirects and only within the same host (never to a weaker protocol), accept
+ * follow at most 3 redirects and only within the same origin (scheme, host and port), accept
  * `application/json`, `text/plain` or `application/octet-stream` bodies, and stop reading past
- * `maxBytes`. With `sha256`, the bytes must hash to it. With `cacheDir`, fetched reports are kept
- * by hash and pinned loads are served from there.
+ * `maxBytes`, holding no more than about `maxBytes` in memory even for a compressed body. An
+ * unpinned `http:` URL to another machine is warned about once per origin (`allowInsecure`
+ * silences it). With `sha256`, the bytes must hash to it. With `cacheDir`, fetched reports are
+ * kept by hash and pinned loads are served from there. The text is then validated as
+ * {@linkcode parseReport} does, duplicate keys refused.
  *
  * @param source A path, or a `file:`, `http:` or `https:` URL.
  * @param options Pin, limits, cache and transport.
@@ -317,10 +419,12 @@ export async function loadReport(
     );
   }
   const label = url === null ? JSON.stringify(source) : redactUrl(url);
+  const parse = { onWarning: options.onWarning ?? printWarning(label) };
+  if (remote) warnIfInsecure(url, sha256 !== null, options, parse.onWarning);
 
   if (remote && sha256 !== null && options.cacheDir !== undefined) {
     const cached = await readCache(options.cacheDir, sha256, maxBytes);
-    if (cached !== null) return parseReport(decodeJson(cached, label));
+    if (cached !== null) return parseReport(decodeJson(cached, label), parse);
   }
 
   const bytes = remote
@@ -335,7 +439,7 @@ export async function loadReport(
       `Cannot load report from ${label}: its SHA-256 is ${actual}, expected ${sha256}; the report changed or the pin is wrong`,
     );
   }
-  const report = parseReport(decodeJson(bytes, label));
+  const report = parseReport(decodeJson(bytes, label), parse);
   if (remote && options.cacheDir !== undefined && actual !== null) {
     await writeCache(options.cacheDir, actual, bytes);
   }

@@ -148,3 +148,46 @@ export const MATMUL_WASM = {
   backend: "wasm",
   residency: "end-to-end",
 } as const;
+
+/**
+ * The synthetic report as a CPU-only machine would write it: no adapter, no WebGPU rows, and
+ * WebGPU figures missing with the reason.
+ *
+ * @param overrides Top-level fields to replace (shallow), as for `syntheticReport`.
+ * @returns A fresh report.
+ * @example
+ * ```ts
+ * import { cpuOnlyReport } from "./_report_variants.ts";
+ * console.log(cpuOnlyReport().adapter); // null
+ * ```
+ */
+export function cpuOnlyReport(overrides: Partial<Report> = {}): Report {
+  const report = syntheticReport();
+  const missing = (f: Figure): Figure => ({
+    value: null,
+    unit: f.unit,
+    tag: "measured",
+    reason: "No WebGPU adapter",
+  });
+  const { webgpu: _, ...peakGbps } = report.system.peakGbps;
+  return {
+    ...report,
+    adapter: null,
+    measurements: report.measurements.filter((m) => m.backend !== "webgpu"),
+    fits: report.fits.filter((f) => f.backend !== "webgpu"),
+    crossovers: report.crossovers.filter((c) => c.pair !== "cpu→webgpu"),
+    tuning: report.tuning.filter((t) => t.backend !== "webgpu"),
+    thresholds: report.thresholds.map((t) => ({ ...t, gpuAbove: missing(t.gpuAbove) })),
+    system: {
+      ...report.system,
+      dispatchRoundTripMs: missing(report.system.dispatchRoundTripMs),
+      perDispatchUs: missing(report.system.perDispatchUs),
+      uploadGBps: missing(report.system.uploadGBps),
+      readbackGBps: missing(report.system.readbackGBps),
+      copyGBps: missing(report.system.copyGBps),
+      compileMs: missing(report.system.compileMs),
+      peakGbps,
+    },
+    ...overrides,
+  };
+}

@@ -4,6 +4,7 @@ import { main } from "../reports/index_cli.ts";
 import { ReportError } from "../reports/load.ts";
 import type { Report } from "../reports/schema.ts";
 import { syntheticReport } from "./_fixtures.ts";
+import { cpuOnlyReport } from "./_report_variants.ts";
 
 async function withDir(
   files: Record<string, Report | string>,
@@ -28,10 +29,9 @@ async function sha256(text: string): Promise<string> {
   return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-const CPU_ONLY = syntheticReport({
+const CPU_ONLY = cpuOnlyReport({
   slug: "cpu-only-arm64-00000000",
   fingerprint: "0000000011111111",
-  adapter: null,
   machine: {
     cpuModel: "Apple M2",
     cores: 8,

@@ -1,0 +1,217 @@
+/**
+ * Where `deno task calibrate` writes, decided and checked before anything is measured: `--out`,
+ * else the report `--resume` continues, else `reports/<machine-slug>.json`. Write access is
+ * checked up front with the command that grants it, a report holding more measurements than the
+ * run starts from is never replaced without `--force`, and the temporary files of a run killed
+ * mid-save are removed.
+ *
+ * @module
+ */
+import config from "../deno.json" with { type: "json" };
+import type { Backend } from "../kernels/types.ts";
+import { loadReport } from "../reports/load.ts";
+import { UsageError } from "./_cli_args.ts";
+import { describeAdapter } from "./device.ts";
+import { describeMachine, machineFingerprint, machineSlug } from "./machine.ts";
+
+/**
+ * The report path and the flag that chose it, for messages.
+ *
+ * @example
+ * ```ts
+ * import type { OutputChoice } from "./_output.ts";
+ * const o: OutputChoice = { path: "reports/x.json", flag: "--out" };
+ * ```
+ */
+export interface OutputChoice {
+  readonly path: string;
+  /** `--out`, `--resume` or `the default path`. */
+  readonly flag: string;
+}
+
+function readEnv(name: string): string | undefined {
+  try {
+    return Deno.env.get(name);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The report path of this machine as `calibrate()` names it, `reports/<slug>.json`: the adapter is
+ * asked for its description only (no device is opened), or left out when `backends` has no
+ * `webgpu`.
+ *
+ * @param backends The backends to calibrate (all when absent).
+ * @returns The path.
+ * @example
+ * ```ts ignore
+ * import { defaultReportPath } from "./_output.ts";
+ * console.log(await defaultReportPath(["js", "wasm"])); // "reports/cpu-only-x86_64-….json"
+ * ```
+ */
+export async function defaultReportPath(backends?: readonly Backend[]): Promise<string> {
+  const machine = await describeMachine();
+  const adapter = backends && !backends.includes("webgpu")
+    ? null
+    : await navigator.gpu?.requestAdapter().catch(() => null) ?? null;
+  const info = adapter === null
+    ? null
+    : describeAdapter(adapter, { env: readEnv, os: Deno.build.os });
+  const fingerprint = await machineFingerprint(machine, info);
+  return `reports/${machineSlug(machine, info, fingerprint)}.json`;
+}
+
+/**
+ * Chooses where the run writes: `--out`, else the report it resumes (so a resumed run completes
+ * that file and never replaces another), else this machine's default path.
+ *
+ * @param out `--out`, if given.
+ * @param resume `--resume`, if given.
+ * @param backends The backends to calibrate, for the default path.
+ * @returns The path and the flag that chose it.
+ * @example
+ * ```ts
+ * import { chooseOutput } from "./_output.ts";
+ * console.log((await chooseOutput(undefined, "tmp/partial.json")).path); // "tmp/partial.json"
+ * ```
+ */
+export async function chooseOutput(
+  out: string | undefined,
+  resume: string | undefined,
+  backends?: readonly Backend[],
+): Promise<OutputChoice> {
+  if (out !== undefined) return { path: out, flag: "--out" };
+  if (resume !== undefined) return { path: resume, flag: "--resume" };
+  return { path: await defaultReportPath(backends), flag: "the default path" };
+}
+
+function splitPath(path: string): { folder: string; base: string } {
+  const slash = Math.max(path.lastIndexOf("/"), path.lastIndexOf("\\"));
+  return {
+    folder: slash < 0 ? "." : slash === 0 ? "/" : path.slice(0, slash),
+    base: path.slice(slash + 1),
+  };
+}
+
+function shellQuote(arg: string): string {
+  return /^[\w@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replaceAll("'", `'"'"'`)}'`;
+}
+
+/**
+ * The command that runs calibrate with write access to `folder` too: the task's own permissions,
+ * widened by that one folder.
+ *
+ * @param folder The folder to allow.
+ * @param args The command line's flags.
+ * @returns The command, ready to paste.
+ * @example
+ * ```ts
+ * import { grantingCommand } from "./_output.ts";
+ * console.log(grantingCommand("/tmp/out", ["--out", "/tmp/out/r.json"]).includes("--allow-write=reports,/tmp/out")); // true
+ * ```
+ */
+export function grantingCommand(folder: string, args: readonly string[]): string {
+  const task = config.tasks.calibrate.replace(
+    /--allow-write=(\S+)/,
+    (_, allowed: string) => `--allow-write=${allowed},${folder}`,
+  );
+  return [task, ...args.map(shellQuote)].join(" ");
+}
+
+/**
+ * Checks that the run may write its report at `path` — Deno's permission, then the file system's,
+ * by creating and removing a temporary file beside it — so a run is refused before it measures,
+ * not after.
+ *
+ * @param choice The path and the flag that chose it.
+ * @param args The command line's flags, for the command that grants access.
+ * @throws {UsageError} naming the path, why it cannot be written, and what to do.
+ * @example
+ * ```ts ignore
+ * import { checkWritable } from "./_output.ts";
+ * await checkWritable({ path: "reports/x.json", flag: "--out" }, ["--out", "reports/x.json"]);
+ * ```
+ */
+export async function checkWritable(choice: OutputChoice, args: readonly string[]): Promise<void> {
+  const { path, flag } = choice;
+  const { folder, base } = splitPath(path);
+  const where = `${flag} "${path}"`;
+  const { state } = await Deno.permissions.query({ name: "write", path });
+  if (state !== "granted") {
+    throw new UsageError(
+      `${where}: this run may not write in "${folder}"; run: ${grantingCommand(folder, args)}`,
+    );
+  }
+  const info = await Deno.stat(path).catch(() => null);
+  if (info !== null && !info.isFile) {
+    throw new UsageError(`${where} is not a file; pass a file path`);
+  }
+  // Named as a temporary file of the report, so a run killed right here leaves nothing that
+  // removeStaleTemps() does not clean.
+  const probe = `${folder}/.${base}.${crypto.randomUUID().slice(0, 8)}.tmp`;
+  try {
+    (await Deno.open(probe, { write: true, createNew: true })).close();
+    await Deno.remove(probe);
+  } catch (e) {
+    const why = e instanceof Deno.errors.NotFound
+      ? `the folder "${folder}" does not exist; create it first`
+      : e instanceof Deno.errors.PermissionDenied
+      ? `the system refuses writing in "${folder}"; check its permissions`
+      : `writing in "${folder}" failed (${e instanceof Error ? e.message : e})`;
+    throw new UsageError(`${where}: ${why}`);
+  }
+}
+
+async function sameFile(a: string, b: string): Promise<boolean> {
+  try {
+    return await Deno.realPath(a) === await Deno.realPath(b);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Refuses to replace a report holding more measurements than the run starts from (a fresh run
+ * saves after its first op, so it would shrink a full calibration to one op), or a file that is
+ * not a readable report, unless `force`. Resuming a file in place is always allowed: its
+ * measurements are carried over.
+ *
+ * @param choice The path and the flag that chose it.
+ * @param run Where the run starts: the resumed report's path and measurement count, and `--force`.
+ * @throws {UsageError} saying what the file holds and the flags that decide.
+ * @example
+ * ```ts ignore
+ * import { checkReplaceable } from "./_output.ts";
+ * await checkReplaceable({ path: "reports/x.json", flag: "--out" }, { startsWith: 0, force: false });
+ * ```
+ */
+export async function checkReplaceable(
+  choice: OutputChoice,
+  run: { readonly resumePath?: string; readonly startsWith: number; readonly force: boolean },
+): Promise<void> {
+  const { path, flag } = choice;
+  if (run.force) return;
+  if (await Deno.stat(path).catch(() => null) === null) return;
+  if (run.resumePath !== undefined && await sameFile(path, run.resumePath)) return;
+  const where = `${flag} "${path}"`;
+  let existing;
+  try {
+    existing = await loadReport(path, { onWarning: () => {} });
+  } catch (e) {
+    throw new UsageError(
+      `${where} holds a file this gpucal cannot read as a report (${
+        e instanceof Error ? e.message : e
+      }); pass --force to replace it, or --out another path`,
+    );
+  }
+  const held = existing.measurements.length;
+  if (held <= run.startsWith) return;
+  const what = existing.provenance.complete ? "a complete" : "a partial";
+  const resume = existing.provenance.complete ? "" : `, --resume "${path}" to continue it`;
+  throw new UsageError(
+    `${where} holds ${what} report with ${held} measurements, and this run saves after every op ` +
+      `starting from ${run.startsWith}: it would replace it with fewer; pass --force to ` +
+      `replace it${resume}, or --out another path`,
+  );
+}

@@ -1,0 +1,274 @@
+import assert from "node:assert/strict";
+import { defaultReportPath } from "../calibrate/_output.ts";
+import { calibrate } from "../calibrate/calibrate.ts";
+import { main } from "../calibrate/cli.ts";
+import { removeStaleTemps, removeTempFilesSync, writeFileAtomic } from "../reports/atomic.ts";
+import { parseReport } from "../reports/load.ts";
+import { captureCli } from "./_console.ts";
+import { syntheticReport } from "./_fixtures.ts";
+
+/** A short CPU-only run: one op on scalar JS. */
+const QUICK = ["--quick", "--ops", "add", "--backends", "js", "--no-llm"];
+
+const REPO = new URL("..", import.meta.url).pathname;
+
+/** Runs `fn` in a fresh temporary directory as the working directory, then restores both. */
+async function inTempDir(fn: (dir: string) => Promise<void>): Promise<void> {
+  const dir = await Deno.makeTempDir({ prefix: "gpucal_output_" });
+  const cwd = Deno.cwd();
+  Deno.chdir(dir);
+  try {
+    await fn(dir);
+  } finally {
+    Deno.chdir(cwd);
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+/** A partial report of this machine (js only), interrupted after two measurements. */
+async function partialReport(out: string): Promise<number> {
+  const stop = new AbortController();
+  let seen = 0;
+  const { report } = await calibrate({
+    quick: true,
+    ops: ["add"],
+    backends: ["js"],
+    out,
+    signal: stop.signal,
+    onProgress: (e) => {
+      if (e.kind === "measured" && ++seen === 2) stop.abort();
+    },
+  });
+  assert.equal(report.provenance.complete, false);
+  return report.measurements.length;
+}
+
+function tempsIn(dir: string): string[] {
+  return [...Deno.readDirSync(dir)].map((e) => e.name).filter((n) => n.endsWith(".tmp"));
+}
+
+Deno.test("calibrate --resume R completes R and leaves the machine's full report as it was", async () => {
+  await inTempDir(async (dir) => {
+    const machinePath = await defaultReportPath(["js"]);
+    await Deno.mkdir("reports");
+    const full = JSON.stringify(syntheticReport());
+    await Deno.writeTextFile(machinePath, full);
+    const partial = `${dir}/partial.json`;
+    const started = await partialReport(partial);
+    // What a run killed in the middle of a save left beside it.
+    await Deno.writeTextFile(`${dir}/.partial.json.0badc0de.tmp`, '{"half": ');
+
+    const run = await captureCli(() => main(["--resume", partial, ...QUICK]));
+    assert.equal(run.code, 0, run.err);
+    const resumed = parseReport(JSON.parse(await Deno.readTextFile(partial)));
+    assert.equal(resumed.provenance.complete, true);
+    assert.equal(resumed.provenance.resumedFrom, partial);
+    assert.ok(resumed.measurements.length > started);
+    assert.equal(await Deno.readTextFile(machinePath), full, "the machine's report is untouched");
+    assert.deepEqual(tempsIn(dir), [], "the killed run's temporary file was removed");
+    assert.match(
+      run.err,
+      /Removed .*\.partial\.json\.0badc0de\.tmp, left by a run that was killed/,
+    );
+  });
+});
+
+Deno.test("calibrate refuses to replace a report holding more measurements, before measuring", async () => {
+  await inTempDir(async () => {
+    const machinePath = await defaultReportPath(["js"]);
+    await Deno.mkdir("reports");
+    const full = JSON.stringify(syntheticReport());
+    const held = syntheticReport().measurements.length;
+    await Deno.writeTextFile(machinePath, full);
+    await Deno.writeTextFile("other.json", full);
+    await Deno.writeTextFile("notes.json", "my notes");
+
+    const fresh = await captureCli(() => main(QUICK));
+    assert.equal(fresh.code, 2);
+    assert.equal(fresh.out, "");
+    assert.match(
+      fresh.err,
+      new RegExp(
+        `^error: the default path "${machinePath}" holds a complete report with ${held} measurements, .*; pass --force to replace it, or --out another path`,
+      ),
+    );
+    assert.doesNotMatch(fresh.err, /measured|==/, "refused before measuring");
+
+    const out = await captureCli(() => main([...QUICK, "--out", "other.json"]));
+    assert.equal(out.code, 2);
+    assert.match(out.err, /^error: --out "other\.json" holds a complete report/);
+    const notes = await captureCli(() => main([...QUICK, "--out", "notes.json"]));
+    assert.equal(notes.code, 2);
+    assert.match(notes.err, /^error: --out "notes\.json" holds a file this gpucal cannot read/);
+    assert.equal(await Deno.readTextFile(machinePath), full);
+    assert.equal(await Deno.readTextFile("other.json"), full);
+    assert.equal(await Deno.readTextFile("notes.json"), "my notes");
+
+    const forced = await captureCli(() =>
+      main([...QUICK, "--out", "other.json", "--force", "--budget", "0.5"])
+    );
+    assert.equal(forced.code, 0, forced.err);
+    assert.notEqual(await Deno.readTextFile("other.json"), full, "--force replaced it");
+  });
+});
+
+Deno.test("calibrate --out where it may not write fails before measuring, naming the command that grants it", async () => {
+  await inTempDir(async (dir) => {
+    await Deno.mkdir("reports");
+    await Deno.mkdir("elsewhere");
+    const child = await new Deno.Command("deno", {
+      args: [
+        "run",
+        `--allow-read`,
+        `--allow-write=${dir}/reports`,
+        "--allow-env",
+        "--allow-sys",
+        "--allow-run=git",
+        `${REPO}calibrate/cli.ts`,
+        ...QUICK,
+        "--out",
+        `${dir}/elsewhere/r.json`,
+      ],
+      stdout: "piped",
+      stderr: "piped",
+      signal: AbortSignal.timeout(120_000),
+    }).output();
+    const err = new TextDecoder().decode(child.stderr);
+    assert.equal(child.code, 2, err);
+    assert.equal(new TextDecoder().decode(child.stdout), "");
+    const [first, ...rest] = err.trim().split("\n");
+    assert.equal(
+      first,
+      `error: --out "${dir}/elsewhere/r.json": this run may not write in "${dir}/elsewhere"; run: ` +
+        `deno run --allow-read --allow-write=reports,${dir}/elsewhere --allow-env ` +
+        `--allow-sys=cpus,osRelease,systemMemoryInfo --allow-run=git calibrate/cli.ts ` +
+        `${QUICK.join(" ")} --out ${dir}/elsewhere/r.json`,
+    );
+    assert.deepEqual(rest.filter((l) => l !== ""), [
+      "Usage: deno task calibrate [options] (see --help)",
+    ]);
+    assert.deepEqual([...Deno.readDirSync("elsewhere")], []);
+
+    const missing = await captureCli(() => main([...QUICK, "--out", `${dir}/missing/r.json`]));
+    assert.equal(missing.code, 2);
+    assert.match(
+      missing.err,
+      /^error: --out ".*\/missing\/r\.json": the folder ".*\/missing" does not exist; create it first/,
+    );
+  });
+});
+
+Deno.test("a save killed with SIGKILL never tears the report, and its temporary file is cleaned", async () => {
+  await inTempDir(async (dir) => {
+    const target = `${dir}/report.json`;
+    let leftovers = 0;
+    for (let attempt = 0; attempt < 10 && leftovers === 0; attempt++) {
+      const child = new Deno.Command("deno", {
+        args: [
+          "run",
+          `--allow-read=${dir}`,
+          `--allow-write=${dir}`,
+          `${REPO}tests/_atomic_writer_child.ts`,
+          target,
+        ],
+        stdout: "piped",
+        stderr: "inherit",
+      }).spawn();
+      const reader = child.stdout.getReader();
+      await reader.read(); // "written": one save is complete, the next one has begun
+      await new Promise((resolve) => setTimeout(resolve, 20 + 30 * attempt));
+      child.kill("SIGKILL");
+      await child.status;
+      reader.releaseLock();
+      await child.stdout.cancel();
+      const saved = JSON.parse(await Deno.readTextFile(target));
+      assert.equal(saved.rows.length, 400_000, "the report is whole");
+      leftovers += tempsIn(dir).length;
+      await removeStaleTemps(target);
+      assert.deepEqual(tempsIn(dir), [], "no temporary file survives the next run's cleanup");
+    }
+    assert.ok(leftovers > 0, "no kill landed mid-save in 10 attempts: the test proved nothing");
+  });
+});
+
+Deno.test("removeStaleTemps() leaves alone a temporary file a live writer holds locked", async () => {
+  await inTempDir(async (dir) => {
+    const temp = `${dir}/.report.json.c0ffee00.tmp`;
+    const writer = await Deno.open(temp, { write: true, createNew: true });
+    try {
+      await writer.lock(true);
+      assert.deepEqual(await removeStaleTemps(`${dir}/report.json`), []);
+    } finally {
+      writer.close();
+    }
+    assert.deepEqual(await removeStaleTemps(`${dir}/report.json`), [temp]);
+  });
+});
+
+Deno.test("removeTempFilesSync() removes a save in flight, for a second Ctrl-C that quits at once", async () => {
+  await inTempDir(async (dir) => {
+    const target = `${dir}/report.json`;
+    await Deno.writeTextFile(target, "old");
+    const big = new Uint8Array(64 * 2 ** 20).fill(0x20);
+    let caught = 0;
+    for (let attempt = 0; attempt < 5 && caught === 0; attempt++) {
+      const save = writeFileAtomic(target, big).then(() => "saved", () => "abandoned");
+      let outcome: string | null = null;
+      void save.then((o) => (outcome = o));
+      while (outcome === null && tempsIn(dir).length === 0) {
+        await new Promise((resolve) => setTimeout(resolve, 0));
+      }
+      if (outcome === null) caught += removeTempFilesSync();
+      const ended = await save;
+      assert.deepEqual(tempsIn(dir), []);
+      if (ended === "abandoned") {
+        assert.equal(await Deno.readTextFile(target), "old", "the report is as it was");
+      } else await Deno.writeTextFile(target, "old");
+    }
+    assert.ok(caught > 0, "no save was caught in flight in 5 attempts: the test proved nothing");
+  });
+});
+
+Deno.test("SIGTERM stops calibrate like Ctrl-C: a valid partial report, exit 130, no temporary file", async () => {
+  await inTempDir(async (dir) => {
+    const out = `${dir}/r.json`;
+    const child = new Deno.Command("deno", {
+      args: [
+        "run",
+        "--allow-read",
+        `--allow-write=${dir}`,
+        "--allow-env",
+        "--allow-sys",
+        "--allow-run=git",
+        `${REPO}calibrate/cli.ts`,
+        "--ops",
+        "add,mul,fma",
+        "--backends",
+        "js",
+        "--no-llm",
+        "--json",
+        "--out",
+        out,
+      ],
+      stdout: "piped",
+      stderr: "null",
+    }).spawn();
+    const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+    let text = "";
+    while (!text.includes('"kind":"measured"')) {
+      const { done, value } = await lines.read();
+      if (done) break;
+      text += value;
+    }
+    child.kill("SIGTERM");
+    while (!(await lines.read()).done) {
+      // Drain until the child exits.
+    }
+    const { code } = await child.status;
+    assert.equal(code, 130);
+    const report = parseReport(JSON.parse(await Deno.readTextFile(out)));
+    assert.equal(report.provenance.complete, false);
+    assert.equal(report.provenance.stopReason, "interrupted");
+    assert.deepEqual(tempsIn(dir), []);
+  });
+});
