@@ -55,7 +55,9 @@ function key(op: string, dtype: string, backend: string, residency: string): str
 function timeTable(measurements: readonly Measurement[]): TimeTable {
   const table = new Map<string, Map<number, Time>>();
   for (const m of measurements) {
-    if (m.state !== "ok") continue;
+    // Off-axis shapes share sizes with the sweep's but not its proportions: the stored tables
+    // describe the sweep.
+    if (m.state !== "ok" || m.offAxis) continue;
     const k = key(m.op, m.dtype, m.backend, m.residency);
     let bySize = table.get(k);
     if (bySize === undefined) table.set(k, bySize = new Map());
@@ -276,6 +278,7 @@ export function checkConsistency(report: Report): ReportIssue[] {
   });
   const series = new Map<string, Measurement[]>();
   for (const m of report.measurements) {
+    if (m.offAxis) continue;
     const k = key(m.op, m.dtype, m.backend, m.residency);
     const list = series.get(k);
     if (list === undefined) series.set(k, [m]);
