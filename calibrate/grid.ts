@@ -1,0 +1,157 @@
+/**
+ * The grid of one (op, dtype) job: sizes measured in ascending order, every backend in play
+ * interleaved per size, growing until the rates have converged, runs get too long, or the job's
+ * time is up.
+ *
+ * @module
+ */
+import type { Backend, Residency, Variant } from "../kernels/types.ts";
+import type { CalibrationJob } from "./plan.ts";
+import { residenciesFor, runnable } from "./phases.ts";
+import type { PlanState, Steps } from "./planner.ts";
+import type { MeasureRequest } from "./result.ts";
+
+/** Per backend and residency: the last size measured, its time, and the fastest time seen. */
+interface Seen {
+  readonly size: number;
+  readonly ms: number;
+  /** The fastest time seen: about the case's fixed overhead. */
+  readonly fixedMs: number;
+}
+
+/**
+ * Measures a job's grid and returns the backends still in play at its end (not stopped as
+ * unsupported).
+ *
+ * @param state The planner's state.
+ * @param job The job.
+ * @param backends Its backends.
+ * @param chosen Per backend, its variants ranked by the variant search.
+ * @returns The backends still in play.
+ * @example
+ * ```ts ignore
+ * const inPlay = yield* gridSteps(state, job, backends, chosen);
+ * ```
+ */
+export function* gridSteps(
+  state: PlanState,
+  job: CalibrationJob,
+  backends: readonly Backend[],
+  chosen: ReadonlyMap<Backend, Variant[]>,
+): Steps<Set<Backend>> {
+  const { op, dtype } = job;
+  const grid = new GridState(state, job);
+  const stopped = new Set<Backend>();
+  for (const size of job.sizes) {
+    if (state.time.past(state.time.gridDeadline())) break;
+    yield* confirmSlowness(grid, backends, stopped, chosen, size);
+    const shape = op.axis.shape(size);
+    const reqs: MeasureRequest[] = [];
+    for (const backend of backends) {
+      if (stopped.has(backend)) continue;
+      for (const residency of residenciesFor(backend)) {
+        if (grid.tooLong(backend, residency, size)) continue;
+        for (
+          const v of runnable(
+            op,
+            backend,
+            shape,
+            dtype,
+            chosen.get(backend),
+            state.plan.keepVariants,
+          )
+        ) {
+          reqs.push({ op: op.name, shape, dtype, backend, variant: v, residency });
+        }
+      }
+    }
+    if (reqs.length === 0) break;
+    const results = yield* state.measure(reqs, op);
+    results.forEach((r, i) => {
+      const req = reqs[i]!;
+      if (r?.state === "unsupported" && req.backend !== "webgpu") stopped.add(req.backend);
+      if (r?.state === "ok") grid.saw(req.backend, r.residency, size, r.wall.median);
+    });
+    if (job.converged(state.measurements, size)) break;
+  }
+  return new Set(backends.filter((b) => !stopped.has(b)));
+}
+
+/** What the grid remembers of each series to decide whether its next size is worth measuring. */
+class GridState {
+  readonly state: PlanState;
+  readonly job: CalibrationJob;
+  readonly seen = new Map<string, Seen>();
+  /** Series whose slowness a repeat has confirmed. */
+  readonly confirmed = new Set<string>();
+
+  constructor(state: PlanState, job: CalibrationJob) {
+    this.state = state;
+    this.job = job;
+  }
+
+  #work(size: number): number {
+    const shape = this.job.op.axis.shape(size);
+    return Math.max(this.job.op.flops(shape), this.job.op.bytes(shape, this.job.dtype));
+  }
+
+  /**
+   * Whether the next run at `size` is predicted to take longer than the plan allows: fixed
+   * overhead + the rest scaled with work, so a WebGPU case dominated by its ~11 ms sync is not cut
+   * off as if all of it grew with size.
+   */
+  tooLong(backend: Backend, residency: Residency, size: number): boolean {
+    const last = this.seen.get(`${backend}|${residency}`);
+    if (!last) return false;
+    const variable = Math.max(last.ms - last.fixedMs, 0);
+    return last.fixedMs + variable * (this.#work(size) / this.#work(last.size)) >
+      this.state.plan.maxCaseMs;
+  }
+
+  /** Notes a measured time of a series at `size`. */
+  saw(backend: Backend, residency: Residency, size: number, ms: number): void {
+    const key = `${backend}|${residency}`;
+    const prev = this.seen.get(key);
+    if (!prev || prev.size !== size) {
+      this.seen.set(key, { size, ms, fixedMs: Math.min(prev?.fixedMs ?? ms, ms) });
+    } else if (ms < prev.ms) {
+      this.seen.set(key, { ...prev, ms, fixedMs: Math.min(prev.fixedMs, ms) });
+    }
+  }
+}
+
+/**
+ * A backend is dropped on one measurement only after a repeat: a single stall (a wasm-mt worker
+ * woken late, lavapipe down to one core) once cut wasm-mt off below its crossover. The repeat is
+ * not recorded: it decides what to measure next; the report keeps what was measured.
+ */
+function* confirmSlowness(
+  grid: GridState,
+  backends: readonly Backend[],
+  stopped: ReadonlySet<Backend>,
+  chosen: ReadonlyMap<Backend, Variant[]>,
+  size: number,
+): Steps {
+  const { op, dtype } = grid.job;
+  const repeats: MeasureRequest[] = [];
+  for (const backend of backends) {
+    if (stopped.has(backend)) continue;
+    for (const residency of residenciesFor(backend)) {
+      const key = `${backend}|${residency}`;
+      const last = grid.seen.get(key);
+      if (!last || grid.confirmed.has(key) || !grid.tooLong(backend, residency, size)) continue;
+      grid.confirmed.add(key);
+      const lastShape = op.axis.shape(last.size);
+      for (const v of runnable(op, backend, lastShape, dtype, chosen.get(backend), 1)) {
+        repeats.push({ op: op.name, shape: lastShape, dtype, backend, variant: v, residency });
+      }
+    }
+  }
+  const again = yield* grid.state.sample(repeats);
+  (again.results ?? []).forEach((r, i) => {
+    if (r.state !== "ok") return;
+    const key = `${repeats[i]!.backend}|${r.residency}`;
+    const prev = grid.seen.get(key);
+    if (prev && r.wall.median < prev.ms) grid.seen.set(key, { ...prev, ms: r.wall.median });
+  });
+}
