@@ -10,6 +10,15 @@ import type { CalibrationJob } from "./plan.ts";
 import { residenciesFor, runnable } from "./phases.ts";
 import type { PlanState, Steps } from "./planner.ts";
 import type { MeasureRequest } from "./result.ts";
+import {
+  dominatedBy,
+  TRANSFER_BOUND_SHARE,
+  TRANSFER_CONFIRM,
+  transferPrediction,
+} from "./decide.ts";
+
+/** An unsupported reason that a larger size of the same series would hit too. */
+const OVER_LIMITS = /over the adapter|exceeds max|over max|Out of device memory/i;
 
 /** Per backend and residency: the last size measured, its time, and the fastest time seen. */
 interface Seen {
@@ -50,7 +59,9 @@ export function* gridSteps(
     for (const backend of backends) {
       if (stopped.has(backend)) continue;
       for (const residency of residenciesFor(backend)) {
-        if (grid.tooLong(backend, residency, size)) continue;
+        if (grid.tooLong(backend, residency, size) || grid.settled.has(`${backend}|${residency}`)) {
+          continue;
+        }
         for (
           const v of runnable(
             op,
@@ -70,8 +81,13 @@ export function* gridSteps(
     results.forEach((r, i) => {
       const req = reqs[i]!;
       if (r?.state === "unsupported" && req.backend !== "webgpu") stopped.add(req.backend);
+      // Limits are static: a larger case is over them too, so it is never built.
+      if (r?.state === "unsupported" && OVER_LIMITS.test(r.reason)) {
+        grid.settled.add(`${req.backend}|${r.residency}`);
+      }
       if (r?.state === "ok") grid.saw(req.backend, r.residency, size, r.wall.median);
     });
+    if (state.plan.mode !== "thorough") settle(grid, backends, stopped, size);
     if (job.converged(state.measurements, size)) break;
   }
   return new Set(backends.filter((b) => !stopped.has(b)));
@@ -84,6 +100,8 @@ class GridState {
   readonly seen = new Map<string, Seen>();
   /** Series whose slowness a repeat has confirmed. */
   readonly confirmed = new Set<string>();
+  /** Series (`backend|residency`) that need no more sizes: over the limits, or predicted. */
+  readonly settled = new Set<string>();
 
   constructor(state: PlanState, job: CalibrationJob) {
     this.state = state;
@@ -154,4 +172,40 @@ function* confirmSlowness(
     const prev = grid.seen.get(key);
     if (prev && r.wall.median < prev.ms) grid.seen.set(key, { ...prev, ms: r.wall.median });
   });
+}
+
+/**
+ * Decide, then stop (budgeted modes). A CPU backend that loses by a margin its trend cannot close
+ * is dominated: its decision is made, its fit has its points, it stops. A WebGPU end-to-end point
+ * whose time is mostly transfers, and that the transfer figures plus the device-resident kernel
+ * predicted within ±30 %, confirms the prediction: larger ones are predicted, not swept (they were
+ * the giants of a full run, 160–180 ms of transfer per run).
+ */
+function settle(
+  grid: GridState,
+  backends: readonly Backend[],
+  stopped: Set<Backend>,
+  size: number,
+): void {
+  const { state, job: { op, dtype } } = grid;
+  for (const backend of backends) {
+    if (backend === "webgpu" || stopped.has(backend)) continue;
+    const winner = dominatedBy(state.measurements, op, dtype, backend);
+    if (winner === null) continue;
+    stopped.add(backend);
+    state.phase(`${op.name} ${dtype}: ${backend} stops at ${size}, dominated by ${winner}`);
+  }
+  const e2e = grid.seen.get("webgpu|end-to-end");
+  const resident = grid.seen.get("webgpu|device-resident");
+  if (!e2e || !resident || e2e.size !== size || resident.size !== size) return;
+  if (grid.settled.has("webgpu|end-to-end")) return;
+  const p = transferPrediction(state.system, op, op.axis.shape(size), dtype, resident.ms);
+  if (!p || p.transferShare < TRANSFER_BOUND_SHARE) return;
+  if (Math.abs(e2e.ms / p.ms - 1) > TRANSFER_CONFIRM) return;
+  grid.settled.add("webgpu|end-to-end");
+  state.phase(
+    `${op.name} ${dtype}: webgpu end-to-end is transfer-bound from ${size} (predicted ${
+      p.ms.toPrecision(3)
+    } ms, measured ${e2e.ms.toPrecision(3)} ms): larger sizes predicted, not swept`,
+  );
 }

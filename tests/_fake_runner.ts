@@ -7,6 +7,7 @@
 import { getOp } from "../kernels/catalog.ts";
 import { variantId } from "../kernels/types.ts";
 import type { Planner, PlanStep } from "../calibrate/planner.ts";
+import type { SystemFigures } from "../reports/schema.ts";
 import type { MeasureRequest, MeasureResult } from "../calibrate/result.ts";
 
 /** Per request, its time per run in ms, or a string: the reason it is unsupported. */
@@ -59,12 +60,17 @@ export function fakeResult(req: MeasureRequest, times: FakeTimes): MeasureResult
  * Drives `planner` to its end with fake results; `clock.s` advances by ten runs of every case
  * measured. Returns every step performed.
  */
-export function drive(planner: Planner, times: FakeTimes, clock: { s: number }): PlanStep[] {
+export function drive(
+  planner: Planner,
+  times: FakeTimes,
+  clock: { s: number },
+  system: SystemFigures | null = null,
+): PlanStep[] {
   const steps: PlanStep[] = [];
   for (let step = planner.next(); step; step = planner.next()) {
     steps.push(step);
     if (step.kind !== "measure") {
-      planner.observe(step.kind === "system" ? { system: null } : {});
+      planner.observe(step.kind === "system" ? { system } : {});
       continue;
     }
     const results = step.requests.map((r) => fakeResult(r, times));

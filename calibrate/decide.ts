@@ -1,0 +1,106 @@
+/**
+ * When a series has told what it can: a backend that loses by a margin its trend cannot close
+ * (dominated), and a WebGPU end-to-end point whose time is its transfers (predicted from the
+ * system figures plus the device-resident kernel). Pure functions over measurements.
+ *
+ * @module
+ */
+import type { Backend, Dtype, OpSpec, Shape } from "../kernels/types.ts";
+import type { Measurement, SystemFigures } from "../reports/schema.ts";
+
+/** A backend slower than the best by at least this factor at its last two sizes is losing. */
+export const DOMINATED_MARGIN = 2;
+/** Points a series needs before it may be stopped: enough for its fit. */
+export const DOMINATED_MIN_POINTS = 5;
+/** The loser's ratio to the best may fall by this much per step and still count as not closing. */
+const CLOSING_TOLERANCE = 0.05;
+
+/**
+ * Whether `backend` (end to end) is dominated in `op`/`dtype`: at each of its last two measured
+ * sizes another backend's end-to-end time is at least {@linkcode DOMINATED_MARGIN} times faster,
+ * and its ratio to that best did not fall between them (so its trend cannot close the gap), and
+ * it has {@linkcode DOMINATED_MIN_POINTS} points for its fit.
+ *
+ * @param measurements Measurements so far.
+ * @param op The op.
+ * @param dtype The dtype.
+ * @param backend The backend to judge.
+ * @returns The backend it loses to, or null.
+ * @example
+ * ```ts ignore
+ * const winner = dominatedBy(measurements, getOp("add"), "f32", "js"); // "wasm"
+ * ```
+ */
+export function dominatedBy(
+  measurements: readonly Measurement[],
+  op: OpSpec,
+  dtype: Dtype,
+  backend: Backend,
+): Backend | null {
+  const best = new Map<string, Map<number, number>>();
+  for (const m of measurements) {
+    if (m.op !== op.name || m.dtype !== dtype || m.state !== "ok") continue;
+    if (
+      m.residency !== "end-to-end" ||
+      JSON.stringify(m.shape) !== JSON.stringify(op.axis.shape(m.size))
+    ) continue;
+    const series = best.get(m.backend) ?? new Map<number, number>();
+    best.set(m.backend, series);
+    series.set(m.size, Math.min(series.get(m.size) ?? Infinity, m.wall.median));
+  }
+  const mine = best.get(backend);
+  if (!mine || mine.size < DOMINATED_MIN_POINTS) return null;
+  const [before, last] = [...mine.keys()].sort((a, b) => a - b).slice(-2) as [number, number];
+  for (const [other, series] of best) {
+    if (other === backend) continue;
+    const a = series.get(before);
+    const b = series.get(last);
+    if (a === undefined || b === undefined) continue;
+    const ratioBefore = mine.get(before)! / a;
+    const ratioLast = mine.get(last)! / b;
+    if (
+      ratioBefore >= DOMINATED_MARGIN && ratioLast >= DOMINATED_MARGIN &&
+      ratioLast >= ratioBefore * (1 - CLOSING_TOLERANCE)
+    ) return other as Backend;
+  }
+  return null;
+}
+
+/** A WebGPU end-to-end time whose transfers are at least this share is transfer-bound. */
+export const TRANSFER_BOUND_SHARE = 0.7;
+/** A measured end-to-end point confirms the prediction within this relative error. */
+export const TRANSFER_CONFIRM = 0.3;
+
+/**
+ * The predicted end-to-end WebGPU time of a case: the device-resident kernel, one round trip,
+ * and its bytes at the measured upload and readback rates (inputs up, output down; the op's
+ * minimum bytes, split as if every byte crossed once). Null without the transfer figures.
+ *
+ * @param system The system figures.
+ * @param op The op.
+ * @param shape The shape.
+ * @param dtype The dtype.
+ * @param residentMs The device-resident time of the same case, ms.
+ * @returns The prediction and the share of it that is transfer, or null.
+ * @example
+ * ```ts ignore
+ * const p = transferPrediction(system, getOp("gemv"), { rows: 16384, cols: 16384 }, "q4", 12);
+ * if (p && p.transferShare > 0.7) console.log(`${p.ms} ms, transfer-bound`);
+ * ```
+ */
+export function transferPrediction(
+  system: SystemFigures | null,
+  op: OpSpec,
+  shape: Shape,
+  dtype: Dtype,
+  residentMs: number,
+): { ms: number; transferShare: number } | null {
+  const up = system?.uploadGBps.value;
+  const down = system?.readbackGBps.value;
+  if (!up || !down) return null;
+  const bytes = op.bytes(shape, dtype);
+  // Without the output's size the bytes go at the slower of the two rates: an upper bound.
+  const transferMs = bytes / Math.min(up, down) / 1e6;
+  const ms = residentMs + (system?.dispatchRoundTripMs.value ?? 0) + transferMs;
+  return { ms, transferShare: transferMs / ms };
+}
