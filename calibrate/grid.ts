@@ -17,6 +17,9 @@ import {
   transferPrediction,
 } from "./decide.ts";
 
+/** Grid sizes every job measures, whatever its deadline: enough for a fit of each series. */
+const MIN_GRID_SIZES = 3;
+
 /** An unsupported reason that a larger size of the same series would hit too. */
 const OVER_LIMITS = /over the adapter|exceeds max|over max|Out of device memory/i;
 
@@ -51,8 +54,9 @@ export function* gridSteps(
   const { op, dtype } = job;
   const grid = new GridState(state, job);
   const stopped = new Set<Backend>();
-  for (const size of job.sizes) {
-    if (state.time.past(state.time.gridDeadline())) break;
+  for (const [i, size] of job.sizes.entries()) {
+    // However late the job starts, its first sizes are measured: every op gets a fit.
+    if (i >= MIN_GRID_SIZES && state.time.past(state.time.gridDeadline())) break;
     yield* confirmSlowness(grid, backends, stopped, chosen, size);
     const shape = op.axis.shape(size);
     const reqs: MeasureRequest[] = [];

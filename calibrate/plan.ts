@@ -273,8 +273,11 @@ const MODES: Readonly<Record<Mode, ModeSettings>> = {
     refineRounds: 2,
     bendPoints: 2,
     passes: 2,
-    time: { totalS: 300, systemS: 12, llmS: 75, revisitShare: 0.1, offAxisShare: 0.12 },
-    llm: { repeats: 2, tokens: 12, kernelBudgetMs: 100 },
+    // The LLM validation with its defaults (3 decodes of 16 tokens per pair, 150 ms per kernel
+    // per alongside window) took ~2.5 min here; 2 decodes of 8 tokens and 80 ms windows fit its
+    // reserve.
+    time: { totalS: 300, systemS: 12, llmS: 90, revisitShare: 0.08, offAxisShare: 0.12 },
+    llm: { repeats: 2, tokens: 8, kernelBudgetMs: 80 },
   },
   thorough: {
     stopping: { budgetMs: 400, minSamples: 7 },
