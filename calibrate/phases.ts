@@ -132,10 +132,10 @@ function* variantSearch(
     for (const [i, size] of job.anchors.entries()) {
       const shape = op.axis.shape(size);
       const residency = residenciesFor(backend).at(-1)!;
-      const results = yield* state.measure(
-        candidates.map((v) => ({ op: op.name, shape, dtype, backend, variant: v, residency })),
+      const results = yield* screen(
+        state,
         op,
-        plan.searchStopping,
+        candidates.map((v) => ({ op: op.name, shape, dtype, backend, variant: v, residency })),
       );
       const ms = (j: number) => {
         const r = results[j];
@@ -150,6 +150,30 @@ function* variantSearch(
     chosen.set(backend, [...candidates, ...variants.filter((v) => !candidates.includes(v))]);
   }
   return chosen;
+}
+
+/** Variants measured together in one screening batch, between looks at the clock. */
+const SCREEN_BATCH = 6;
+
+/**
+ * Measures the variants of one anchor in batches; once the job's search share of its time is
+ * spent, the rest are not tried (declared order puts each backend's default first, so it always
+ * is). Returns per request its measurement, undefined for those not tried.
+ */
+function* screen(
+  state: PlanState,
+  op: OpSpec,
+  requests: readonly MeasureRequest[],
+): Steps<(Measurement | undefined)[]> {
+  const out: (Measurement | undefined)[] = [];
+  // Without a time plan (thorough) every variant is screened in one interleaved batch.
+  const size = Number.isFinite(state.time.searchDeadline()) ? SCREEN_BATCH : requests.length;
+  for (let i = 0; i < requests.length; i += size) {
+    if (i > 0 && state.time.past(state.time.searchDeadline())) break;
+    const batch = requests.slice(i, i + size);
+    out.push(...(yield* state.measure(batch, op, state.plan.searchStopping)));
+  }
+  return out;
 }
 
 /**

@@ -9,6 +9,8 @@ import type { CalibrationPlan } from "./plan.ts";
 /** The ETA's pace factor stays within these bounds however early or late the first jobs end. */
 const PACE_MIN = 0.25;
 const PACE_MAX = 1.5;
+/** Share of a job's slice its variant search may take before it stops trying more variants. */
+const SEARCH_SHARE = 0.3;
 
 /**
  * Shares a budgeted run's time out as it goes. Each job gets, when it starts, a slice of what is
@@ -101,6 +103,11 @@ export class TimeKeeper {
     this.#used[i] = this.now() - this.#jobStart;
   }
 
+  /** Until when the current job's variant search may try more variants. */
+  searchDeadline(): number {
+    return this.#jobStart + (this.#jobDeadline - this.#jobStart) * SEARCH_SHARE;
+  }
+
   /** Until when the current job's grid, refinement and bends may measure. */
   gridDeadline(): number {
     const share = 1 - this.#plan.time.offAxisShare;
@@ -156,7 +163,9 @@ export class TimeKeeper {
       Math.min(this.#jobDeadline, this.#jobStart + pace * this.#allot[this.#job]!) - now,
     );
     const later = this.#allot.slice(this.#job + 1).reduce((a, b) => a + b, 0) * pace;
-    return current + later + this.#revisitS + this.#llmS;
+    // Jobs that overran shrink the later ones' slices: the jobs end by their end all the same.
+    const jobs = Math.min(current + later, Math.max(0, this.#jobsEnd - now));
+    return jobs + this.#revisitS + this.#llmS;
   }
 
   #pace(): number {
