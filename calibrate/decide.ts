@@ -12,23 +12,24 @@ import type { Measurement, SystemFigures } from "../reports/schema.ts";
 export const DOMINATED_MARGIN = 2;
 /** Points a series needs before it may be stopped: enough for its fit. */
 export const DOMINATED_MIN_POINTS = 5;
-/** The loser's ratio to the best may fall by this much per step and still count as not closing. */
-const CLOSING_TOLERANCE = 0.05;
 
 /**
- * Whether `backend` (end to end) is dominated in `op`/`dtype`: at each of its last two measured
- * sizes another backend's end-to-end time is at least {@linkcode DOMINATED_MARGIN} times faster,
- * and its ratio to that best did not fall between them (so its trend cannot close the gap), and
- * it has {@linkcode DOMINATED_MIN_POINTS} points for its fit.
+ * Whether `backend` (end to end) is dominated in `op`/`dtype`: it has
+ * {@linkcode DOMINATED_MIN_POINTS} points for its fit, at each of its last two sizes another
+ * backend is at least {@linkcode DOMINATED_MARGIN} times faster, and its trend cannot close the
+ * gap within the range: a line through each series' last two points (fixed cost + time per unit
+ * of work) still leaves it {@linkcode DOMINATED_MARGIN} times slower at `maxSize`. A backend that
+ * loses on fixed overhead but has the better rate (wasm-mt at small sizes) keeps its sweep.
  *
  * @param measurements Measurements so far.
  * @param op The op.
  * @param dtype The dtype.
  * @param backend The backend to judge.
+ * @param maxSize The largest size of the range the decision is for.
  * @returns The backend it loses to, or null.
  * @example
  * ```ts ignore
- * const winner = dominatedBy(measurements, getOp("add"), "f32", "js"); // "wasm"
+ * const winner = dominatedBy(measurements, getOp("add"), "f32", "js", 1 << 24); // "wasm"
  * ```
  */
 export function dominatedBy(
@@ -36,34 +37,52 @@ export function dominatedBy(
   op: OpSpec,
   dtype: Dtype,
   backend: Backend,
+  maxSize: number,
 ): Backend | null {
+  const best = axisSeries(measurements, op, dtype);
+  const mine = best.get(backend);
+  if (!mine || mine.size < DOMINATED_MIN_POINTS) return null;
+  const [before, last] = [...mine.keys()].sort((a, b) => a - b).slice(-2) as [number, number];
+  const work = (size: number) => {
+    const shape = op.axis.shape(size);
+    return Math.max(op.flops(shape), op.bytes(shape, dtype));
+  };
+  const at = (series: Map<number, number>, size: number) => {
+    const [t1, t2] = [series.get(before)!, series.get(last)!];
+    const perWork = Math.max(0, (t2 - t1) / (work(last) - work(before)));
+    return Math.max(0, t2 - perWork * work(last)) + perWork * work(size);
+  };
+  for (const [other, series] of best) {
+    if (other === backend || !series.has(before) || !series.has(last)) continue;
+    const losing = mine.get(before)! / series.get(before)! >= DOMINATED_MARGIN &&
+      mine.get(last)! / series.get(last)! >= DOMINATED_MARGIN;
+    if (losing && at(mine, maxSize) / at(series, maxSize) >= DOMINATED_MARGIN) {
+      return other as Backend;
+    }
+  }
+  return null;
+}
+
+/** Per backend, its fastest end-to-end time at each size of the op's axis (off-axis shapes aside). */
+function axisSeries(
+  measurements: readonly Measurement[],
+  op: OpSpec,
+  dtype: Dtype,
+): Map<string, Map<number, number>> {
   const best = new Map<string, Map<number, number>>();
   for (const m of measurements) {
     if (m.op !== op.name || m.dtype !== dtype || m.state !== "ok") continue;
-    if (
-      m.residency !== "end-to-end" ||
-      JSON.stringify(m.shape) !== JSON.stringify(op.axis.shape(m.size))
-    ) continue;
+    if (m.residency !== "end-to-end" || !sameShape(m.shape, op.axis.shape(m.size))) continue;
     const series = best.get(m.backend) ?? new Map<number, number>();
     best.set(m.backend, series);
     series.set(m.size, Math.min(series.get(m.size) ?? Infinity, m.wall.median));
   }
-  const mine = best.get(backend);
-  if (!mine || mine.size < DOMINATED_MIN_POINTS) return null;
-  const [before, last] = [...mine.keys()].sort((a, b) => a - b).slice(-2) as [number, number];
-  for (const [other, series] of best) {
-    if (other === backend) continue;
-    const a = series.get(before);
-    const b = series.get(last);
-    if (a === undefined || b === undefined) continue;
-    const ratioBefore = mine.get(before)! / a;
-    const ratioLast = mine.get(last)! / b;
-    if (
-      ratioBefore >= DOMINATED_MARGIN && ratioLast >= DOMINATED_MARGIN &&
-      ratioLast >= ratioBefore * (1 - CLOSING_TOLERANCE)
-    ) return other as Backend;
-  }
-  return null;
+  return best;
+}
+
+function sameShape(a: Shape, b: Shape): boolean {
+  const keys = Object.keys(a);
+  return keys.length === Object.keys(b).length && keys.every((k) => a[k] === b[k]);
 }
 
 /** A WebGPU end-to-end time whose transfers are at least this share is transfer-bound. */

@@ -194,7 +194,7 @@ function settle(
   const { state, job: { op, dtype } } = grid;
   for (const backend of backends) {
     if (backend === "webgpu" || stopped.has(backend)) continue;
-    const winner = dominatedBy(state.measurements, op, dtype, backend);
+    const winner = dominatedBy(state.measurements, op, dtype, backend, grid.job.sizes.at(-1)!);
     if (winner === null) continue;
     stopped.add(backend);
     state.phase(`${op.name} ${dtype}: ${backend} stops at ${size}, dominated by ${winner}`);
