@@ -11,7 +11,7 @@ import type { Measurement, SystemFigures } from "../reports/schema.ts";
 /** A backend slower than the best by at least this factor at its last two sizes is losing. */
 export const DOMINATED_MARGIN = 2;
 /** Points a series needs before it may be stopped: enough for its fit. */
-export const DOMINATED_MIN_POINTS = 5;
+export const DOMINATED_MIN_POINTS = 4;
 
 /**
  * Whether `backend` (end to end) is dominated in `op`/`dtype`: it has

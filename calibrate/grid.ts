@@ -51,65 +51,85 @@ export function* gridSteps(
   backends: readonly Backend[],
   chosen: ReadonlyMap<Backend, Variant[]>,
 ): Steps<Set<Backend>> {
-  const { op, dtype } = job;
-  const grid = new GridState(state, job);
-  const stopped = new Set<Backend>();
-  for (const [i, size] of job.sizes.entries()) {
+  const grid = new GridState(state, job, backends, chosen);
+  // A budgeted run covers the range first (every other size), then fills in while its time
+  // lasts: cut short, it loses detail, not the large sizes where the GPU wins.
+  const coarse = state.plan.mode === "thorough"
+    ? job.sizes
+    : job.sizes.filter((_, i) => i % 2 === 0 || i === job.sizes.length - 1);
+  let reached = 0;
+  for (const [i, size] of coarse.entries()) {
     // However late the job starts, its first sizes are measured: every op gets a fit.
     if (i >= MIN_GRID_SIZES && state.time.past(state.time.gridDeadline())) break;
-    yield* confirmSlowness(grid, backends, stopped, chosen, size);
-    const shape = op.axis.shape(size);
-    const reqs: MeasureRequest[] = [];
-    for (const backend of backends) {
-      if (stopped.has(backend)) continue;
-      for (const residency of residenciesFor(backend)) {
-        if (grid.tooLong(backend, residency, size) || grid.settled.has(`${backend}|${residency}`)) {
-          continue;
-        }
-        for (
-          const v of runnable(
-            op,
-            backend,
-            shape,
-            dtype,
-            chosen.get(backend),
-            state.plan.keepVariants,
-          )
-        ) {
-          reqs.push({ op: op.name, shape, dtype, backend, variant: v, residency });
-        }
-      }
-    }
-    if (reqs.length === 0) break;
-    const results = yield* state.measure(reqs, op);
-    results.forEach((r, i) => {
-      const req = reqs[i]!;
-      if (r?.state === "unsupported" && req.backend !== "webgpu") stopped.add(req.backend);
-      // Limits are static: a larger case is over them too, so it is never built.
-      if (r?.state === "unsupported" && OVER_LIMITS.test(r.reason)) {
-        grid.settled.add(`${req.backend}|${r.residency}`);
-      }
-      if (r?.state === "ok") grid.saw(req.backend, r.residency, size, r.wall.median);
-    });
-    if (state.plan.mode !== "thorough") settle(grid, backends, stopped, size);
+    yield* confirmSlowness(grid, size);
+    if (!(yield* gridSize(grid, size))) break;
+    reached = size;
     if (job.converged(state.measurements, size)) break;
   }
-  return new Set(backends.filter((b) => !stopped.has(b)));
+  for (const size of job.sizes.filter((s) => s < reached && !coarse.includes(s))) {
+    if (state.time.past(state.time.gridDeadline())) break;
+    yield* gridSize(grid, size);
+  }
+  return new Set(backends.filter((b) => !grid.stopped.has(b)));
+}
+
+/** Measures every series still in play at `size`; false when none was. */
+function* gridSize(grid: GridState, size: number): Steps<boolean> {
+  const { state, job: { op, dtype } } = grid;
+  const shape = op.axis.shape(size);
+  const reqs: MeasureRequest[] = [];
+  for (const backend of grid.backends) {
+    if (grid.stopped.has(backend)) continue;
+    for (const residency of residenciesFor(backend)) {
+      if (grid.tooLong(backend, residency, size) || grid.settled.has(`${backend}|${residency}`)) {
+        continue;
+      }
+      const ranked = grid.chosen.get(backend);
+      for (const v of runnable(op, backend, shape, dtype, ranked, state.plan.keepVariants)) {
+        reqs.push({ op: op.name, shape, dtype, backend, variant: v, residency });
+      }
+    }
+  }
+  if (reqs.length === 0) return false;
+  const results = yield* state.measure(reqs, op);
+  results.forEach((r, i) => {
+    const req = reqs[i]!;
+    if (r?.state === "unsupported" && req.backend !== "webgpu") grid.stopped.add(req.backend);
+    // Limits are static: a larger case is over them too, so it is never built.
+    if (r?.state === "unsupported" && OVER_LIMITS.test(r.reason)) {
+      grid.settled.add(`${req.backend}|${r.residency}`);
+    }
+    if (r?.state === "ok") grid.saw(req.backend, r.residency, size, r.wall.median);
+  });
+  if (state.plan.mode !== "thorough") settle(grid, size);
+  return true;
 }
 
 /** What the grid remembers of each series to decide whether its next size is worth measuring. */
 class GridState {
   readonly state: PlanState;
   readonly job: CalibrationJob;
+  readonly backends: readonly Backend[];
+  /** Per backend, its variants ranked by the variant search. */
+  readonly chosen: ReadonlyMap<Backend, Variant[]>;
+  /** Backends out of the grid: unsupported, or dominated. */
+  readonly stopped = new Set<Backend>();
   readonly seen = new Map<string, Seen>();
   /** Series whose slowness a repeat has confirmed. */
   readonly confirmed = new Set<string>();
   /** Series (`backend|residency`) that need no more sizes: over the limits, or predicted. */
   readonly settled = new Set<string>();
 
-  constructor(state: PlanState, job: CalibrationJob) {
+  constructor(
+    state: PlanState,
+    job: CalibrationJob,
+    backends: readonly Backend[],
+    chosen: ReadonlyMap<Backend, Variant[]>,
+  ) {
     this.state = state;
     this.job = job;
+    this.backends = backends;
+    this.chosen = chosen;
   }
 
   #work(size: number): number {
@@ -147,24 +167,18 @@ class GridState {
  * woken late, lavapipe down to one core) once cut wasm-mt off below its crossover. The repeat is
  * not recorded: it decides what to measure next; the report keeps what was measured.
  */
-function* confirmSlowness(
-  grid: GridState,
-  backends: readonly Backend[],
-  stopped: ReadonlySet<Backend>,
-  chosen: ReadonlyMap<Backend, Variant[]>,
-  size: number,
-): Steps {
+function* confirmSlowness(grid: GridState, size: number): Steps {
   const { op, dtype } = grid.job;
   const repeats: MeasureRequest[] = [];
-  for (const backend of backends) {
-    if (stopped.has(backend)) continue;
+  for (const backend of grid.backends) {
+    if (grid.stopped.has(backend)) continue;
     for (const residency of residenciesFor(backend)) {
       const key = `${backend}|${residency}`;
       const last = grid.seen.get(key);
       if (!last || grid.confirmed.has(key) || !grid.tooLong(backend, residency, size)) continue;
       grid.confirmed.add(key);
       const lastShape = op.axis.shape(last.size);
-      for (const v of runnable(op, backend, lastShape, dtype, chosen.get(backend), 1)) {
+      for (const v of runnable(op, backend, lastShape, dtype, grid.chosen.get(backend), 1)) {
         repeats.push({ op: op.name, shape: lastShape, dtype, backend, variant: v, residency });
       }
     }
@@ -185,18 +199,13 @@ function* confirmSlowness(
  * predicted within ±30 %, confirms the prediction: larger ones are predicted, not swept (they were
  * the giants of a full run, 160–180 ms of transfer per run).
  */
-function settle(
-  grid: GridState,
-  backends: readonly Backend[],
-  stopped: Set<Backend>,
-  size: number,
-): void {
+function settle(grid: GridState, size: number): void {
   const { state, job: { op, dtype } } = grid;
-  for (const backend of backends) {
-    if (backend === "webgpu" || stopped.has(backend)) continue;
+  for (const backend of grid.backends) {
+    if (backend === "webgpu" || grid.stopped.has(backend)) continue;
     const winner = dominatedBy(state.measurements, op, dtype, backend, grid.job.sizes.at(-1)!);
     if (winner === null) continue;
-    stopped.add(backend);
+    grid.stopped.add(backend);
     state.phase(`${op.name} ${dtype}: ${backend} stops at ${size}, dominated by ${winner}`);
   }
   const e2e = grid.seen.get("webgpu|end-to-end");

@@ -18,6 +18,8 @@ const ANCHOR_MAX_WORK = 64e6;
  * beyond are transfer-bound, predicted from the transfer figures rather than swept.
  */
 const DEFAULT_MAX_BYTES = 128 * 2 ** 20;
+/** The ops of an LLM decode step (its projections), weighted double in a budgeted run. */
+const DECODE_OPS = new Set(["gemv"]);
 /** Host bytes one case may touch in a quick run. */
 const QUICK_MAX_BYTES = 48 * 2 ** 20;
 
@@ -38,6 +40,11 @@ export interface CalibrationJob {
   readonly sizes: readonly number[];
   /** Sizes where every variant is tried. */
   readonly anchors: readonly number[];
+  /**
+   * Its share of a budgeted run's time, relative to the other jobs': its planned measurements,
+   * doubled for the ops an LLM decode runs (its validation and its estimates rest on them).
+   */
+  readonly weight: number;
   /** True once the fastest backend's rate stopped growing by `size`. */
   converged(measurements: readonly Measurement[], size: number): boolean;
 }
@@ -220,6 +227,8 @@ export function planFor(options: PlanOptions): CalibrationPlan {
       const anchors = searchable.length > 2
         ? [searchable[Math.floor(searchable.length / 2)]!, searchable[searchable.length - 1]!]
         : searchable.slice(-1);
+      // webgpu counts twice (two residencies), each backend about twice (kept variants).
+      const cases = sizes.length * (backends.length + (backends.includes("webgpu") ? 1 : 0));
       jobs.push({
         op,
         dtype,
@@ -232,10 +241,10 @@ export function planFor(options: PlanOptions): CalibrationPlan {
           : mode === "default"
           ? anchors.slice(0, 1)
           : anchors.slice(-1),
+        weight: cases * (DECODE_OPS.has(op.name) ? 2 : 1),
         converged: (measurements, size) => fastestRateConverged(measurements, op, dtype, size),
       });
-      // webgpu counts twice (two residencies), each backend about twice (kept variants).
-      estimatedCases += sizes.length * (backends.length + (backends.includes("webgpu") ? 1 : 0));
+      estimatedCases += cases;
     }
   }
   const settings = MODES[mode];

@@ -54,9 +54,7 @@ export class TimeKeeper {
     this.#plan = plan;
     this.#clock = clock;
     this.#llmS = llm ? plan.time.llmS : 0;
-    this.#weights = plan.jobs.map((j) =>
-      Math.max(1, j.sizes.length * (j.backends.length + (j.backends.includes("webgpu") ? 1 : 0)))
-    );
+    this.#weights = plan.jobs.map((j) => Math.max(1, j.weight));
   }
 
   /** Seconds since the run began. */

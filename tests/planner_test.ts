@@ -98,8 +98,10 @@ Deno.test("the planner stops a dominated backend once its fit has its points", (
   drive(planner, (r) => (r.backend === "js" ? 10 : 1) * wasm(r.shape.n!), clock);
   const sizes = (b: string) =>
     new Set(planner.measurements.filter((m) => m.backend === b).map((m) => m.size));
-  assert.equal(sizes("js").size, DOMINATED_MIN_POINTS);
-  assert.ok(sizes("wasm").size > DOMINATED_MIN_POINTS, `wasm ${sizes("wasm").size} sizes`);
+  const largest = (b: string) => Math.max(...sizes(b));
+  assert.ok(sizes("js").size >= DOMINATED_MIN_POINTS, "js has the points of its fit");
+  assert.ok(largest("js") < largest("wasm"), `js up to ${largest("js")}, wasm ${largest("wasm")}`);
+  assert.ok(sizes("js").size < sizes("wasm").size);
   assert.ok(phases.some((p) => /js stops at \d+, dominated by wasm/.test(p)), phases.join("\n"));
 });
 
