@@ -28,7 +28,7 @@ Options:
 }
   --dtypes LIST        Dtypes (default: all each op supports): ${DTYPES.join(",")}
   --backends LIST      Backends (default: all): ${BACKENDS.join(",")}
-  --budget SECONDS     Hard limit: stop after this long and write a partial report (complete: false)
+  --budget SECONDS     Stop after this long and write a partial report (complete: false)
   --passes N           Windows per sweep point, minutes apart, pooled (default: 2, the noisy
                        points only; --thorough: 2, every fitted point; --quick: 1). On a machine
                        whose speed drifts, more passes make each point stand for the whole run

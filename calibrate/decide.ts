@@ -7,15 +7,19 @@
  */
 import type { Backend, Dtype, OpSpec, Shape } from "../kernels/types.ts";
 import type { Measurement, SystemFigures } from "../reports/schema.ts";
+import { rateConverged } from "./sweep.ts";
 
 /** A backend slower than the best by at least this factor at its last two sizes is losing. */
 export const DOMINATED_MARGIN = 2;
+/** The loser's rate over its last three sizes must agree within this to count as a trend. */
+const SETTLED_RATE = 0.15;
 /** Points a series needs before it may be stopped: enough for its fit. */
 export const DOMINATED_MIN_POINTS = 4;
 
 /**
  * Whether `backend` (end to end) is dominated in `op`/`dtype`: it has
- * {@linkcode DOMINATED_MIN_POINTS} points for its fit, at each of its last two sizes another
+ * {@linkcode DOMINATED_MIN_POINTS} points for its fit and a settled rate over its last three (within
+ * 15 %: a rate still growing is no trend to judge by), at each of its last two sizes another
  * backend is at least {@linkcode DOMINATED_MARGIN} times faster, and its trend cannot close the
  * gap within the range: a line through each series' last two points (fixed cost + time per unit
  * of work) still leaves it {@linkcode DOMINATED_MARGIN} times slower at `maxSize`. A backend that
@@ -42,11 +46,15 @@ export function dominatedBy(
   const best = axisSeries(measurements, op, dtype);
   const mine = best.get(backend);
   if (!mine || mine.size < DOMINATED_MIN_POINTS) return null;
-  const [before, last] = [...mine.keys()].sort((a, b) => a - b).slice(-2) as [number, number];
+  const sizes = [...mine.keys()].sort((a, b) => a - b);
+  const [before, last] = sizes.slice(-2) as [number, number];
   const work = (size: number) => {
     const shape = op.axis.shape(size);
     return Math.max(op.flops(shape), op.bytes(shape, dtype));
   };
+  // A rate still growing (wasm-mt waking its workers at small sizes) is no trend to judge by.
+  const tail = sizes.slice(-3);
+  if (!rateConverged(tail, tail.map((s) => work(s) / mine.get(s)!), SETTLED_RATE)) return null;
   const at = (series: Map<number, number>, size: number) => {
     const [t1, t2] = [series.get(before)!, series.get(last)!];
     const perWork = Math.max(0, (t2 - t1) / (work(last) - work(before)));
