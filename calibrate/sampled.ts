@@ -4,19 +4,62 @@
  *
  * @module
  */
+import { groupsPerRow, q4RowBytes } from "../kernels/gemv/mod.ts";
 import type { Dtype, HostArray, OpInputs, OpSpec, Shape } from "../kernels/types.ts";
 import { sampleIndices, type Verification, verifyOutput } from "./verify.ts";
 
 /** Above this many FLOPs a matmul is verified on sampled rows. */
 export const SAMPLED_ABOVE_FLOPS = 1e9;
 
+/** Above this many operand bytes a gemv is verified on sampled rows. */
+export const SAMPLED_ABOVE_BYTES = 16 * 2 ** 20;
+
+function large(op: OpSpec, shape: Shape, dtype: Dtype): boolean {
+  return op.flops(shape) > SAMPLED_ABOVE_FLOPS || op.bytes(shape, dtype) > SAMPLED_ABOVE_BYTES;
+}
+
+/**
+ * How an op's output and operands split into rows: output row r depends on row r of each
+ * row-sliced operand (elements per row given by index) and on the whole of the others.
+ */
+interface RowLayout {
+  readonly rows: number;
+  /** Output elements per row. */
+  readonly rowLength: number;
+  /** The shape of the sub-problem of `count` rows. */
+  rowShape(count: number): Shape;
+  /** Per operand index, its elements per row; absent: the operand is used whole. */
+  readonly rowSlices: Readonly<Record<number, number>>;
+}
+
+const ROW_LAYOUTS: Readonly<Record<string, (shape: Shape, dtype: Dtype) => RowLayout>> = {
+  // C = A·B: row i of C is row i of A times B.
+  matmul: (s) => ({
+    rows: s.m!,
+    rowLength: s.n!,
+    rowShape: (count) => ({ ...s, m: count }),
+    rowSlices: { 0: s.k! },
+  }),
+  // y = W·x: y[r] is row r of W (and of its scales, when quantized) times x.
+  gemv: (s, dtype) => ({
+    rows: s.rows!,
+    rowLength: 1,
+    rowShape: (count) => ({ ...s, rows: count }),
+    rowSlices: dtype === "q4"
+      ? { 0: q4RowBytes(s.cols!), 1: groupsPerRow(s.cols!) }
+      : dtype === "q8"
+      ? { 0: s.cols!, 1: groupsPerRow(s.cols!) }
+      : { 0: s.cols! },
+  }),
+};
+
 /** Rows checked in a sampled verification. */
 const SAMPLED_ROWS = 8;
 
 /**
- * Verifies `out` on `SAMPLED_ROWS` seeded rows when the op has a row-wise reference and the case
- * is large (a matmul over {@linkcode SAMPLED_ABOVE_FLOPS}); else returns null and the caller
- * verifies the whole output. The rows' reference is the op's own, on the sub-problem of those
+ * Verifies `out` on `SAMPLED_ROWS` seeded rows when the op splits into rows (matmul, gemv) and
+ * the case is large (over {@linkcode SAMPLED_ABOVE_FLOPS} or {@linkcode SAMPLED_ABOVE_BYTES});
+ * else returns null and the caller verifies the whole output. The rows' reference is the op's own, on the sub-problem of those
  * rows, so it is exactly the full reference's rows.
  *
  * @param op The op.
@@ -48,15 +91,20 @@ export function verifySampledRows(
   seed: number,
   force = false,
 ): Verification | null {
-  if (op.name !== "matmul" || (!force && op.flops(shape) <= SAMPLED_ABOVE_FLOPS)) return null;
-  const { m, k, n } = shape as { m: number; k: number; n: number };
-  const a = inputs.arrays[0]!;
-  const rows = sampleIndices(m, SAMPLED_ROWS, seed);
-  const subA = a.constructor as new (length: number) => HostArray;
-  const picked = new subA(rows.length * k);
-  rows.forEach((r, i) => picked.set(a.subarray(r * k, (r + 1) * k) as never, i * k));
-  const ref = op.reference({ ...shape, m: rows.length }, dtype, {
-    arrays: [picked, inputs.arrays[1]!],
+  const layout = ROW_LAYOUTS[op.name]?.(shape, dtype);
+  if (!layout || (!force && !large(op, shape, dtype))) return null;
+  const { rows: total, rowLength: n, rowShape, rowSlices } = layout;
+  const rows = sampleIndices(total, SAMPLED_ROWS, seed);
+  // The sub-problem of the sampled rows: each row-sliced operand keeps those rows only.
+  const arrays = inputs.arrays.map((a, j) => {
+    const per = rowSlices[j];
+    if (per === undefined) return a;
+    const picked = new (a.constructor as new (length: number) => HostArray)(rows.length * per);
+    rows.forEach((r, i) => picked.set(a.subarray(r * per, (r + 1) * per) as never, i * per));
+    return picked;
+  });
+  const ref = op.reference(rowShape(rows.length), dtype, {
+    arrays,
     outputLength: rows.length * n,
   });
   const got = new Float64Array(rows.length * n);

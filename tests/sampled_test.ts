@@ -52,3 +52,15 @@ Deno.test("verifySampled() fails an output whose sampled elements are skipped", 
     true,
   );
 });
+
+Deno.test("sampled verification of a gemv (f32, q8, q4) passes the right answer and fails skipped rows", () => {
+  const gemv = getOp("gemv");
+  const s = { rows: 48, cols: 64 };
+  for (const dtype of ["f32", "q8", "q4"] as const) {
+    const q = gemv.inputs(s, dtype, seededRng(2));
+    const y = Float32Array.from(gemv.reference(s, dtype, q));
+    assert.equal(verifySampledRows(gemv, s, dtype, q, y, 4, true)?.ok, true, dtype);
+    const skipping = y.map((v, r) => r % 2 === 0 ? v : 0);
+    assert.equal(verifySampledRows(gemv, s, dtype, q, skipping, 4, true)?.ok, false, dtype);
+  }
+});
