@@ -14,10 +14,11 @@ const FULL_MAX_BYTES = 256 * 2 ** 20;
 /** Largest work (FLOPs or bytes) of a variant-search anchor. */
 const ANCHOR_MAX_WORK = 64e6;
 /**
- * Host bytes one case may touch in a default (5-minute) run: the giant end-to-end GPU points
- * beyond are transfer-bound, predicted from the transfer figures rather than swept.
+ * Host bytes one case may touch in a default (5-minute) run. Beyond, building the operands of
+ * each backend's case takes seconds (a q4 gemv at 13004 took minutes on a loaded run), and the
+ * giant end-to-end GPU points are transfer-bound: predicted from the transfer figures.
  */
-const DEFAULT_MAX_BYTES = 128 * 2 ** 20;
+const DEFAULT_MAX_BYTES = 64 * 2 ** 20;
 /** The ops of an LLM decode step (its projections), weighted double in a budgeted run. */
 const DECODE_OPS = new Set(["gemv"]);
 /** Host bytes one case may touch in a quick run. */
