@@ -9,6 +9,8 @@ import type { CalibrationPlan } from "./plan.ts";
 /** The ETA's pace factor stays within these bounds however early or late the first jobs end. */
 const PACE_MIN = 0.25;
 const PACE_MAX = 1.5;
+/** Share of a budgeted run kept for batches that end past their deadline. */
+const OVERRUN_SHARE = 0.05;
 /** Share of a job's slice its variant search may take before it stops trying more variants. */
 const SEARCH_SHARE = 0.3;
 
@@ -73,10 +75,13 @@ export class TimeKeeper {
     return this.#plan.time.revisitShare * Math.max(0, total - this.#plan.time.systemS - this.#llmS);
   }
 
-  /** When the jobs must be done, seconds since the start. */
+  /**
+   * When the jobs must be done, seconds since the start: before the reserves, and a margin for
+   * the batches that end past their deadline (a loaded run's jobs ended 16 s late in all).
+   */
   get #jobsEnd(): number {
     const total = this.#totalS;
-    return total === null ? Infinity : total - this.#llmS - this.#revisitS;
+    return total === null ? Infinity : total * (1 - OVERRUN_SHARE) - this.#llmS - this.#revisitS;
   }
 
   /** The system figures are in: the jobs' original slices are set from here. */
@@ -124,8 +129,10 @@ export class TimeKeeper {
   startRevisit(): number {
     if (this.#stage !== "revisit") {
       this.#stage = "revisit";
-      const limited = this.#plan.mode === "default" && this.#totalS !== null;
-      this.#revisitDeadline = limited ? this.now() + this.#revisitS : Infinity;
+      const total = this.#totalS;
+      this.#revisitDeadline = this.#plan.mode === "default" && total !== null
+        ? Math.min(this.now() + this.#revisitS, total - this.#llmS)
+        : Infinity;
     }
     return this.#revisitDeadline;
   }
@@ -163,7 +170,7 @@ export class TimeKeeper {
     const later = this.#allot.slice(this.#job + 1).reduce((a, b) => a + b, 0) * pace;
     // Jobs that overran shrink the later ones' slices: the jobs end by their end all the same.
     const jobs = Math.min(current + later, Math.max(0, this.#jobsEnd - now));
-    return jobs + this.#revisitS + this.#llmS;
+    return jobs + this.#totalS * OVERRUN_SHARE + this.#revisitS + this.#llmS;
   }
 
   #pace(): number {
