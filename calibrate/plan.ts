@@ -268,7 +268,7 @@ type ModeSettings = Omit<CalibrationPlan, "jobs" | "estimatedCases" | "mode">;
  */
 const MODES: Readonly<Record<Mode, ModeSettings>> = {
   quick: {
-    stopping: { budgetMs: 120, minSamples: 5, targetRelCi: 0.03 },
+    stopping: { budgetMs: 80, minSamples: 5, targetRelCi: 0.03 },
     searchStopping: { budgetMs: 80, minSamples: 3, targetRelCi: 0.05 },
     // A quick run skips the variant search: each backend's declared default variant.
     searchVariants: false,

@@ -169,8 +169,16 @@ export class TimeKeeper {
     );
     const later = this.#allot.slice(this.#job + 1).reduce((a, b) => a + b, 0) * pace;
     // Jobs that overran shrink the later ones' slices: the jobs end by their end all the same.
-    const jobs = Math.min(current + later, Math.max(0, this.#jobsEnd - now));
-    return jobs + this.#totalS * OVERRUN_SHARE + this.#revisitS + this.#llmS;
+    const planned = Math.min(current + later, Math.max(0, this.#jobsEnd - now));
+    // However short their slices, jobs take at least what the quickest one so far took (its
+    // first sizes, probe and save): on a loaded machine that, not the plan, decides the end.
+    const floor = (this.#allot.length - this.#job - 1) * this.#quickestJobS();
+    return Math.max(planned, floor) + this.#totalS * OVERRUN_SHARE + this.#revisitS + this.#llmS;
+  }
+
+  #quickestJobS(): number {
+    const used = this.#used.filter((u) => u !== undefined);
+    return used.length === 0 ? 0 : Math.min(...used);
   }
 
   #pace(): number {
