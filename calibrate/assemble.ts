@@ -38,6 +38,8 @@ export interface RunContext {
   readonly fingerprint: string;
   readonly slug: string;
   readonly quick: boolean;
+  /** The calibration mode, when the run had one. */
+  readonly mode?: "quick" | "default" | "thorough";
   readonly budgetS: number | null;
   readonly command: readonly string[];
   readonly resumedFrom: string | null;
@@ -146,6 +148,7 @@ export function assembleReport(
       stopReason,
       budgetS: ctx.budgetS,
       quick: ctx.quick,
+      ...(ctx.mode ? { mode: ctx.mode } : {}),
       noisy,
       warnings,
       resumedFrom: ctx.resumedFrom,

@@ -20,17 +20,21 @@ const HELP = `Usage: deno task calibrate [options]
 Measures this machine's WebGPU adapter and CPU backends (js, wasm, wasm-mt), fits cost models and
 crossover thresholds, and writes a calibration report (JSON) atomically after every op.
 
+Modes (times on a 2-core VM with a software GPU; faster machines finish sooner):
+  (default)            A time plan of about 5 minutes: a complete report, LLM validation included
+  --quick              Under 45 s: fewer sizes, smaller budgets, no variant search, no LLM check
+  --thorough           Every size, budget and pass, about 30 minutes (the exhaustive run)
+
 Options:
-  --quick              A short run (about a minute): fewer sizes, smaller budgets
   --ops LIST           Ops to calibrate, comma-separated (default: all): ${
   OPS.map((o) => o.name).join(",")
 }
   --dtypes LIST        Dtypes (default: all each op supports): ${DTYPES.join(",")}
   --backends LIST      Backends (default: all): ${BACKENDS.join(",")}
   --budget SECONDS     Stop after this long and write a partial report (complete: false)
-  --passes N           Windows per sweep point, minutes apart, pooled (default: 2; --quick: 1).
-                       On a machine whose speed drifts, more passes make each point stand for
-                       the whole run; each pass adds about half a run's measuring time
+  --passes N           Windows per sweep point, minutes apart, pooled (default: 2, the noisy
+                       points only; --thorough: 2, every fitted point; --quick: 1). On a machine
+                       whose speed drifts, more passes make each point stand for the whole run
   --out PATH           Report path (default: the --resume report, else reports/<machine-slug>.json)
   --resume PATH        Continue a partial report of this machine without redoing its measurements;
                        the result is written back to PATH unless --out says otherwise
@@ -67,6 +71,7 @@ export async function main(args: string[]): Promise<number> {
   try {
     const { values } = parseFlags(args, {
       quick: { type: "boolean" },
+      thorough: { type: "boolean" },
       ops: { type: "string" },
       dtypes: { type: "string" },
       backends: { type: "string" },
@@ -90,6 +95,11 @@ export async function main(args: string[]): Promise<number> {
     const backends = listFlag("--backends", values.backends, BACKENDS);
     const budgetS = positiveNumberFlag("--budget", values.budget);
     const passes = passesFlag(values.passes);
+    if (values.quick && values.thorough) {
+      throw new UsageError(
+        "--quick and --thorough exclude each other: give one of them, or neither",
+      );
+    }
     const resume = values.resume === undefined ? undefined : await resumable(values.resume);
     const out = await prepareOutput(values.out, values.resume, resume, {
       backends,
@@ -98,6 +108,7 @@ export async function main(args: string[]): Promise<number> {
     });
     options = {
       quick: values.quick ?? false,
+      mode: values.quick ? "quick" : values.thorough ? "thorough" : "default",
       ...(ops ? { ops } : {}),
       ...(dtypes ? { dtypes } : {}),
       ...(backends ? { backends } : {}),

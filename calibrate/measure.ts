@@ -25,6 +25,7 @@ import {
   stopReason,
   summarize,
 } from "./stats.ts";
+import { verifySampledRows } from "./sampled.ts";
 import { verifyOutput } from "./verify.ts";
 
 /**
@@ -182,11 +183,14 @@ async function prepareCase(
   }
   try {
     const out = await prepared.output();
-    const check = verifyOutput(
-      out,
-      op.reference(req.shape, req.dtype, inputs),
-      op.tolerance(req.shape, req.dtype),
-    );
+    // A huge case is verified on seeded sampled rows: its full reference would cost more than
+    // its measurement, and a kernel that skips work still misses some of them.
+    const check = verifySampledRows(op, req.shape, req.dtype, inputs, out, seed) ??
+      verifyOutput(
+        out,
+        op.reference(req.shape, req.dtype, inputs),
+        op.tolerance(req.shape, req.dtype),
+      );
     if (!check.ok) {
       prepared.dispose();
       return {

@@ -13,6 +13,14 @@ import { geometricGrid, rateConverged } from "./sweep.ts";
 const FULL_MAX_BYTES = 256 * 2 ** 20;
 /** Largest work (FLOPs or bytes) of a variant-search anchor. */
 const ANCHOR_MAX_WORK = 64e6;
+/**
+ * Host bytes one case may touch in a default (5-minute) run. Beyond, building the operands of
+ * each backend's case takes seconds (a q4 gemv at 13004 took minutes on a loaded run), and the
+ * giant end-to-end GPU points are transfer-bound: predicted from the transfer figures.
+ */
+const DEFAULT_MAX_BYTES = 64 * 2 ** 20;
+/** The ops of an LLM decode step (its projections), weighted double in a budgeted run. */
+const DECODE_OPS = new Set(["gemv"]);
 /** Host bytes one case may touch in a quick run. */
 const QUICK_MAX_BYTES = 48 * 2 ** 20;
 
@@ -33,6 +41,11 @@ export interface CalibrationJob {
   readonly sizes: readonly number[];
   /** Sizes where every variant is tried. */
   readonly anchors: readonly number[];
+  /**
+   * Its share of a budgeted run's time, relative to the other jobs': its planned measurements,
+   * doubled for the ops an LLM decode runs (its validation and its estimates rest on them).
+   */
+  readonly weight: number;
   /** True once the fastest backend's rate stopped growing by `size`. */
   converged(measurements: readonly Measurement[], size: number): boolean;
 }
@@ -75,6 +88,64 @@ export interface CalibrationPlan {
   readonly passes: number;
   /** Rough count of measurements, for the progress bar. */
   readonly estimatedCases: number;
+  /** The run's mode: how much time it may take and how it spends it. */
+  readonly mode: Mode;
+  /** How the run's time is shared out; see {@linkcode TimePlan}. */
+  readonly time: TimePlan;
+  /** Options of the LLM decode validation at the end (its windows and tokens). */
+  readonly llm: LlmValidationPlan;
+}
+
+/**
+ * A calibration mode: `quick` (under 45 s here), `default` (a 5-minute budget here, a complete
+ * report) or `thorough` (every size, budget and pass, about half an hour here).
+ *
+ * @example
+ * ```ts
+ * import type { Mode } from "./plan.ts";
+ * const m: Mode = "default";
+ * ```
+ */
+export type Mode = "quick" | "default" | "thorough";
+
+/**
+ * How a budgeted run shares out its time. The planner gives each (op, dtype) job a slice of what
+ * is left in proportion to its weight, so time one job does not need goes to the next, and the
+ * revisit pass and the LLM validation keep their reserve at the end.
+ *
+ * @example
+ * ```ts
+ * import type { TimePlan } from "./plan.ts";
+ * const t: TimePlan = { totalS: 300, systemS: 15, llmS: 60, revisitShare: 0.1, offAxisShare: 0.12 };
+ * ```
+ */
+export interface TimePlan {
+  /** The whole run, seconds; null: no budget (a thorough run measures until it is done). */
+  readonly totalS: number | null;
+  /** Expected time of the system figures, s. */
+  readonly systemS: number;
+  /** Reserve for the LLM decode validation at the end, s. */
+  readonly llmS: number;
+  /** Share of the measuring time kept for the second windows of noisy points. */
+  readonly revisitShare: number;
+  /** Share of each job's time kept for its off-axis shapes (`shapes.ts`). */
+  readonly offAxisShare: number;
+}
+
+/**
+ * Options of the LLM decode validation a mode runs (see `models/llm/validate.ts`); absent fields
+ * take that module's defaults.
+ *
+ * @example
+ * ```ts
+ * import type { LlmValidationPlan } from "./plan.ts";
+ * const l: LlmValidationPlan = { repeats: 2, tokens: 8 };
+ * ```
+ */
+export interface LlmValidationPlan {
+  readonly repeats?: number;
+  readonly tokens?: number;
+  readonly kernelBudgetMs?: number;
 }
 
 /**
@@ -88,7 +159,10 @@ export interface CalibrationPlan {
  * ```
  */
 export interface PlanOptions {
+  /** A quick run: the same as `mode: "quick"` (kept for callers that predate modes). */
   readonly quick: boolean;
+  /** The mode; `quick` decides between `quick` and `thorough` when absent. */
+  readonly mode?: Mode;
   readonly ops: readonly OpSpec[];
   /** Null means every dtype each op supports. */
   readonly dtypes: readonly Dtype[] | null;
@@ -100,8 +174,13 @@ export interface PlanOptions {
 /** Most passes a plan takes. */
 export const MAX_PASSES = 5;
 
-function sizesFor(op: OpSpec, dtype: Dtype, quick: boolean): number[] {
-  const maxBytes = quick ? QUICK_MAX_BYTES : FULL_MAX_BYTES;
+function sizesFor(op: OpSpec, dtype: Dtype, mode: Mode): number[] {
+  const quick = mode === "quick";
+  const maxBytes = quick
+    ? QUICK_MAX_BYTES
+    : mode === "default"
+    ? DEFAULT_MAX_BYTES
+    : FULL_MAX_BYTES;
   const span = Math.log2(op.axis.max / Math.max(op.axis.min, 1));
   // About 12 grid points in a full run and 5 in a quick one, whatever the axis spans;
   // refinement adds points where the fastest backend changes. A full run's steps (×4.5 in
@@ -128,6 +207,7 @@ function sizesFor(op: OpSpec, dtype: Dtype, quick: boolean): number[] {
  * ```
  */
 export function planFor(options: PlanOptions): CalibrationPlan {
+  const mode = options.mode ?? (options.quick ? "quick" : "thorough");
   const jobs: CalibrationJob[] = [];
   let estimatedCases = 0;
   for (const op of options.ops) {
@@ -138,7 +218,7 @@ export function planFor(options: PlanOptions): CalibrationPlan {
         implOf(op, b) !== undefined && (dtype !== "f16" || b === "webgpu")
       );
       if (backends.length === 0) continue;
-      const sizes = sizesFor(op, dtype, options.quick);
+      const sizes = sizesFor(op, dtype, mode);
       // Variants are searched where a run is big enough to tell them apart but small enough
       // that trying a slow one (a naive matmul on a software GPU) stays cheap.
       const searchable = sizes.filter((size) => {
@@ -148,37 +228,87 @@ export function planFor(options: PlanOptions): CalibrationPlan {
       const anchors = searchable.length > 2
         ? [searchable[Math.floor(searchable.length / 2)]!, searchable[searchable.length - 1]!]
         : searchable.slice(-1);
+      // webgpu counts twice (two residencies), each backend about twice (kept variants).
+      const cases = sizes.length * (backends.length + (backends.includes("webgpu") ? 1 : 0));
       jobs.push({
         op,
         dtype,
         backends,
         sizes,
-        anchors: options.quick ? anchors.slice(-1) : anchors,
+        // A default run searches at the smaller anchor only: every variant of a WebGPU matmul at
+        // the larger one took 16 s of a 5-minute plan.
+        anchors: mode === "thorough"
+          ? anchors
+          : mode === "default"
+          ? anchors.slice(0, 1)
+          : anchors.slice(-1),
+        weight: cases * (DECODE_OPS.has(op.name) ? 2 : 1),
         converged: (measurements, size) => fastestRateConverged(measurements, op, dtype, size),
       });
-      // webgpu counts twice (two residencies), each backend about twice (kept variants).
-      estimatedCases += sizes.length * (backends.length + (backends.includes("webgpu") ? 1 : 0));
+      estimatedCases += cases;
     }
   }
+  const settings = MODES[mode];
   return {
+    ...settings,
     jobs,
-    stopping: options.quick
-      ? { budgetMs: 150, minSamples: 5, targetRelCi: 0.03 }
-      : { budgetMs: 400, minSamples: 7 },
-    searchStopping: options.quick
-      ? { budgetMs: 80, minSamples: 3, targetRelCi: 0.05 }
-      : { budgetMs: 250, minSamples: 5, targetRelCi: 0.04 },
-    // A quick run skips the variant search: each backend's declared default variant.
-    // The runner-up is measured at the search anchors (the tuning table); the grid runs the best.
-    keepVariants: 1,
-    searchVariants: !options.quick,
-    maxCaseMs: options.quick ? 60 : 400,
-    refineRounds: options.quick ? 1 : 3,
-    bendPoints: options.quick ? 0 : 4,
-    passes: checkedPasses(options.passes ?? (options.quick ? 1 : 2)),
+    passes: checkedPasses(options.passes ?? settings.passes),
     estimatedCases,
+    mode,
   };
 }
+
+type ModeSettings = Omit<CalibrationPlan, "jobs" | "estimatedCases" | "mode">;
+
+/**
+ * What each mode measures and how long it may take. The default mode's budgets per measurement
+ * are about half the thorough one's, and its second windows go to the noisy points only: the
+ * thorough run's extra passes did not make the machine quiet (874 of 1123 measurements still
+ * missed ±2 %), they made it long.
+ */
+const MODES: Readonly<Record<Mode, ModeSettings>> = {
+  quick: {
+    stopping: { budgetMs: 80, minSamples: 5, targetRelCi: 0.03 },
+    searchStopping: { budgetMs: 80, minSamples: 3, targetRelCi: 0.05 },
+    // A quick run skips the variant search: each backend's declared default variant.
+    searchVariants: false,
+    keepVariants: 1,
+    maxCaseMs: 50,
+    refineRounds: 1,
+    bendPoints: 0,
+    passes: 1,
+    time: { totalS: 40, systemS: 4, llmS: 0, revisitShare: 0, offAxisShare: 0.1 },
+    llm: { repeats: 1, tokens: 8, kernelBudgetMs: 80 },
+  },
+  default: {
+    stopping: { budgetMs: 200, minSamples: 5 },
+    searchStopping: { budgetMs: 60, minSamples: 3, targetRelCi: 0.05 },
+    searchVariants: true,
+    keepVariants: 1,
+    maxCaseMs: 150,
+    refineRounds: 2,
+    bendPoints: 2,
+    passes: 2,
+    // The LLM validation with its defaults (3 decodes of 16 tokens per pair, 150 ms per kernel
+    // per alongside window) took ~2.5 min here; 2 decodes of 8 tokens and 80 ms windows fit its
+    // reserve.
+    time: { totalS: 300, systemS: 15, llmS: 90, revisitShare: 0.08, offAxisShare: 0.12 },
+    llm: { repeats: 2, tokens: 8, kernelBudgetMs: 80 },
+  },
+  thorough: {
+    stopping: { budgetMs: 400, minSamples: 7 },
+    searchStopping: { budgetMs: 250, minSamples: 5, targetRelCi: 0.04 },
+    // The runner-up is measured at the search anchors (the tuning table); the grid runs the best.
+    searchVariants: true,
+    keepVariants: 1,
+    maxCaseMs: 400,
+    refineRounds: 3,
+    bendPoints: 4,
+    passes: 2,
+    time: { totalS: null, systemS: 20, llmS: 150, revisitShare: 0, offAxisShare: 0 },
+    llm: {},
+  },
+};
 
 /**
  * Has every backend's rate (work per ms, best variant per size) stopped growing by `upTo`? Then

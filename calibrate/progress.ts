@@ -15,7 +15,7 @@
  * ```
  */
 export type ProgressEvent =
-  | { kind: "phase"; phase: string; done: number; total: number; elapsedS: number }
+  | { kind: "phase"; phase: string; done: number; total: number; elapsedS: number; etaS?: number }
   | {
     kind: "measured";
     label: string;
@@ -24,6 +24,8 @@ export type ProgressEvent =
     done: number;
     total: number;
     elapsedS: number;
+    /** Seconds left by the run's time plan; absent without one (the pace is used instead). */
+    etaS?: number;
   }
   | { kind: "saved"; path: string; complete: boolean; measurements: number; elapsedS: number }
   | { kind: "warning"; message: string; elapsedS: number };
@@ -71,6 +73,7 @@ export function formatDuration(s: number): string {
  * @param elapsedS Seconds so far.
  * @param label What is running.
  * @param width Bar width in characters.
+ * @param plannedEtaS Seconds left by the run's time plan; the pace so far when absent.
  * @returns The line (no newline).
  * @example
  * ```ts
@@ -84,10 +87,11 @@ export function progressLine(
   elapsedS: number,
   label: string,
   width = 24,
+  plannedEtaS?: number,
 ): string {
   const fraction = total > 0 ? Math.min(1, done / total) : 0;
   const filled = Math.round(fraction * width);
-  const eta = etaSeconds(done, total, elapsedS);
+  const eta = plannedEtaS ?? etaSeconds(done, total, elapsedS);
   const etaText = eta === null ? "ETA ?" : `ETA ${formatDuration(eta)}`;
   return `[${"#".repeat(filled)}${
     ".".repeat(width - filled)
@@ -122,7 +126,8 @@ export function progressPrinter(
   if (mode === "plain") {
     return (e) => {
       if (e.kind === "measured") {
-        out(`[${e.done}/${e.total} ${formatDuration(e.elapsedS)}] ${e.label}: ${e.detail}\n`);
+        const eta = e.etaS === undefined ? "" : ` ETA ${formatDuration(e.etaS)}`;
+        out(`[${e.done}/${e.total} ${formatDuration(e.elapsedS)}${eta}] ${e.label}: ${e.detail}\n`);
       } else if (e.kind === "phase") out(`== ${e.phase}\n`);
       else if (e.kind === "saved") out(`saved ${e.path} (${e.measurements} measurements)\n`);
       else out(`warning: ${e.message}\n`);
@@ -138,7 +143,8 @@ export function progressPrinter(
   return (e) => {
     if (e.kind === "measured" || e.kind === "phase") {
       const label = e.kind === "measured" ? `${e.label}: ${e.detail}` : e.phase;
-      out(`\r\x1b[2K${progressLine(e.done, e.total, e.elapsedS, label).slice(0, columns - 1)}`);
+      const line = progressLine(e.done, e.total, e.elapsedS, label, 24, e.etaS);
+      out(`\r\x1b[2K${line.slice(0, columns - 1)}`);
     } else if (e.kind === "saved") {
       out(`\r\x1b[2Ksaved ${e.path} (${e.measurements} measurements)\n`);
     } else out(`\r\x1b[2Kwarning: ${e.message}\n`);

@@ -77,3 +77,71 @@ export function verifyOutput(
     } (error ${worst.toExponential(2)} > tolerance ${tolerance.toExponential(2)})`,
   };
 }
+
+/**
+ * `count` distinct output indices in `[0, length)`, drawn from a seeded generator (so a kernel
+ * cannot know in advance which elements are checked, yet a failure reproduces), ascending; the
+ * first and last index always among them. All indices when `length ≤ count`.
+ *
+ * @param length Output length.
+ * @param count How many to check.
+ * @param seed The seed.
+ * @returns The indices.
+ * @example
+ * ```ts
+ * import { sampleIndices } from "./verify.ts";
+ * const i = sampleIndices(1000, 8, 7);
+ * console.log(i.length, i[0], i[7]); // 8 0 999
+ * ```
+ */
+export function sampleIndices(length: number, count: number, seed: number): number[] {
+  if (length <= count) return Array.from({ length }, (_, i) => i);
+  const picked = new Set<number>([0, length - 1]);
+  let s = seed >>> 0;
+  while (picked.size < count) {
+    // mulberry32: small, seeded, uniform enough to spread the checks over the output.
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(s ^ (s >>> 15), 1 | s);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    picked.add(Math.floor((((t ^ (t >>> 14)) >>> 0) / 4294967296) * length));
+  }
+  return [...picked].sort((a, b) => a - b);
+}
+
+/**
+ * Like {@linkcode verifyOutput}, on sampled elements only: for outputs whose full float64
+ * reference would cost more than the kernel's whole measurement (a 2048³ matmul). The scale is
+ * the sampled reference's largest magnitude. A kernel that skips rows or tiles fails as soon as
+ * one sampled element falls in them; with seeded indices spread over the output it cannot tell.
+ *
+ * @param out The kernel's output.
+ * @param referenceAt The float64 reference of one element.
+ * @param indices The elements to check (see {@linkcode sampleIndices}).
+ * @param tolerance Largest acceptable error.
+ * @returns The verification (`worstIndex` is an index of `out`).
+ * @example
+ * ```ts
+ * import { verifySampled } from "./verify.ts";
+ * const out = new Float32Array([1, 2, 0, 4]);
+ * console.log(verifySampled(out, (i) => i + 1, [0, 2, 3], 1e-4).ok); // false
+ * ```
+ */
+export function verifySampled(
+  out: ArrayLike<number>,
+  referenceAt: (index: number) => number,
+  indices: readonly number[],
+  tolerance: number,
+): Verification {
+  const ref = new Float64Array(indices.map(referenceAt));
+  const sampled = Float64Array.from(indices, (i) => i < out.length ? out[i]! : NaN);
+  const v = verifyOutput(sampled, ref, tolerance);
+  const worstIndex = indices[v.worstIndex] ?? -1;
+  if (v.ok) return { ...v, worstIndex };
+  return {
+    ...v,
+    worstIndex,
+    message: `Wrong result: sampled element ${worstIndex} is ${out[worstIndex]}, expected ${
+      ref[v.worstIndex]
+    } (error ${v.maxRelError.toExponential(2)} > tolerance ${tolerance.toExponential(2)})`,
+  };
+}

@@ -339,6 +339,11 @@ export const ReportProvenanceSchema = z.strictObject({
   stopReason: z.enum(["finished", "budget", "interrupted", "error"]),
   budgetS: nonNegative.nullable(),
   quick: z.boolean(),
+  /**
+   * The calibration mode (`quick`, `default`: a 5-minute time plan here, `thorough`). Absent in
+   * reports calibrated before gpucal had modes.
+   */
+  mode: z.enum(["quick", "default", "thorough"]).optional(),
   noisy: z.boolean(),
   warnings: z.array(text).max(MAX.warnings),
   resumedFrom: text.nullable(),

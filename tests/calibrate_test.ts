@@ -215,3 +215,15 @@ Deno.test("calibrate() with two passes pools a second window of every fitted poi
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("calibrate's command line refuses --quick with --thorough with exit code 2", async () => {
+  const errors: string[] = [];
+  const original = console.error;
+  console.error = (...args: unknown[]) => errors.push(args.join(" "));
+  try {
+    assert.equal(await main(["--quick", "--thorough"]), 2);
+  } finally {
+    console.error = original;
+  }
+  assert.match(errors[0]!, /--quick and --thorough exclude each other/);
+});

@@ -1,0 +1,379 @@
+/**
+ * The phases of one (op, dtype) job and of the revisit passes, as step generators for the
+ * {@linkcode PlanState} of `planner.ts`: variant search, grid, repeats of unsure points,
+ * crossover refinement, bend points, off-axis shapes; then second windows.
+ *
+ * @module
+ */
+import {
+  type Backend,
+  type Dtype,
+  implOf,
+  type OpSpec,
+  type Residency,
+  type Shape,
+  type Variant,
+  variantId,
+} from "../kernels/types.ts";
+import type { Measurement } from "../reports/schema.ts";
+import { nextRefinementSizes } from "./analyze.ts";
+import { bendPoints } from "./bends.ts";
+import { pooledResult, requestOf, UNSURE_REL_CI, windowsDisagree } from "./measure.ts";
+import type { CalibrationJob } from "./plan.ts";
+import { measurementKey, type PlanState, type Steps } from "./planner.ts";
+import type { MeasureRequest } from "./result.ts";
+import { gridSteps } from "./grid.ts";
+import { offAxisShapes } from "./shapes.ts";
+import { DEFAULT_STOPPING } from "./stats.ts";
+
+/** Series with at least this many sizes are measured again in later passes. */
+const REVISIT_MIN_SIZES = 3;
+
+/** Variants that pass the screening at the smaller search anchor. */
+const SCREENED_VARIANTS = 4;
+
+/**
+ * The residencies a backend is measured in: WebGPU with data on the device and end to end.
+ *
+ * @param backend The backend.
+ * @returns Its residencies, the device-resident one last for WebGPU.
+ * @example
+ * ```ts
+ * import { residenciesFor } from "./phases.ts";
+ * console.log(residenciesFor("wasm")); // ["end-to-end"]
+ * ```
+ */
+export function residenciesFor(backend: Backend): Residency[] {
+  return backend === "webgpu" ? ["end-to-end", "device-resident"] : ["end-to-end"];
+}
+
+/**
+ * The first `keep` of the ranked variants that declare they can run this shape.
+ *
+ * @param op The op.
+ * @param backend The backend.
+ * @param shape The shape.
+ * @param dtype The dtype.
+ * @param ranked Variants, best first.
+ * @param keep How many to return at most.
+ * @returns The runnable variants.
+ * @example
+ * ```ts
+ * import { runnable } from "./phases.ts";
+ * import { getOp } from "../kernels/catalog.ts";
+ * const add = getOp("add");
+ * console.log(runnable(add, "js", { n: 8 }, "f32", add.impls.js!.variants, 1).length); // 1
+ * ```
+ */
+export function runnable(
+  op: OpSpec,
+  backend: Backend,
+  shape: Shape,
+  dtype: Dtype,
+  ranked: readonly Variant[] | undefined,
+  keep: number,
+): Variant[] {
+  const impl = implOf(op, backend);
+  return (ranked ?? [])
+    .filter((v) => (impl?.unsupported?.(shape, dtype, v) ?? null) === null)
+    .slice(0, keep);
+}
+
+/**
+ * One (op, dtype) job: variant search, grid, repeats, refinement, bends, off-axis shapes, then a
+ * drift probe and a save.
+ *
+ * @param state The planner's state.
+ * @param job The job.
+ * @example
+ * ```ts ignore
+ * yield* jobSteps(state, plan.jobs[0]!);
+ * ```
+ */
+export function* jobSteps(state: PlanState, job: CalibrationJob): Steps {
+  const { op, dtype } = job;
+  state.phase(`${op.name} ${dtype}`);
+  const backends = job.backends.filter((b) => implOf(op, b) !== undefined);
+  const chosen = yield* variantSearch(state, job, backends);
+  const inPlay = yield* gridSteps(state, job, backends, chosen);
+  const retried = new Set<string>();
+  yield* retryUnsure(state, op, dtype, retried);
+  if (!state.time.past(state.time.gridDeadline())) {
+    yield* refineSteps(state, job, backends, chosen);
+    yield* bendSteps(state, job, backends);
+  }
+  yield* offAxisSteps(state, job, inPlay, chosen);
+  yield* retryUnsure(state, op, dtype, retried);
+  yield { kind: "probe" };
+  yield { kind: "save" };
+}
+
+/**
+ * Variant search at the anchor sizes: every variant is screened at the smaller anchor, the best
+ * few go on to the larger. Returns per backend its variants, ranked winners first, then the rest
+ * in declared order: a size the winner cannot run (a vec4 kernel at n = 11) falls to the best
+ * variant that can.
+ */
+function* variantSearch(
+  state: PlanState,
+  job: CalibrationJob,
+  backends: readonly Backend[],
+): Steps<Map<Backend, Variant[]>> {
+  const { op, dtype } = job;
+  const plan = state.plan;
+  const chosen = new Map<Backend, Variant[]>();
+  for (const backend of backends) {
+    const variants = implOf(op, backend)!.variants;
+    if (variants.length <= plan.keepVariants || !plan.searchVariants) {
+      chosen.set(backend, [...variants]);
+      continue;
+    }
+    let candidates: Variant[] = [...variants];
+    for (const [i, size] of job.anchors.entries()) {
+      const shape = op.axis.shape(size);
+      const residency = residenciesFor(backend).at(-1)!;
+      const results = yield* screen(
+        state,
+        op,
+        candidates.map((v) => ({ op: op.name, shape, dtype, backend, variant: v, residency })),
+      );
+      const ms = (j: number) => {
+        const r = results[j];
+        return r?.state === "ok" ? r.wall.median : Infinity;
+      };
+      const order = candidates.map((_, j) => j).filter((j) => ms(j) < Infinity)
+        .sort((a, b) => ms(a) - ms(b));
+      if (order.length === 0) break;
+      const keep = i < job.anchors.length - 1 ? SCREENED_VARIANTS : plan.keepVariants;
+      candidates = order.slice(0, keep).map((j) => candidates[j]!);
+    }
+    chosen.set(backend, [...candidates, ...variants.filter((v) => !candidates.includes(v))]);
+  }
+  return chosen;
+}
+
+/** Variants measured together in one screening batch, between looks at the clock. */
+const SCREEN_BATCH = 6;
+
+/**
+ * Measures the variants of one anchor in batches; once the job's search share of its time is
+ * spent, the rest are not tried (declared order puts each backend's default first, so it always
+ * is). Returns per request its measurement, undefined for those not tried.
+ */
+function* screen(
+  state: PlanState,
+  op: OpSpec,
+  requests: readonly MeasureRequest[],
+): Steps<(Measurement | undefined)[]> {
+  const out: (Measurement | undefined)[] = [];
+  // Without a time plan (thorough) every variant is screened in one interleaved batch.
+  const size = Number.isFinite(state.time.searchDeadline()) ? SCREEN_BATCH : requests.length;
+  for (let i = 0; i < requests.length; i += size) {
+    if (i > 0 && state.time.past(state.time.searchDeadline())) break;
+    const batch = requests.slice(i, i + size);
+    out.push(...(yield* state.measure(batch, op, state.plan.searchStopping)));
+  }
+  return out;
+}
+
+/**
+ * A CPU case measured through a stall (one sum ran 3× slow for a whole 0.3 s window, a wasm-mt
+ * gemv ±30 %) is repeated once, after the grid and after the refinement, so a threshold is not
+ * decided by one stall; the surer of the two is kept. WebGPU results are left alone: on a
+ * software adapter their spread is the adapter's own. A resumed run's measurements stay.
+ */
+function* retryUnsure(
+  state: PlanState,
+  op: OpSpec,
+  dtype: Dtype,
+  retried: Set<string>,
+): Steps {
+  const unsure = state.measurements.filter((m) =>
+    m.seq >= state.sessionSeq && m.op === op.name && m.dtype === dtype &&
+    !retried.has(measurementKey(m)) && m.state === "ok" && m.backend !== "webgpu" &&
+    m.wall.relCi > UNSURE_REL_CI
+  );
+  for (const m of state.measurements) {
+    if (m.seq >= state.sessionSeq && m.op === op.name && m.dtype === dtype) {
+      retried.add(measurementKey(m));
+    }
+  }
+  const outcome = yield* state.sample(unsure.map(requestOf));
+  const kept = unsure.flatMap((old, i) => {
+    const r = outcome.results?.[i];
+    return r?.state === "ok" && old.state === "ok" && r.wall.relCi < old.wall.relCi
+      ? [{ old, r, window: outcome.windows?.[i] }]
+      : [];
+  });
+  if (kept.length === 0) return;
+  state.phase(
+    `${op.name} ${dtype}: ${kept.length} unsure CPU measurement${
+      kept.length === 1 ? "" : "s"
+    } repeated surer`,
+  );
+  for (const { old, r, window } of kept) {
+    const m = { ...r, size: old.size, seq: state.nextSeq() } as Measurement;
+    state.replace(old, m);
+    if (window) state.windowsOf.set(measurementKey(m), [window]);
+  }
+}
+
+/** Refinement: bisect where the fastest backend changes, until bracketed within ±10 %. */
+function* refineSteps(
+  state: PlanState,
+  job: CalibrationJob,
+  backends: readonly Backend[],
+  chosen: ReadonlyMap<Backend, Variant[]>,
+): Steps {
+  const { op, dtype } = job;
+  for (let round = 0; round < state.plan.refineRounds; round++) {
+    if (state.time.past(state.time.gridDeadline())) return;
+    const sizes = nextRefinementSizes(state.measurements, op, dtype);
+    if (sizes.length === 0) return;
+    state.progressTotal += sizes.length * backends.length;
+    const reqs: MeasureRequest[] = [];
+    for (const { size, backends: pair, residency } of sizes) {
+      const shape = op.axis.shape(size);
+      for (const backend of pair) {
+        if (!backends.includes(backend)) continue;
+        for (const v of runnable(op, backend, shape, dtype, chosen.get(backend), 1)) {
+          reqs.push({
+            op: op.name,
+            shape,
+            dtype,
+            backend,
+            variant: v,
+            residency: backend === "webgpu" ? residency : "end-to-end",
+          });
+        }
+      }
+    }
+    yield* state.measure(reqs, op);
+  }
+}
+
+/** Where a series bends between grid points, the midpoints on either side of the bend. */
+function* bendSteps(state: PlanState, job: CalibrationJob, backends: readonly Backend[]): Steps {
+  const { op, dtype } = job;
+  const bends = bendPoints(state.measurements, op, dtype, { max: state.plan.bendPoints })
+    .filter((p) => {
+      const variant = implOf(op, p.backend)?.variants.find((v) => variantId(v) === p.variant);
+      return backends.includes(p.backend) && variant !== undefined &&
+        runnable(op, p.backend, op.axis.shape(p.size), dtype, [variant], 1).length === 1;
+    });
+  if (bends.length === 0 || state.time.past(state.time.gridDeadline())) return;
+  state.progressTotal += bends.length;
+  yield* state.measure(
+    bends.map((p) => ({
+      op: op.name,
+      shape: op.axis.shape(p.size),
+      dtype,
+      backend: p.backend,
+      variant: p.variant,
+      residency: p.residency,
+    })),
+    op,
+  );
+}
+
+/**
+ * The job's off-axis shapes (`shapes.ts`): each measured on every backend still in play (its
+ * best variant, each residency), interleaved per shape like the grid, within the job's time.
+ */
+function* offAxisSteps(
+  state: PlanState,
+  job: CalibrationJob,
+  inPlay: ReadonlySet<Backend>,
+  chosen: ReadonlyMap<Backend, Variant[]>,
+): Steps {
+  const { op, dtype } = job;
+  const shapes = offAxisShapes(op, dtype, state.plan.mode);
+  if (shapes.length === 0) return;
+  state.phase(`${op.name} ${dtype}: ${shapes.length} off-axis shapes`);
+  for (const shape of shapes) {
+    if (state.time.past(state.time.jobDeadline())) return;
+    const reqs: MeasureRequest[] = [];
+    for (const backend of inPlay) {
+      for (const residency of residenciesFor(backend)) {
+        for (const v of runnable(op, backend, shape, dtype, chosen.get(backend), 1)) {
+          reqs.push({ op: op.name, shape, dtype, backend, variant: v, residency });
+        }
+      }
+    }
+    state.progressTotal += reqs.length;
+    yield* state.measure(reqs, op);
+  }
+}
+
+/**
+ * Another pass over the sweep: points of a fitted series this session measured (three sizes or
+ * more: what fits, crossovers and predictions rest on) are measured again, size by size with
+ * their backends interleaved as in the grid, and pooled with their earlier windows. A budgeted
+ * run revisits only the points that missed their confidence target, within its revisit reserve.
+ * After the last pass, a point whose windows disagree gets one more.
+ *
+ * @param state The planner's state.
+ * @param pass This pass's number (2 or more).
+ * @param final Whether it is the last pass.
+ * @example
+ * ```ts ignore
+ * yield* revisitSteps(state, 2, true);
+ * ```
+ */
+export function* revisitSteps(state: PlanState, pass: number, final: boolean): Steps {
+  const deadline = state.time.startRevisit();
+  const seriesOf = (m: Measurement) =>
+    `${m.op}|${m.dtype}|${m.backend}|${m.variant}|${m.residency}`;
+  const target = state.plan.stopping.targetRelCi ?? DEFAULT_STOPPING.targetRelCi;
+  const mine = state.measurements.filter((m) =>
+    m.state === "ok" && m.seq >= state.sessionSeq && state.windowsOf.has(measurementKey(m))
+  );
+  const sizesOf = new Map<string, Set<number>>();
+  for (const m of mine) {
+    sizesOf.set(seriesOf(m), (sizesOf.get(seriesOf(m)) ?? new Set()).add(m.size));
+  }
+  const todo = mine.filter((m) =>
+    sizesOf.get(seriesOf(m))!.size >= REVISIT_MIN_SIZES &&
+    (state.plan.mode !== "default" || (m.state === "ok" && m.wall.relCi > target))
+  );
+  state.progressTotal += todo.length;
+  for (const job of state.plan.jobs) {
+    const group = todo.filter((m) => m.op === job.op.name && m.dtype === job.dtype);
+    if (group.length === 0 || state.time.past(deadline)) continue;
+    state.phase(`${job.op.name} ${job.dtype}: pass ${pass} of ${state.plan.passes}`);
+    const sizes = [...new Set(group.map((m) => m.size))].sort((a, b) => a - b);
+    for (const size of sizes) {
+      if (state.time.past(deadline)) break;
+      yield* addWindow(state, group.filter((m) => m.size === size));
+    }
+    // With two windows that disagree (a stall in one, the adapter on one core) the pooled median
+    // would sit halfway between them: a third decides.
+    if (final) {
+      const split = group.map((m) => state.done.get(measurementKey(m))!).filter((m) =>
+        windowsDisagree(state.windowsOf.get(measurementKey(m)) ?? [])
+      );
+      state.progressTotal += split.length;
+      for (const size of sizes) {
+        if (state.time.past(deadline)) break;
+        const atSize = split.filter((m) => m.size === size);
+        if (atSize.length > 0) yield* addWindow(state, atSize);
+      }
+    }
+    yield { kind: "save" };
+  }
+}
+
+/** Measures `atSize` (one size, its backends interleaved) once more and pools each point. */
+function* addWindow(state: PlanState, atSize: readonly Measurement[]): Steps {
+  const outcome = yield* state.sample(atSize.map(requestOf));
+  atSize.forEach((m, i) => {
+    const key = measurementKey(m);
+    const window = outcome.windows?.[i];
+    if (!window || m.state !== "ok") return;
+    const windows = [...state.windowsOf.get(key)!, window];
+    state.windowsOf.set(key, windows);
+    const pooled = { ...pooledResult(m, windows), size: m.size, seq: m.seq } as Measurement;
+    state.replace(m, pooled);
+    state.measured(pooled, ` (${windows.length} windows)`);
+  });
+}

@@ -1,0 +1,362 @@
+/**
+ * The side of a calibration that touches the world: the machine and its adapter, the runners,
+ * the clock and budget, drift probes, the report file. It performs the steps a `Planner`
+ * (`planner.ts`) asks for; `calibrate()` is the loop between the two.
+ *
+ * @module
+ */
+import { OPS } from "../kernels/catalog.ts";
+import { type Backend, BACKENDS } from "../kernels/types.ts";
+import type { Report } from "../reports/schema.ts";
+import { writeJsonAtomic } from "../reports/atomic.ts";
+import { assembleReport, NOISY_WARNING, type RunContext } from "./assemble.ts";
+import type { CalibrateOptions } from "./calibrate.ts";
+import { type GpuHandle, type GpuInfo, openGpu, peekAdapter } from "./device.ts";
+import { describeMachine, machineFingerprint, machineSlug } from "./machine.ts";
+import { measureMany, type RunnerSource, type WindowSamples } from "./measure.ts";
+import { type CalibrationPlan, type Mode, planFor } from "./plan.ts";
+import { measurementKey, Planner, type PlanStep, type StepOutcome } from "./planner.ts";
+import type { Runner } from "./runner.ts";
+import { openRunner } from "./runners/mod.ts";
+import { measureProbe, type StabilityProbe } from "./stability.ts";
+import { measureSystem } from "./system.ts";
+
+type MachineInfo = Awaited<ReturnType<typeof describeMachine>>;
+
+/**
+ * One calibration run's world: opened from the options, performs planner steps, saves reports.
+ *
+ * @example
+ * ```ts ignore
+ * import { CalibrationSession } from "./session.ts";
+ * const session = await CalibrationSession.open({ mode: "quick", ops: ["add"] });
+ * const planner = session.planner();
+ * for (let s = planner.next(); s; s = planner.next()) planner.observe(await session.perform(s));
+ * await session.finish("finished");
+ * ```
+ */
+export class CalibrationSession {
+  readonly options: CalibrateOptions;
+  readonly mode: Mode;
+  readonly path: string;
+  /** Aborted by the caller's signal or when the `--budget` is spent. */
+  readonly signal: AbortSignal;
+  readonly #machine: MachineInfo;
+  readonly #fingerprint: string;
+  readonly #slug: string;
+  readonly #commit: string | null;
+  /** The adapter of a run whose `backends` left WebGPU out: recorded, not measured. */
+  readonly #unmeasuredAdapter: GpuInfo | null;
+  readonly #started = performance.now();
+  readonly #warnings: string[];
+  readonly #probes: StabilityProbe[];
+  readonly #runners = new Map<Backend, Promise<Runner | string>>();
+  readonly #budgetOver = new AbortController();
+  readonly #budgetTimer: ReturnType<typeof setTimeout> | undefined;
+  #gpu: GpuHandle | null;
+  #planner: Planner | null = null;
+  #llm: Report["llm"];
+
+  private constructor(
+    options: CalibrateOptions,
+    machine: MachineInfo,
+    gpu: GpuHandle | null,
+    ids: {
+      fingerprint: string;
+      slug: string;
+      commit: string | null;
+      unmeasuredAdapter: GpuInfo | null;
+    },
+  ) {
+    this.options = options;
+    this.mode = options.mode ?? (options.quick ? "quick" : "default");
+    this.#machine = machine;
+    this.#gpu = gpu;
+    this.#fingerprint = ids.fingerprint;
+    this.#slug = ids.slug;
+    this.#commit = ids.commit;
+    this.#unmeasuredAdapter = ids.unmeasuredAdapter;
+    this.path = options.out ?? `reports/${ids.slug}.json`;
+    // The noisy-machine warning is the report's own summary: recomputed, not carried over.
+    this.#warnings = (options.resume?.provenance.warnings ?? []).filter((w) =>
+      !NOISY_WARNING.test(w)
+    );
+    this.#probes = [...(options.resume?.stability?.probes ?? [])];
+    this.#llm = options.resume?.llm ?? null;
+    const budgetMs = options.budgetS !== undefined ? options.budgetS * 1000 : Infinity;
+    this.#budgetTimer = Number.isFinite(budgetMs)
+      ? setTimeout(() => this.#budgetOver.abort(), budgetMs)
+      : undefined;
+    this.signal = options.signal
+      ? AbortSignal.any([options.signal, this.#budgetOver.signal])
+      : this.#budgetOver.signal;
+  }
+
+  /**
+   * Describes the machine, opens the adapter (unless `backends` leaves WebGPU out) and checks a
+   * resumed report is of this machine.
+   *
+   * @throws {RangeError} when `resume` was measured on another machine or adapter.
+   */
+  static async open(options: CalibrateOptions): Promise<CalibrationSession> {
+    for (const name of options.ops ?? []) if (!OPS.some((op) => op.name === name)) unknownOp(name);
+    const warnings: string[] = [];
+    const machine = await describeMachine();
+    const gpuLeftOut = options.backends !== undefined && !options.backends.includes("webgpu");
+    const gpu = gpuLeftOut ? null : await openGpu({
+      onUnavailable: (why) => warnings.push(`${why}: calibrating the CPU backends only`),
+    });
+    // Left out by choice, the adapter is still the machine's: its fingerprint matches a full run's.
+    const adapter = gpu?.info ?? (gpuLeftOut ? await peekAdapter() : null);
+    const fingerprint = await machineFingerprint(machine, adapter);
+    const slug = machineSlug(machine, adapter, fingerprint);
+    if (options.resume && options.resume.fingerprint !== fingerprint) {
+      gpu?.device.destroy();
+      throw new RangeError(
+        `Cannot resume "${
+          options.resumePath ?? "report"
+        }": it was measured on another machine or adapter (fingerprint ${options.resume.fingerprint}, this one is ${fingerprint})`,
+      );
+    }
+    const session = new CalibrationSession(options, machine, gpu, {
+      fingerprint,
+      slug,
+      commit: await gitCommit(),
+      unmeasuredAdapter: gpuLeftOut ? adapter : null,
+    });
+    for (const w of warnings) session.warn(w);
+    return session;
+  }
+
+  /** Seconds since this session began. */
+  elapsedS(): number {
+    return (performance.now() - this.#started) / 1000;
+  }
+
+  /** Records a warning in the report and tells the progress listener. */
+  warn(message: string): void {
+    this.#warnings.push(message);
+    this.options.onProgress?.({ kind: "warning", message, elapsedS: this.elapsedS() });
+  }
+
+  /** The plan of this session's options. */
+  plan(): CalibrationPlan {
+    const o = this.options;
+    return planFor({
+      quick: this.mode === "quick",
+      mode: this.mode,
+      ops: o.ops ? o.ops.map((n) => OPS.find((op) => op.name === n) ?? unknownOp(n)) : OPS,
+      dtypes: o.dtypes ?? null,
+      backends: o.backends ?? BACKENDS,
+      ...(o.passes === undefined ? {} : { passes: o.passes }),
+    });
+  }
+
+  /** The planner of this session (one per session). */
+  planner(): Planner {
+    const llm = (this.options.llm ?? this.mode !== "quick") && this.#gpu !== null;
+    this.#planner ??= new Planner({
+      plan: this.plan(),
+      resumed: this.options.resume?.measurements ?? [],
+      system: this.options.resume?.system ?? null,
+      llm,
+      clock: () => this.elapsedS(),
+      ...(this.options.onProgress ? { onEvent: this.options.onProgress } : {}),
+    });
+    return this.#planner;
+  }
+
+  /** Performs one step of the planner. */
+  async perform(step: PlanStep): Promise<StepOutcome> {
+    switch (step.kind) {
+      case "system":
+        return {
+          system: await measureSystem(this.#gpu, {
+            // The full figures (15 rounds of each) took 33 s of a 5-minute plan here.
+            quick: this.mode !== "thorough",
+            signal: this.signal,
+          }),
+        };
+      case "probe":
+        await this.#probe();
+        return {};
+      case "save":
+        await this.save(false, "interrupted");
+        return {};
+      case "llm":
+        this.#llm = await validateLlm(this.#gpu!, this.#report(false, "interrupted"), this) ??
+          this.#llm;
+        return {};
+      case "measure":
+        return await this.#measure(step.requests, step.stopping);
+    }
+  }
+
+  async #measure(
+    requests: Extract<PlanStep, { kind: "measure" }>["requests"],
+    stopping: Extract<PlanStep, { kind: "measure" }>["stopping"],
+  ): Promise<StepOutcome> {
+    const windows = new Map<string, WindowSamples>();
+    const results = await measureMany(requests, {
+      runners: this.#source,
+      stopping,
+      signal: this.signal,
+      onSamples: (r, samples) => windows.set(measurementKey(r), samples),
+    });
+    if (results.some((r) => r.state === "failed" && /lost/i.test(r.error)) && this.#gpu?.loss) {
+      this.warn(
+        `WebGPU device lost (${this.#gpu.loss.message || this.#gpu.loss.reason}); reopened it`,
+      );
+      this.#runners.delete("webgpu");
+      this.#gpu = await this.#gpu.reopen();
+    }
+    return {
+      results,
+      windows: results.map((r) => r.state === "ok" ? windows.get(measurementKey(r)) : undefined),
+      aborted: this.signal.aborted,
+    };
+  }
+
+  readonly #source: RunnerSource = (backend) => {
+    let r = this.#runners.get(backend);
+    if (!r) {
+      r = backend === "webgpu"
+        ? (this.#gpu
+          ? openRunnerOn(this.#gpu)
+          : Promise.resolve("No WebGPU adapter on this machine"))
+        : (this.options.openCpuRunner ?? openRunner)(backend);
+      this.#runners.set(backend, r);
+    }
+    return r;
+  };
+
+  /** Drift probes continue a resumed run's, on its clock: seconds since its first session began. */
+  async #probe(): Promise<void> {
+    if (this.signal.aborted) return;
+    const backends = (this.options.backends ?? BACKENDS).filter((b) => b !== "webgpu" || this.#gpu);
+    const atS = this.#priorS + this.elapsedS();
+    const p = await measureProbe(backends, this.#source, atS, this.signal);
+    if (!this.signal.aborted && Object.keys(p.ms).length > 0) this.#probes.push(p);
+  }
+
+  get #priorS(): number {
+    return this.options.resume?.provenance.durationS ?? 0;
+  }
+
+  #context(): RunContext {
+    return {
+      commit: this.#commit,
+      machine: this.#machine,
+      gpu: this.#gpu?.info ?? null,
+      unmeasuredAdapter: this.#unmeasuredAdapter,
+      fingerprint: this.#fingerprint,
+      slug: this.#slug,
+      quick: this.mode === "quick",
+      mode: this.mode,
+      budgetS: this.options.budgetS ?? null,
+      command: this.options.command ?? [],
+      resumedFrom: this.options.resumePath ?? null,
+      warnings: this.#warnings,
+      startedAt: new Date(Date.now() - (performance.now() - this.#started)),
+      durationS: this.elapsedS() + this.#priorS,
+      probes: this.#probes,
+    };
+  }
+
+  #report(complete: boolean, stopReason: Report["provenance"]["stopReason"]): Report {
+    const planner = this.planner();
+    return {
+      ...assembleReport(
+        this.#context(),
+        [...planner.measurements],
+        planner.system,
+        complete,
+        stopReason,
+        OPS,
+      ),
+      ...(this.#llm ? { llm: this.#llm } : {}),
+    };
+  }
+
+  /** Writes the report as it stands, atomically. */
+  async save(complete: boolean, stopReason: Report["provenance"]["stopReason"]): Promise<Report> {
+    const report = this.#report(complete, stopReason);
+    await writeJsonAtomic(this.path, report);
+    this.options.onProgress?.({
+      kind: "saved",
+      path: this.path,
+      complete,
+      measurements: report.measurements.length,
+      elapsedS: this.elapsedS(),
+    });
+    return report;
+  }
+
+  /** Why the loop ended when no error stopped it. */
+  stopReason(): Report["provenance"]["stopReason"] {
+    if (this.options.signal?.aborted) return "interrupted";
+    return this.#budgetOver.signal.aborted ? "budget" : "finished";
+  }
+
+  /** Saves the final report and releases the runners and the adapter. */
+  async finish(stopReason: Report["provenance"]["stopReason"]): Promise<Report> {
+    clearTimeout(this.#budgetTimer);
+    try {
+      return await this.save(stopReason === "finished", stopReason);
+    } finally {
+      for (const r of this.#runners.values()) {
+        const runner = await r;
+        if (typeof runner !== "string") await runner.close();
+      }
+      if (this.#gpu && !this.#gpu.loss) this.#gpu.device.destroy();
+    }
+  }
+}
+
+/** The LLM decode validation, or null with a warning when it cannot run (figures missing, decode failed). */
+async function validateLlm(
+  gpu: GpuHandle,
+  report: Report,
+  session: CalibrationSession,
+): Promise<Report["llm"]> {
+  const { validateDecode } = await import("../models/llm/validate.ts");
+  const { MissingCalibrationError } = await import("../models/llm/rates.ts");
+  try {
+    return { validations: await validateDecode(gpu, report, session.plan().llm) };
+  } catch (e) {
+    // The op measurements stand on their own: a decode that cannot run must not discard them.
+    session.warn(
+      e instanceof MissingCalibrationError
+        ? `LLM decode validation skipped: ${e.message}`
+        : `LLM decode validation failed: ${e instanceof Error ? e.message : String(e)}`,
+    );
+    return null;
+  }
+}
+
+async function openRunnerOn(gpu: GpuHandle) {
+  const { createWebGpuRunner } = await import("./runners/webgpu.ts");
+  return createWebGpuRunner(gpu);
+}
+
+/** The gpucal checkout's commit, or null (imported from a URL, no git, or not permitted). */
+async function gitCommit(): Promise<string | null> {
+  const dir = new URL("..", import.meta.url);
+  if (dir.protocol !== "file:") return null;
+  try {
+    const out = await new Deno.Command("git", {
+      args: ["rev-parse", "HEAD"],
+      cwd: dir,
+      stdout: "piped",
+      stderr: "null",
+    }).output();
+    const sha = new TextDecoder().decode(out.stdout).trim();
+    return out.success && /^[0-9a-f]{7,64}$/.test(sha) ? sha : null;
+  } catch {
+    return null;
+  }
+}
+
+function unknownOp(name: string): never {
+  throw new RangeError(`Unknown op "${name}": known ops are ${OPS.map((o) => o.name).join(", ")}`);
+}

@@ -1,0 +1,175 @@
+import assert from "node:assert/strict";
+import { getOp } from "../kernels/catalog.ts";
+import { planFor } from "../calibrate/plan.ts";
+import { Planner } from "../calibrate/planner.ts";
+import type { MeasureRequest } from "../calibrate/result.ts";
+import { DOMINATED_MIN_POINTS } from "../calibrate/decide.ts";
+import { missingSystemFigures } from "../calibrate/assemble.ts";
+import { drive } from "./_fake_runner.ts";
+
+/** add on js (10 ns per element) and wasm (2 ns per element), both with 1 µs of overhead. */
+const addTimes = (req: MeasureRequest) =>
+  0.001 + req.shape.n! * (req.backend === "js" ? 1e-5 : 2e-6);
+
+Deno.test("a planner driven by a fake runner measures the system, the grid, probes and saves, then ends", () => {
+  const clock = { s: 0 };
+  const planner = new Planner({
+    plan: planFor({ quick: true, ops: [getOp("add")], dtypes: ["f32"], backends: ["js", "wasm"] }),
+    llm: false,
+    clock: () => clock.s,
+  });
+  const steps = drive(planner, addTimes, clock);
+  assert.equal(steps[0]!.kind, "system");
+  assert.deepEqual(
+    [...new Set(steps.map((s) => s.kind))].sort(),
+    ["measure", "probe", "save", "system"],
+  );
+  assert.equal(planner.done, true);
+  assert.equal(planner.next(), null);
+  const sizes = (backend: string) =>
+    planner.measurements.filter((m) => m.backend === backend && m.state === "ok").length;
+  assert.ok(sizes("js") >= 3 && sizes("wasm") >= 3, `js ${sizes("js")}, wasm ${sizes("wasm")}`);
+  const seqs = planner.measurements.map((m) => m.seq);
+  assert.deepEqual(seqs, seqs.map((_, i) => i), "one seq per measurement, in order");
+});
+
+Deno.test("a planner does not measure again what a resumed run measured", () => {
+  const clock = { s: 0 };
+  const plan = planFor({ quick: true, ops: [getOp("add")], dtypes: ["f32"], backends: ["js"] });
+  const first = new Planner({ plan, llm: false, clock: () => clock.s });
+  drive(first, addTimes, clock);
+  const again = new Planner({
+    plan,
+    llm: false,
+    clock: () => clock.s,
+    resumed: first.measurements,
+    system: null,
+  });
+  const steps = drive(again, addTimes, clock);
+  assert.equal(steps.filter((s) => s.kind === "measure" && s.record).length, 0);
+  assert.equal(again.measurements.length, first.measurements.length);
+});
+
+Deno.test("a planner ends with the LLM validation when asked, and gives an ETA from its time plan", () => {
+  const clock = { s: 0 };
+  const plan = planFor({
+    quick: false,
+    mode: "default",
+    ops: [getOp("add")],
+    dtypes: ["f32"],
+    backends: ["js", "wasm"],
+  });
+  const planner = new Planner({ plan, llm: true, clock: () => clock.s });
+  assert.equal(planner.etaS(), plan.time.totalS, "before anything ran, the whole plan is left");
+  const steps = drive(planner, addTimes, clock);
+  assert.equal(steps.at(-1)!.kind, "llm");
+  const thorough = new Planner({
+    plan: planFor({
+      quick: false,
+      mode: "thorough",
+      ops: [getOp("add")],
+      dtypes: ["f32"],
+      backends: ["js"],
+    }),
+    llm: false,
+    clock: () => 0,
+  });
+  assert.equal(thorough.etaS(), null, "no budget, no planned ETA: the pace decides");
+});
+
+Deno.test("the planner stops a dominated backend once its fit has its points", () => {
+  const clock = { s: 0 };
+  const phases: string[] = [];
+  const plan = planFor({
+    quick: false,
+    mode: "default",
+    ops: [getOp("add")],
+    dtypes: ["f32"],
+    backends: ["js", "wasm"],
+  });
+  const planner = new Planner({
+    plan,
+    llm: false,
+    clock: () => clock.s,
+    onEvent: (e) => e.kind === "phase" && phases.push(e.phase),
+  });
+  // js is 10× slower than wasm at every size (little fixed cost): a gap its trend never closes.
+  const wasm = (n: number) => 1e-5 + n * 2e-6;
+  drive(planner, (r) => (r.backend === "js" ? 10 : 1) * wasm(r.shape.n!), clock);
+  const sizes = (b: string) =>
+    new Set(planner.measurements.filter((m) => m.backend === b).map((m) => m.size));
+  assert.ok(sizes("js").size >= DOMINATED_MIN_POINTS, "js has the points of its fit");
+  assert.ok(
+    sizes("js").size < sizes("wasm").size,
+    `js at ${[...sizes("js")]}, wasm at ${[...sizes("wasm")]}: the sizes between are wasm's only`,
+  );
+  assert.ok(phases.some((p) => /js stops at \d+, dominated by wasm/.test(p)), phases.join("\n"));
+});
+
+Deno.test("the planner keeps sweeping a backend that loses but closes the gap", () => {
+  const clock = { s: 0 };
+  const plan = planFor({
+    quick: false,
+    mode: "default",
+    ops: [getOp("add")],
+    dtypes: ["f32"],
+    backends: ["wasm", "wasm-mt"],
+  });
+  const planner = new Planner({ plan, llm: false, clock: () => clock.s });
+  // wasm-mt: 0.5 ms of waking workers, then twice wasm's rate: it loses small and wins large.
+  drive(planner, (r) => {
+    const n = r.shape.n!;
+    return r.backend === "wasm" ? 0.001 + n * 2e-6 : 0.5 + n * 1e-6;
+  }, clock);
+  const largest = (b: string) =>
+    Math.max(...planner.measurements.filter((m) => m.backend === b).map((m) => m.size));
+  assert.equal(largest("wasm-mt"), largest("wasm"), "swept as far as wasm");
+});
+
+Deno.test("a transfer-bound WebGPU end-to-end point is predicted, not swept", () => {
+  const clock = { s: 0 };
+  const phases: string[] = [];
+  const plan = planFor({
+    quick: false,
+    mode: "default",
+    ops: [getOp("add")],
+    dtypes: ["f32"],
+    backends: ["webgpu"],
+  });
+  const planner = new Planner({
+    plan,
+    llm: false,
+    clock: () => clock.s,
+    onEvent: (e) => e.kind === "phase" && phases.push(e.phase),
+  });
+  const system = {
+    ...missingSystemFigures("not measured"),
+    uploadGBps: { value: 1, unit: "GB/s", tag: "measured" as const },
+    readbackGBps: { value: 1, unit: "GB/s", tag: "measured" as const },
+    dispatchRoundTripMs: { value: 0.1, unit: "ms", tag: "measured" as const },
+  };
+  const add = getOp("add");
+  const resident = (n: number) => 0.05 + n * 1e-7;
+  drive(
+    planner,
+    (r) => {
+      const n = r.shape.n!;
+      if (r.residency === "device-resident") return resident(n);
+      return resident(n) + 0.1 + add.bytes(r.shape, "f32") / 1e6;
+    },
+    clock,
+    system,
+  );
+  const sizes = (residency: string) =>
+    planner.measurements.filter((m) => m.residency === residency).map((m) => m.size);
+  const e2e = sizes("end-to-end");
+  const onDevice = sizes("device-resident");
+  assert.ok(e2e.length < onDevice.length, `end-to-end ${e2e}, device-resident ${onDevice}`);
+  const last = Math.max(...e2e);
+  const transfer = add.bytes(add.axis.shape(last), "f32") / 1e6;
+  assert.ok(
+    transfer / (transfer + 0.1 + resident(last)) >= 0.7,
+    "stopped at a transfer-bound point",
+  );
+  assert.ok(phases.some((p) => /transfer-bound from \d+.*predicted, not swept/.test(p)));
+});

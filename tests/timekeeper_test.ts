@@ -1,0 +1,62 @@
+import assert from "node:assert/strict";
+import { getOp } from "../kernels/catalog.ts";
+import { planFor } from "../calibrate/plan.ts";
+import { TimeKeeper } from "../calibrate/timekeeper.ts";
+
+const plan = planFor({
+  quick: false,
+  mode: "default",
+  ops: [getOp("add"), getOp("mul")],
+  dtypes: ["f32"],
+  backends: ["js", "wasm"],
+});
+
+Deno.test("a default plan shares its jobs' time by weight, and time a job does not need rolls on", () => {
+  let now = 0;
+  const time = new TimeKeeper(plan, () => now, false);
+  time.systemDone();
+  time.startJob(0);
+  const first = time.jobDeadline();
+  // Two jobs of equal weight before the revisit reserve: the first gets half.
+  const jobsEnd = plan.time.totalS! * 0.95 -
+    plan.time.revisitShare * (plan.time.totalS! - plan.time.systemS);
+  assert.ok(Math.abs(first - jobsEnd / 2) < 1e-9, `${first} vs ${jobsEnd / 2}`);
+  assert.ok(time.gridDeadline() < first, "the off-axis share is kept at the end of the job");
+  now = first / 4;
+  time.endJob(0);
+  time.startJob(1);
+  assert.ok(Math.abs(time.jobDeadline() - jobsEnd) < 1e-9, "the second job gets all that is left");
+});
+
+Deno.test("the planned ETA follows the pace of the jobs so far and counts the reserves", () => {
+  let now = 0;
+  const time = new TimeKeeper(plan, () => now, true);
+  assert.equal(time.etaS(), plan.time.totalS);
+  time.systemDone();
+  time.startJob(0);
+  now = 20;
+  time.endJob(0);
+  time.startJob(1);
+  // The first job used 20 s of a ~100 s slice: the second is expected to end as early.
+  const eta = time.etaS()!;
+  assert.ok(eta < plan.time.totalS! - now, `${eta}`);
+  assert.ok(eta > plan.time.llmS, "the LLM reserve is still ahead");
+  time.endJob(1);
+  time.revisitDone();
+  assert.equal(time.etaS(), plan.time.llmS);
+});
+
+Deno.test("a thorough plan has no deadlines and no planned ETA", () => {
+  const thorough = planFor({
+    ...{ quick: false, mode: "thorough" as const },
+    ops: [getOp("add")],
+    dtypes: ["f32"],
+    backends: ["js"],
+  });
+  const time = new TimeKeeper(thorough, () => 1e6, true);
+  time.systemDone();
+  time.startJob(0);
+  assert.equal(time.gridDeadline(), Infinity);
+  assert.equal(time.past(time.jobDeadline()), false);
+  assert.equal(time.etaS(), null);
+});
