@@ -140,7 +140,8 @@ Deno.test("calibrate --out where it may not write fails before measuring, naming
     assert.equal(
       first,
       `error: --out "${dir}/elsewhere/r.json": this run may not write in "${dir}/elsewhere"; run: ` +
-        `deno run --allow-read --allow-write=reports,${dir}/elsewhere --allow-env ` +
+        `deno run --v8-flags=--no-maglev --allow-read --allow-write=reports,${dir}/elsewhere ` +
+        `--allow-env ` +
         `--allow-sys=cpus,osRelease,systemMemoryInfo --allow-run=git calibrate/cli.ts ` +
         `${QUICK.join(" ")} --out ${dir}/elsewhere/r.json`,
     );

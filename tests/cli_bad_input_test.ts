@@ -118,5 +118,5 @@ Deno.test("deno task schema refuses an argument with exit 2 instead of rewriting
     ["--out"],
   );
   assert.equal(code, 2);
-  assert.equal(err.trim(), 'error: deno task schema takes no arguments, got "--out"');
+  assert.match(err.trim().split("\n")[0]!, /^error: Unknown option '--out'/);
 });
