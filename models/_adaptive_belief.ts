@@ -28,10 +28,14 @@ const NOISE_MIN_WEIGHT = 1 / 32;
 const HUBER_C = 2.5;
 /** A successive difference counts at most this many sds in the noise estimate. */
 const DIFF_CLIP = 3;
-/** CUSUM allowance per observation, in predictive sds (shifts under half an sd are noise). */
-const CUSUM_K = 0.5;
-/** CUSUM alarm level: a shift of ≥ 3 sds is caught in 2 observations, of 1 sd in about 10. */
-const CUSUM_H = 5;
+/** CUSUM allowance per observation, in predictive sds: shifts under 1 sd are left to forgetting. */
+const CUSUM_K = 1;
+/**
+ * CUSUM alarm level: a shift of ≥ 3.5 sds is caught in 2 observations, of 2 sds in about 5, and
+ * Gaussian noise raises a false alarm about once in 7000 observations (a false alarm costs a few
+ * noisy estimates, and possibly a detour until exploration brings the backend back).
+ */
+const CUSUM_H = 4;
 /** One observation adds at most this to the CUSUM, so a single stall never raises an alarm. */
 const CUSUM_Z_CLIP = 3.5;
 /** Widest variance kept (sd e^5 ≈ ×150 either way), so the arithmetic stays finite. */
