@@ -8,8 +8,8 @@
  * one backend move the others too. It widens a little with every observation in the bucket (old
  * observations are forgotten at a bounded rate) and narrows where observations land. Each
  * backend's observation noise is estimated from its successive observations, and innovations are
- * clipped so one stall moves the belief little. A two-sided CUSUM of each backend's standardised
- * innovations detects a change of level (another process took a core): that backend's belief is
+ * clipped so one stall moves the belief little. The median of each backend's last observations
+ * detects a change of level (another process took a core): that backend's belief is
  * reset wide, so its mean reaches the new level within a few observations, and the others are
  * widened to their drift, so they are worth checking again.
  *
@@ -28,16 +28,34 @@ const NOISE_MIN_WEIGHT = 1 / 32;
 const HUBER_C = 2.5;
 /** A successive difference counts at most this many sds in the noise estimate. */
 const DIFF_CLIP = 3;
-/** CUSUM allowance per observation, in predictive sds: shifts under 1 sd are left to forgetting. */
-const CUSUM_K = 1;
 /**
- * CUSUM alarm level: a shift of ≥ 3.5 sds is caught in 2 observations, of 2 sds in about 5, and
- * Gaussian noise raises a false alarm about once in 7000 observations (a false alarm costs a few
- * noisy estimates, and possibly a detour until exploration brings the backend back).
+ * Observations a change is judged on: a backend's last 9. Their median moves only once 5 of them
+ * moved, so a stall of up to 4 calls in a row (a loaded machine has them) is not taken for a
+ * change, and a real one is caught in 5 observations.
  */
-const CUSUM_H = 4;
-/** One observation adds at most this to the CUSUM, so a single stall never raises an alarm. */
-const CUSUM_Z_CLIP = 3.5;
+const CHANGE_WINDOW = 9;
+/**
+ * A change is declared when the window's median is this many predictive sds (of one observation)
+ * from the estimate: about 3.5 sds of a 9-median, so noise alone almost never does it.
+ */
+const CHANGE_SDS = 1.5;
+/**
+ * Share of the steady forgetting that the shared backends (the CPU ones: they run on the same
+ * cores) take together: the machine's speed drifts for all of them, so the times observed on one
+ * keep moving the others' estimates a little.
+ */
+const SHARED_CHANGE = 0.5;
+/**
+ * Share of a detected change taken as lasting (added to the backend's level); the rest is taken as
+ * transient and decays. A change that does last is confirmed by the observations that follow.
+ */
+const PERSISTENT_SHARE = 0.25;
+/**
+ * Factor by which a transient deviation shrinks per observation in the bucket: it halves in about
+ * 22 observations, so a backend left aside during a burst is believed back near its usual level
+ * about a hundred calls later, and retried if it is then the best.
+ */
+const TRANSIENT_DECAY = 1 - 1 / 32;
 /** Widest variance kept (sd e^5 ≈ ×150 either way), so the arithmetic stays finite. */
 const MAX_VARIANCE = 25;
 
@@ -69,6 +87,8 @@ export interface ArmPrior {
  */
 export interface Arm {
   readonly backend: Backend;
+  /** Whether its errors and changes have a part the bucket's shared backends share. */
+  readonly shared: boolean;
   /** Estimated variance of one observation's ln ms around the mean. */
   noise: number;
   /** Variance the arm is widened to at least when its bucket detects a change (its drift). */
@@ -76,9 +96,8 @@ export interface Arm {
   /** Last observation, ln ms (NaN before the first), for the noise estimate. */
   last: number;
   observations: number;
-  /** Two-sided CUSUM of standardised innovations. */
-  up: number;
-  down: number;
+  /** The last `CHANGE_WINDOW` observations, ln ms, oldest first. */
+  readonly recent: number[];
   /** Changes of level detected on this arm. */
   changes: number;
   /** Explorations chosen but not yet recorded, and the cost reserved for them, ms. */
@@ -123,7 +142,12 @@ export function forgetRate(alpha: number): number {
 }
 
 /**
- * The joint belief over one bucket's backends.
+ * The joint belief over one bucket's backends, a linear-Gaussian state: per backend a persistent
+ * level `L` (its prior; a random walk, the shared backends' levels correlated) and a transient
+ * deviation `d`; a backend's mean ln time is `L + d`. Transients come only from detected changes
+ * and decay by `TRANSIENT_DECAY` per observation in the bucket: a burst of load is forgotten once
+ * it is over, even for a backend nobody runs meanwhile, while a change that lasts is carried into
+ * `L` by the observations that confirm it when the backend is tried again.
  *
  * @example
  * ```ts
@@ -138,9 +162,10 @@ export function forgetRate(alpha: number): number {
  */
 export class BucketBelief {
   readonly arms: Arm[] = [];
-  readonly #mean: number[] = [];
-  /** Covariance rows; a backend nothing is known about has a zero row and a NaN mean. */
-  readonly #cov: number[][] = [];
+  /** State means: `L` and `d` of backend `a` at 2a and 2a + 1. */
+  readonly #x: number[] = [];
+  /** State covariance rows. A backend nothing is known about has zero rows and a NaN level. */
+  readonly #p: number[][] = [];
   readonly #forget: number;
   #observations = 0;
 
@@ -156,9 +181,10 @@ export class BucketBelief {
     const shared = sharedSd ** 2;
     setups.forEach((a, i) => {
       if (a.prior === null) return;
-      this.#cov[i]![i] = Math.min(MAX_VARIANCE, a.prior.sd ** 2 + (a.shared ? shared : 0));
+      const li = level(i);
+      this.#p[li]![li] = Math.min(MAX_VARIANCE, a.prior.sd ** 2 + (a.shared ? shared : 0));
       setups.forEach((b, j) => {
-        if (j !== i && a.shared && b.shared && b.prior !== null) this.#cov[i]![j] = shared;
+        if (j !== i && a.shared && b.shared && b.prior !== null) this.#p[li]![level(j)] = shared;
       });
     });
   }
@@ -178,43 +204,46 @@ export class BucketBelief {
     const k = this.arms.length;
     this.arms.push({
       backend: setup.backend,
+      shared: setup.shared,
       noise: NOISE_PRIOR_SD ** 2,
       changeFloor: setup.driftSd ** 2,
       last: NaN,
       observations: 0,
-      up: 0,
-      down: 0,
+      recent: [],
       changes: 0,
       pending: 0,
       pendingMs: 0,
       priorMs: setup.prior?.ms ?? null,
       priorProvenance: setup.prior?.provenance ?? null,
     });
-    this.#mean.push(setup.prior === null ? NaN : Math.log(setup.prior.ms));
-    for (const row of this.#cov) row.push(0);
-    this.#cov.push(new Array<number>(k + 1).fill(0));
+    this.#x.push(setup.prior === null ? NaN : Math.log(setup.prior.ms), 0);
+    for (const row of this.#p) row.push(0, 0);
+    const n = this.#x.length;
+    this.#p.push(new Array<number>(n).fill(0), new Array<number>(n).fill(0));
     return k;
   }
 
   /** True when backend `i` has a mean: a prior or an observation. */
   isKnown(i: number): boolean {
-    return !Number.isNaN(this.#mean[i]!);
+    return !Number.isNaN(this.#x[level(i)]!);
   }
 
   /** Mean ln ms of backend `i` (NaN when nothing is known). */
   mean(i: number): number {
-    return this.#mean[i]!;
+    let m = 0;
+    for (const s of this.#terms(i)) m += this.#x[s]!;
+    return m;
   }
 
   /** Variance of backend `i`'s mean ln ms. */
   variance(i: number): number {
-    return this.#cov[i]![i]!;
+    return this.#covariance(i, i);
   }
 
   /**
    * Folds one observation of backend `i` into the belief: change detection first (so a detected
-   * change widens the belief before the update), then the clipped Kalman update of every
-   * backend's mean, then `i`'s noise estimate.
+   * change widens the belief before the update), then the clipped Kalman update, then `i`'s noise
+   * estimate.
    *
    * @param i The backend observed.
    * @param x The observation, ln ms.
@@ -229,21 +258,30 @@ export class BucketBelief {
     const first = arm.observations === 0;
     arm.observations++;
     if (!this.isKnown(i)) {
-      this.#mean[i] = x;
-      this.#cov[i]![i] = arm.noise;
+      this.#x[level(i)] = x;
+      this.#p[level(i)]![level(i)] = arm.noise;
       arm.last = x;
       return false;
     }
-    const innovation = x - this.#mean[i]!;
-    const changed = !first &&
-      detectChange(arm, innovation / Math.sqrt(this.#cov[i]![i]! + arm.noise));
-    if (changed) this.#reset(i, innovation ** 2);
-    const predictive = this.#cov[i]![i]! + arm.noise;
-    const limit = first ? Infinity : HUBER_C * Math.sqrt(predictive);
-    this.#update(i, Math.max(-limit, Math.min(limit, innovation)), predictive);
-    if (!changed) updateNoise(arm, x);
+    arm.recent.push(x);
+    if (arm.recent.length > CHANGE_WINDOW) arm.recent.shift();
+    const jump = first ? 0 : this.#jump(i);
+    if (jump !== 0) {
+      // The window's median, not this one observation, says where the new level is.
+      const n = arm.recent.length;
+      this.#shock(i, jump ** 2);
+      this.#update(i, jump, this.variance(i) + (Math.PI / 2) * arm.noise / n);
+      arm.recent.length = 0;
+      arm.changes++;
+    } else {
+      const innovation = x - this.mean(i);
+      const predictive = this.variance(i) + arm.noise;
+      const limit = first ? Infinity : HUBER_C * Math.sqrt(predictive);
+      this.#update(i, Math.max(-limit, Math.min(limit, innovation)), predictive);
+      updateNoise(arm, x);
+    }
     arm.last = x;
-    return changed;
+    return jump !== 0;
   }
 
   /**
@@ -254,59 +292,129 @@ export class BucketBelief {
    * @returns The drawn mean ln ms, in the order of `indices`.
    */
   sample(indices: readonly number[], normal: () => number): number[] {
-    const lower = cholesky(indices.map((a) => indices.map((b) => this.#cov[a]![b]!)));
+    const lower = cholesky(indices.map((a) => indices.map((b) => this.#covariance(a, b))));
     const z = indices.map(() => normal());
     return indices.map((a, r) => {
-      let x = this.#mean[a]!;
+      let x = this.mean(a);
       for (let c = 0; c <= r; c++) x += lower[r]![c]! * z[c]!;
       return x;
     });
   }
 
-  /** One observation's worth of forgetting on every known backend. */
-  #advance(): void {
-    this.arms.forEach((arm, i) => {
-      if (!this.isKnown(i)) return;
-      const row = this.#cov[i]!;
-      row[i] = Math.min(MAX_VARIANCE, row[i]! + this.#forget * arm.noise);
-    });
+  /**
+   * How far backend `i`'s level moved: the median of its recent observations less its estimate,
+   * when that is over `CHANGE_SDS` predictive sds and most of the window agrees; else 0.
+   */
+  #jump(i: number): number {
+    const arm = this.arms[i]!;
+    if (arm.recent.length < (CHANGE_WINDOW + 1) / 2) return 0;
+    const sorted = [...arm.recent].sort((a, b) => a - b);
+    const mid = sorted.length >> 1;
+    const median = sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+    const jump = median - this.mean(i);
+    return Math.abs(jump) > CHANGE_SDS * Math.sqrt(this.variance(i) + arm.noise) ? jump : 0;
+  }
+
+  /** The state entries whose sum is backend `i`'s mean. */
+  #terms(i: number): number[] {
+    return [level(i), transient(i)];
+  }
+
+  #covariance(a: number, b: number): number {
+    let c = 0;
+    for (const u of this.#terms(a)) for (const v of this.#terms(b)) c += this.#p[u]![v]!;
+    return c;
   }
 
   /**
-   * After a change on `i`: its variance becomes at least the squared jump (so the next updates
-   * follow it), every other known backend's at least its drift. Only diagonals grow, so the
-   * covariance stays positive semi-definite.
+   * One observation's worth of time: transients decay by `TRANSIENT_DECAY`, and every known
+   * level forgets — process variance `forget · noise`, `SHARED_CHANGE` of it common to the shared
+   * backends.
    */
-  #reset(i: number, jump: number): void {
-    this.arms.forEach((arm, j) => {
-      if (!this.isKnown(j)) return;
-      const floor = j === i ? Math.max(jump, arm.changeFloor) : arm.changeFloor;
-      this.#cov[j]![j] = Math.min(MAX_VARIANCE, Math.max(this.#cov[j]![j]!, floor));
+  #advance(): void {
+    for (const t of this.arms.map((_, a) => transient(a))) {
+      this.#x[t]! *= TRANSIENT_DECAY;
+      for (let j = 0; j < this.#p.length; j++) {
+        this.#p[t]![j]! *= TRANSIENT_DECAY;
+        this.#p[j]![t]! *= TRANSIENT_DECAY;
+      }
+    }
+    const common = new Array<number>(this.#x.length).fill(0);
+    const own = new Array<number>(this.#x.length).fill(0);
+    this.arms.forEach((arm, a) => {
+      if (!this.isKnown(a)) return;
+      const q = this.#forget * arm.noise;
+      const shared = arm.shared ? SHARED_CHANGE : 0;
+      common[level(a)] = Math.sqrt(shared * q);
+      own[level(a)] = (1 - shared) * q;
     });
+    this.#addChange(common, own);
   }
 
-  /** Kalman update on an observation of `i` with innovation `e` and predictive variance `s`. */
-  #update(i: number, e: number, s: number): void {
-    const column = this.#cov.map((row) => row[i]!);
-    for (let a = 0; a < column.length; a++) {
-      if (!this.isKnown(a)) continue;
-      this.#mean[a]! += (column[a]! / s) * e;
-      const row = this.#cov[a]!;
-      for (let b = 0; b < column.length; b++) row[b]! -= (column[a]! * column[b]!) / s;
+  /**
+   * A change on `i` of squared size `jump`: it is added as variance, so the next updates follow
+   * it — `PERSISTENT_SHARE` of it to `i`'s level, the rest to its transient, so most of a burst
+   * decays once it is over. Every other known backend's level is widened to at least its drift.
+   */
+  #shock(i: number, jump: number): void {
+    const own = new Array<number>(this.#x.length).fill(0);
+    own[level(i)] = PERSISTENT_SHARE * jump;
+    own[transient(i)] = (1 - PERSISTENT_SHARE) * jump;
+    this.arms.forEach((arm, j) => {
+      if (j === i || !this.isKnown(j)) return;
+      own[level(j)] = Math.max(0, arm.changeFloor - this.#p[level(j)]![level(j)]!);
+    });
+    this.#addChange(new Array<number>(this.#x.length).fill(0), own);
+  }
+
+  /**
+   * Adds the covariance of a change, `common · commonᵀ + diag(own)` over the state. Adding a
+   * covariance keeps the belief positive semi-definite.
+   */
+  #addChange(common: readonly number[], own: readonly number[]): void {
+    common.forEach((x, a) => {
+      const row = this.#p[a]!;
+      if (x !== 0) common.forEach((y, b) => (row[b]! += x * y));
+      row[a]! += own[a]!;
+    });
+    common.forEach((_, a) => this.#cap(a));
+  }
+
+  /**
+   * Caps state `a`'s variance at `MAX_VARIANCE`, scaling its covariances alike (a congruence,
+   * so the belief stays positive semi-definite).
+   */
+  #cap(a: number): void {
+    const v = this.#p[a]![a]!;
+    if (v <= MAX_VARIANCE) return;
+    const f = Math.sqrt(MAX_VARIANCE / v);
+    for (let b = 0; b < this.#p.length; b++) {
+      this.#p[a]![b]! *= f;
+      this.#p[b]![a]! *= f;
     }
+  }
+
+  /** Kalman update on an observation of backend `i`: innovation `e`, predictive variance `s`. */
+  #update(i: number, e: number, s: number): void {
+    const terms = this.#terms(i);
+    const column = this.#p.map((row) => terms.reduce((sum, t) => sum + row[t]!, 0));
+    column.forEach((c, a) => {
+      if (Number.isNaN(this.#x[a]!)) return;
+      this.#x[a]! += (c / s) * e;
+      const row = this.#p[a]!;
+      column.forEach((d, b) => (row[b]! -= (c * d) / s));
+    });
   }
 }
 
-/** Advances the arm's CUSUM by standardised innovation `z`; true (and reset) on an alarm. */
-function detectChange(arm: Arm, z: number): boolean {
-  const step = Math.max(-CUSUM_Z_CLIP, Math.min(CUSUM_Z_CLIP, z));
-  arm.up = Math.max(0, arm.up + step - CUSUM_K);
-  arm.down = Math.max(0, arm.down - step - CUSUM_K);
-  if (arm.up <= CUSUM_H && arm.down <= CUSUM_H) return false;
-  arm.up = 0;
-  arm.down = 0;
-  arm.changes++;
-  return true;
+/** State index of backend `a`'s level. */
+function level(a: number): number {
+  return 2 * a;
+}
+
+/** State index of backend `a`'s transient deviation. */
+function transient(a: number): number {
+  return 2 * a + 1;
 }
 
 /**

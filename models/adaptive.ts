@@ -213,6 +213,12 @@ interface Bucket {
   exploredMs: number;
   /** Cost set aside for explorations chosen but not yet recorded, ms. */
   reservedMs: number;
+  /**
+   * The most an exploration's recorded time has exceeded the cost set aside for it, ms (a stall
+   * during the call): the budget keeps that much headroom, so one more such stall does not take
+   * the bucket's exploring over its share.
+   */
+  headroomMs: number;
   changes: number;
 }
 
@@ -356,6 +362,7 @@ export class AdaptiveSelector {
       arm.pending--;
       arm.pendingMs -= reserved;
       bucket.reservedMs = Math.max(0, bucket.reservedMs - reserved);
+      bucket.headroomMs = Math.max(bucket.headroomMs, observedMs - reserved);
       bucket.exploredMs += observedMs;
     }
     if (belief.observe(i, Math.log(Math.max(observedMs, MIN_OBSERVED_MS)))) bucket.changes++;
@@ -462,7 +469,7 @@ export class AdaptiveSelector {
 
   /** Whether an exploration costing `costMs` keeps the bucket's exploring within its budget. */
   #fits(bucket: Bucket, costMs: number): boolean {
-    const exploring = bucket.exploredMs + bucket.reservedMs + costMs;
+    const exploring = bucket.exploredMs + bucket.reservedMs + bucket.headroomMs + costMs;
     return exploring <= this.#budget * (bucket.spentMs + bucket.reservedMs + costMs);
   }
 
@@ -509,6 +516,7 @@ export class AdaptiveSelector {
       spentMs: 0,
       exploredMs: 0,
       reservedMs: 0,
+      headroomMs: 0,
       changes: 0,
     };
     this.#buckets.set(id, bucket);
