@@ -418,14 +418,13 @@ async function runScenario(
   } finally {
     await busy?.stop();
   }
-  let exploredMs = 0, spentMs = 0, changes = 0;
+  let changes = 0;
   const believed = kernels.map((k) => {
     const e = adaptive.estimates({ op: k.op, shape: k.shape, dtype: "f32" });
-    exploredMs += e.exploredMs;
-    spentMs += e.spentMs;
     changes += e.changes;
     return Object.fromEntries(e.arms.map((a) => [a.backend, a.ms ?? NaN]));
   });
+  const { exploredMs, spentMs } = adaptive.exploration();
   return {
     name,
     prior: prior.label,

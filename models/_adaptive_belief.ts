@@ -254,7 +254,8 @@ export class BucketBelief {
     this.#advance();
     const arm = this.arms[i]!;
     // A backend's first observation is what says how far off the report is for it (a tiny
-    // kernel's single call can take 10× its batched median): it is taken whole, not clipped.
+    // kernel's single call can take 10× its batched median): taken whole when faster than
+    // believed, clipped like any other when slower, since a stall only ever makes a call slower.
     const first = arm.observations === 0;
     arm.observations++;
     if (!this.isKnown(i)) {
@@ -276,8 +277,12 @@ export class BucketBelief {
     } else {
       const innovation = x - this.mean(i);
       const predictive = this.variance(i) + arm.noise;
-      const limit = first ? Infinity : HUBER_C * Math.sqrt(predictive);
-      this.#update(i, Math.max(-limit, Math.min(limit, innovation)), predictive);
+      const limit = HUBER_C * Math.sqrt(predictive);
+      this.#update(
+        i,
+        Math.max(first ? -Infinity : -limit, Math.min(limit, innovation)),
+        predictive,
+      );
       updateNoise(arm, x);
     }
     arm.last = x;

@@ -204,6 +204,24 @@ export interface BucketEstimates {
   readonly arms: readonly ArmEstimate[];
 }
 
+/**
+ * What {@linkcode AdaptiveSelector.exploration} reports.
+ *
+ * @example
+ * ```ts
+ * import type { ExplorationAccount } from "./adaptive.ts";
+ * function within(a: ExplorationAccount) { return a.exploredMs <= a.budget * a.spentMs; }
+ * ```
+ */
+export interface ExplorationAccount {
+  /** The `explorationBudget`: most time spent exploring, as a share of the time recorded. */
+  readonly budget: number;
+  /** Time recorded over every workload, ms. */
+  readonly spentMs: number;
+  /** The part of it recorded for explorations, ms. */
+  readonly exploredMs: number;
+}
+
 interface Bucket {
   readonly bucket: number;
   readonly belief: BucketBelief;
@@ -211,14 +229,6 @@ interface Bucket {
   explorations: number;
   spentMs: number;
   exploredMs: number;
-  /** Cost set aside for explorations chosen but not yet recorded, ms. */
-  reservedMs: number;
-  /**
-   * The most an exploration's recorded time has exceeded the cost set aside for it, ms (a stall
-   * during the call): the budget keeps that much headroom, so one more such stall does not take
-   * the bucket's exploring over its share.
-   */
-  headroomMs: number;
   changes: number;
 }
 
@@ -269,6 +279,13 @@ export class AdaptiveSelector {
   readonly #maxBuckets: number;
   readonly #rng: Rng;
   readonly #buckets = new Map<string, Bucket>();
+  /**
+   * The time budget, over every bucket: time recorded, the part recorded for explorations, the
+   * cost set aside for explorations chosen but not yet recorded, and the most an exploration's
+   * recorded time has exceeded what was set aside for it (a stall during the call) — the budget
+   * keeps that much headroom, so one more such stall does not take exploring over its share.
+   */
+  readonly #account = { spentMs: 0, exploredMs: 0, reservedMs: 0, headroomMs: 0 };
 
   /**
    * @param report The report whose predictions are the priors, or null to learn from scratch.
@@ -301,6 +318,24 @@ export class AdaptiveSelector {
   /** Buckets currently kept. */
   get size(): number {
     return this.#buckets.size;
+  }
+
+  /**
+   * The exploration budget's account over every workload recorded (evicted buckets included).
+   *
+   * @returns The budget share, the time recorded and the part of it recorded for explorations, ms.
+   * @example
+   * ```ts ignore
+   * const { budget, spentMs, exploredMs } = adaptive.exploration();
+   * console.log(`${(100 * exploredMs / spentMs).toFixed(1)} % exploring (budget ${100 * budget} %)`);
+   * ```
+   */
+  exploration(): ExplorationAccount {
+    return {
+      budget: this.#budget,
+      spentMs: this.#account.spentMs,
+      exploredMs: this.#account.exploredMs,
+    };
   }
 
   /**
@@ -356,14 +391,17 @@ export class AdaptiveSelector {
       i = belief.add({ backend, prior: null, driftSd: this.#driftSd(backend), shared: false });
     }
     const arm = belief.arms[i]!;
+    const account = this.#account;
     bucket.spentMs += observedMs;
+    account.spentMs += observedMs;
     if (arm.pending > 0) {
       const reserved = arm.pendingMs / arm.pending;
       arm.pending--;
       arm.pendingMs -= reserved;
-      bucket.reservedMs = Math.max(0, bucket.reservedMs - reserved);
-      bucket.headroomMs = Math.max(bucket.headroomMs, observedMs - reserved);
+      account.reservedMs = Math.max(0, account.reservedMs - reserved);
+      account.headroomMs = Math.max(account.headroomMs, observedMs - reserved);
       bucket.exploredMs += observedMs;
+      account.exploredMs += observedMs;
     }
     if (belief.observe(i, Math.log(Math.max(observedMs, MIN_OBSERVED_MS)))) bucket.changes++;
   }
@@ -420,7 +458,7 @@ export class AdaptiveSelector {
   #explore(bucket: Bucket, i: number, costMs: number): AdaptiveChoice {
     const arm = bucket.belief.arms[i]!;
     bucket.explorations++;
-    bucket.reservedMs += costMs;
+    this.#account.reservedMs += costMs;
     arm.pending++;
     arm.pendingMs += costMs;
     return { ...this.#exploit(bucket.belief, i), explored: true };
@@ -448,7 +486,7 @@ export class AdaptiveSelector {
     belief.arms.forEach((_, i) => {
       if (i === greedy || !belief.isKnown(i)) return;
       const costMs = this.#costMs(belief, i);
-      if (!this.#fits(bucket, costMs)) return;
+      if (!this.#fits(costMs)) return;
       candidates.push(i);
       costs.push(costMs);
     });
@@ -467,10 +505,11 @@ export class AdaptiveSelector {
     return Math.exp(belief.mean(i) + Z90 * sd);
   }
 
-  /** Whether an exploration costing `costMs` keeps the bucket's exploring within its budget. */
-  #fits(bucket: Bucket, costMs: number): boolean {
-    const exploring = bucket.exploredMs + bucket.reservedMs + bucket.headroomMs + costMs;
-    return exploring <= this.#budget * (bucket.spentMs + bucket.reservedMs + costMs);
+  /** Whether an exploration costing `costMs` keeps the exploring within its budget. */
+  #fits(costMs: number): boolean {
+    const a = this.#account;
+    const exploring = a.exploredMs + a.reservedMs + a.headroomMs + costMs;
+    return exploring <= this.#budget * (a.spentMs + a.reservedMs + costMs);
   }
 
   /** A standard-normal draw (Box–Muller; 1 − u keeps the logarithm finite). */
@@ -515,8 +554,6 @@ export class AdaptiveSelector {
       explorations: 0,
       spentMs: 0,
       exploredMs: 0,
-      reservedMs: 0,
-      headroomMs: 0,
       changes: 0,
     };
     this.#buckets.set(id, bucket);
