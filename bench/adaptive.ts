@@ -38,25 +38,7 @@ import { ADAPTIVE_DEFAULTS, AdaptiveSelector } from "../models/adaptive.ts";
 import { predictTime } from "../models/predict.ts";
 import { BackendSelector } from "../models/selector.ts";
 
-const HELP = `Usage: deno task bench:adaptive [options]
-
-Runs AdaptiveSelector in a closed loop on real kernels (one call per choice, timed and recorded)
-over a mix of ops and sizes, in three scenarios: (a) this machine's report as prior, (b) another
-machine's report as prior, (c) as (a) with a busy process pinned to core 1 from half way. Prints
-regret against the per-call oracle (all backends probed every few calls) and against the static
-BackendSelector, the share of time spent exploring, and how soon (c) recovers.
-
-Options:
-  --calls N         Calls per scenario (default ${6000}); one workload is probed every
-                    ${12} calls
-  --scenarios LIST  Comma-separated subset of a,b,c (default a,b,c)
-  --budget SHARE    The selector's explorationBudget (default ${ADAPTIVE_DEFAULTS.explorationBudget})
-  --seed N          Seed of the workload mix and of the selector (default 1)
-  --reports DIR     Folder of the reports to take priors from (default reports)
-  --json            Print the results as JSON on stdout
-  -h, --help        Show this help`;
-
-const DEFAULT_CALLS = 6000;
+const DEFAULT_CALLS = 10000;
 /** One workload's backends are probed every this many calls. */
 const PROBE_EVERY = 12;
 /** Single calls per backend in one probe, interleaved across the backends. */
@@ -73,6 +55,24 @@ const WINDOW = 300;
 const UNDER_REGRET = 0.05;
 /** The core the busy process of scenario (c) is pinned to. */
 const BUSY_CORE = "1";
+
+const HELP = `Usage: deno task bench:adaptive [options]
+
+Runs AdaptiveSelector in a closed loop on real kernels (one call per choice, timed and recorded)
+over a mix of ops and sizes, in three scenarios: (a) this machine's report as prior, (b) another
+machine's report as prior, (c) as (a) with a busy process pinned to core 1 from half way. Prints
+regret against the per-call oracle (all backends probed every few calls) and against the static
+BackendSelector, the share of time spent exploring, and how soon (c) recovers.
+
+Options:
+  --calls N         Calls per scenario (default ${DEFAULT_CALLS}); one workload is probed every
+                    ${PROBE_EVERY} calls
+  --scenarios LIST  Comma-separated subset of a,b,c (default a,b,c)
+  --budget SHARE    The selector's explorationBudget (default ${ADAPTIVE_DEFAULTS.explorationBudget})
+  --seed N          Seed of the workload mix and of the selector (default 1)
+  --reports DIR     Folder of the reports to take priors from (default reports)
+  --json            Print the results as JSON on stdout
+  -h, --help        Show this help`;
 
 /** The mix: uniform over these, from tiny (a WebGPU round trip costs ~1000× the op) to ~1 ms. */
 const WORKLOADS: ReadonlyArray<{ op: string; shape: Shape }> = [
@@ -197,10 +197,19 @@ async function thisFingerprint(): Promise<string> {
 
 async function loadReports(dir: string): Promise<Report[]> {
   const reports: Report[] = [];
-  for await (const entry of Deno.readDir(dir)) {
-    if (!entry.isFile || !entry.name.endsWith(".json") || entry.name.startsWith(".")) continue;
-    if (NON_REPORT_FILES.includes(entry.name)) continue;
-    reports.push(await loadReport(`${dir}/${entry.name}`));
+  let entries: AsyncIterable<Deno.DirEntry>;
+  try {
+    entries = Deno.readDir(dir);
+    for await (const entry of entries) {
+      if (!entry.isFile || !entry.name.endsWith(".json") || entry.name.startsWith(".")) continue;
+      if (NON_REPORT_FILES.includes(entry.name)) continue;
+      reports.push(await loadReport(`${dir}/${entry.name}`));
+    }
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound) {
+      throw new UsageError(`--reports "${dir}" does not exist: pass the folder of the reports`);
+    }
+    throw e;
   }
   if (reports.length === 0) {
     throw new UsageError(`--reports "${dir}" holds no report: calibrate this machine first`);
@@ -516,6 +525,8 @@ function score(
 interface RegretWindows {
   /** Regret of each window of `WINDOW` calls from the start, or from the drift's start. */
   readonly windows: readonly number[];
+  /** Calls from the start (or the drift's start) to the first window under 5 %; null if none. */
+  readonly firstUnder5: number | null;
   /**
    * Calls from the start (or the drift's start) to the window from which every window is under
    * 5 %; null when the last one is not.
@@ -534,7 +545,64 @@ function regretWindows(
   }
   let first = windows.length;
   while (first > 0 && windows[first - 1]! <= UNDER_REGRET) first--;
-  return { windows, under5From: first < windows.length ? first * WINDOW : null };
+  const under = windows.findIndex((w) => w <= UNDER_REGRET);
+  return {
+    windows,
+    firstUnder5: under < 0 ? null : under * WINDOW,
+    under5From: first < windows.length ? first * WINDOW : null,
+  };
+}
+
+interface Switch {
+  readonly workload: string;
+  readonly before: Backend;
+  readonly after: Backend;
+  /** Loop calls from the drift's start to the first chosen (not explored) call on `after`. */
+  readonly afterCalls: number | null;
+  /** The same, counting this workload's calls only. */
+  readonly afterOwnCalls: number | null;
+}
+
+/** The fastest backend of a phase's median oracle times. */
+function fastestOf(ms: Partial<Record<Backend, number>>): Backend | null {
+  let best: Backend | null = null;
+  for (const [b, t] of Object.entries(ms) as Array<[Backend, number]>) {
+    if (best === null || t < ms[best]!) best = b;
+  }
+  return best;
+}
+
+function switches(run: ScenarioRun, kernels: readonly Kernel[]): Switch[] | null {
+  if (run.driftAt === null) return null;
+  const out: Switch[] = [];
+  kernels.forEach((k, w) => {
+    const phase = (p: number) => {
+      const ms: Partial<Record<Backend, number>> = {};
+      for (const [b, list] of run.probes[w]!) {
+        const xs = list.filter((x) => x.phase === p).flatMap((x) => x.ms);
+        if (xs.length > 0) ms[b] = median(xs);
+      }
+      return fastestOf(ms);
+    };
+    const before = phase(0), after = phase(1);
+    if (before === null || after === null || before === after) return;
+    let own = 0;
+    let found: number | null = null;
+    for (let i = run.driftAt!; i < run.calls.length && found === null; i++) {
+      const c = run.calls[i]!;
+      if (c.workload !== w) continue;
+      own++;
+      if (c.backend === after && !c.explored) found = i - run.driftAt!;
+    }
+    out.push({
+      workload: k.label,
+      before,
+      after,
+      afterCalls: found,
+      afterOwnCalls: found === null ? null : own,
+    });
+  });
+  return out;
 }
 
 interface ScenarioResult {
@@ -545,6 +613,8 @@ interface ScenarioResult {
   readonly lastHalf: Score;
   readonly afterDrift: Score | null;
   readonly windows: RegretWindows;
+  /** (c) only: the workloads whose fastest backend the drift changed, and when the choice followed. */
+  readonly switches: readonly Switch[] | null;
   readonly driftNote: string | null;
   readonly selectorExploredShare: number;
   readonly changes: number;
@@ -608,6 +678,7 @@ function summarize(run: ScenarioRun, kernels: readonly Kernel[]): ScenarioResult
     lastHalf: score(run.calls, oracle, half, n),
     afterDrift: run.driftAt === null ? null : score(run.calls, oracle, run.driftAt, n),
     windows: regretWindows(run, oracle),
+    switches: switches(run, kernels),
     driftNote: run.driftNote,
     selectorExploredShare: run.selectorExploredMs / run.selectorSpentMs,
     changes: run.changes,
@@ -649,12 +720,29 @@ function printScenario(r: ScenarioResult, backends: readonly Backend[]): void {
     ]),
   ));
   const from = r.afterDrift === null ? "the start" : "the drift's start";
+  const w = r.windows;
   console.log(
-    `regret per ${WINDOW} calls from ${from}: ${r.windows.windows.map(pct).join(", ")}; ` +
-      (r.windows.under5From === null
-        ? `the last window is over ${pct(UNDER_REGRET)}`
-        : `under ${pct(UNDER_REGRET)} for good from call ${r.windows.under5From} after it`),
+    `regret per ${WINDOW} calls from ${from}: ${w.windows.map(pct).join(", ")}; ` +
+      (w.firstUnder5 === null
+        ? `never under ${pct(UNDER_REGRET)}`
+        : `first under ${pct(UNDER_REGRET)} from call ${w.firstUnder5}, `) +
+      (w.under5From === null
+        ? `the last window is over it`
+        : `under it for good from call ${w.under5From}`),
   );
+  if (r.switches === null) return;
+  if (r.switches.length === 0) {
+    console.log("the drift changed no workload's fastest backend here: nothing to switch");
+  }
+  for (const s of r.switches) {
+    console.log(
+      `${s.workload}: fastest ${s.before} → ${s.after}; ` +
+        (s.afterCalls === null
+          ? "the selector never switched"
+          : `the selector switched ${s.afterCalls} calls after the drift started ` +
+            `(${s.afterOwnCalls} calls of this workload)`),
+    );
+  }
 }
 
 function printSummary(results: readonly ScenarioResult[], budget: number): void {
@@ -718,10 +806,17 @@ async function main(args: string[]): Promise<number> {
     throw e;
   }
   const log = (line: string) => options.json ? console.error(line) : console.log(line);
-  const [correct, wrong] = choosePriors(
-    await loadReports(options.reportsDir),
-    await thisFingerprint(),
-  );
+  let reports: Report[];
+  try {
+    reports = await loadReports(options.reportsDir);
+  } catch (e) {
+    if (e instanceof UsageError) {
+      console.error(`error: ${e.message}`);
+      return 2;
+    }
+    throw e;
+  }
+  const [correct, wrong] = choosePriors(reports, await thisFingerprint());
   const runners = await openRunners(log);
   const kernels: Kernel[] = [];
   try {
