@@ -2,16 +2,19 @@
  * Private: what `AdaptiveSelector` believes about the backends of one bucket, and how an observed
  * time changes it. Pure arithmetic on ln(ms), testable without a selector.
  *
- * The belief is a joint Normal over the backends' current mean ln times (a local-level Kalman
- * filter). It starts from the report's predictions, with a component the backends share — this
- * machine, now, may be uniformly faster or slower than the report — so the first times observed on
- * one backend move the others too. It widens a little with every observation in the bucket (old
- * observations are forgotten at a bounded rate) and narrows where observations land. Each
+ * The belief is a joint Normal (a Kalman filter) over each backend's persistent level and a
+ * transient deviation from it; a backend's mean ln time is their sum. It starts from the report's
+ * predictions, the CPU backends' levels sharing a component — this machine, now, may run them all
+ * faster or slower than the report — so the first times observed on one move the others too.
+ * Levels widen a little with every observation in the bucket (old observations are forgotten at a
+ * bounded rate, part of it shared by the CPU backends) and narrow where observations land. Each
  * backend's observation noise is estimated from its successive observations, and innovations are
- * clipped so one stall moves the belief little. The median of each backend's last observations
- * detects a change of level (another process took a core): that backend's belief is
- * reset wide, so its mean reaches the new level within a few observations, and the others are
- * widened to their drift, so they are worth checking again.
+ * clipped, so one stall moves the belief little. The median of a backend's last observations
+ * detects a change of level (another process took a core): the belief is widened by the jump,
+ * mostly as a transient, so the estimate reaches the new level at once and the choice switches,
+ * while the transient decays — a burst is forgotten once it is over, even for a backend nobody
+ * runs meanwhile — and a change that lasts is confirmed into the level when the backend is next
+ * tried. The other backends are widened to their drift, so they are worth checking again.
  *
  * @module
  */

@@ -127,9 +127,11 @@ export interface AdaptiveOptions {
   /** @deprecated Ignored: exploration is Thompson sampling under `explorationBudget`. */
   readonly epsilon?: number;
   /**
-   * Most time spent exploring, as a share of the time spent, per bucket, [0, 1]: an exploration
-   * is made only while the time recorded for explorations, plus the exploration's cost (the upper
-   * end of the backend's predicted 90 % range), stays within this share.
+   * Most time spent exploring, as a share of all the time recorded, [0, 1]: an exploration is
+   * made only while the time recorded for explorations, plus this one's cost (the upper end of
+   * the backend's predicted 90 % range), stays within this share. An exploration that takes
+   * longer than that range (a stall during the call) can take it over by the excess; exploring
+   * then waits until the share is back under, with headroom kept for such an excess.
    */
   readonly explorationBudget?: number;
   /** Most buckets kept; the least recently used is dropped beyond it. */
@@ -235,28 +237,31 @@ interface Bucket {
 /**
  * Chooses backends from a report's predictions and corrects them online.
  *
- * Per (op, log2 size bucket, dtype, residency) and backend it keeps a Normal belief about the
- * backend's mean ln(time). The report's prediction is the prior: its mean, and an sd from the
- * prediction's 90 % interval (ln(hi/lo) / 3.29) combined with the report's measured drift of that
- * backend. Each observation updates the belief (Normal–Normal, with an observation noise estimated
- * from the observations and innovations clipped so one stall moves it little); the belief widens
- * a little with every call, so a backend observed every call weighs a new observation by about
- * `alpha` and old observations are forgotten with bounded state. A two-sided CUSUM on each
- * backend's innovations detects a change of level (another process took a core): the backend's
- * belief is reset wide, so its estimate reaches the new level within a few observations and the
- * choice switches, and the bucket's other beliefs are widened to their drift, so they are worth
- * re-checking.
+ * Belief: per (op, log2 size bucket, dtype, residency), a joint Normal over the backends' mean
+ * ln(time). The report's prediction is the prior: its mean, and an sd combining its 90 % interval
+ * (ln(hi/lo) / 3.29), the report's measured drift of that backend and {@linkcode CALL_PRIOR_SD},
+ * with {@linkcode SHARED_PRIOR_SD} common to the CPU backends. Each observation updates it
+ * (Normal–Normal, with an observation noise estimated from the observations, innovations clipped
+ * so one stall moves it little); the belief widens a little with every call, so a backend observed
+ * every call weighs a new observation by about `alpha` and old observations are forgotten, with
+ * state of a fixed size. A change of level (another process took a core) is detected from the
+ * median of a backend's last 9 observations, so stalls of up to 4 calls in a row are not taken
+ * for one; the estimate then jumps to the new level and the choice switches within 5 observations
+ * of that backend. Most of a jump is held as a transient that decays (half-life about 22
+ * observations of the bucket), so a backend left aside during a burst of load is retried once the
+ * burst would be over; a change that lasts is confirmed when it is.
  *
- * Choice: the backend with the lowest estimate, unless a Thompson draw (one sample from every
- * belief, the lowest wins) picks another — which happens with that backend's posterior probability
- * of being fastest — and the exploration fits the time budget: the bucket's time recorded for
- * explorations plus this exploration's cost (the upper end of the backend's predicted 90 % range)
- * must stay within `explorationBudget` of its time spent. A backend the report prices far slower
- * with a confident interval is therefore never drawn, and one that would cost more than the
- * budget holds is not considered until the budget allows it. Backends without a prior or an
- * observation are each tried once, beyond the budget, since nothing else can rank them. Draws come
- * from a seeded generator, so runs are reproducible. Memory is bounded: at most `maxBuckets`
- * buckets, least recently used dropped first, each with a fixed-size state per backend.
+ * Choice: the backend with the lowest estimate, unless a Thompson draw (a joint sample of the
+ * means, the lowest wins) picks another — which happens with that backend's posterior probability
+ * of being fastest — and the exploration fits the time budget: the time recorded for explorations
+ * plus this exploration's cost (the upper end of its predicted 90 % range), plus headroom for the
+ * worst overshoot an exploration has had, must stay within `explorationBudget` of all the time
+ * recorded (every workload). A backend the report prices far slower with a confident interval is
+ * therefore never drawn, a near-tie is explored until its posterior settles, and a backend that
+ * would cost more than the budget holds is not considered until the budget allows it. Backends
+ * without a prior or an observation are each tried once, beyond the budget, since nothing else can
+ * rank them. Draws come from a seeded generator, so runs are reproducible. Memory is bounded: at
+ * most `maxBuckets` buckets, least recently used dropped first.
  *
  * Concurrency: every method is synchronous and updates state without awaiting, so async callers
  * interleaving `choose()` → `await run()` → `record()` cannot tear an update; observations may

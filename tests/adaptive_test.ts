@@ -277,3 +277,42 @@ Deno.test("AdaptiveSelector counts an exploration's time when its record arrives
   assert.equal(est.exploredMs, 5);
   assert.equal(est.explorations, 1);
 });
+
+Deno.test("AdaptiveSelector does not take a stall of 4 calls in a row for a change", () => {
+  // wasm 1 ms, wasm-mt 1.3 ms; calls 500–503 of wasm stall at 20 ms (another process ran).
+  const truth = (b: Backend, i: number) => b === "wasm" ? (i >= 500 && i < 504 ? 20 : 1) : 1.3;
+  const adaptive = new AdaptiveSelector(syntheticReport(), { backends: ["wasm", "wasm-mt"] });
+  const calls = closedLoop(adaptive, LARGE_ADD, truth, 1000);
+  const greedy = calls.slice(400).filter((c) => !c.explored);
+  assert.ok(greedy.every((c) => c.backend === "wasm"), "wasm-mt was chosen after the stall");
+  assert.equal(adaptive.estimates(LARGE_ADD).changes, 0);
+});
+
+Deno.test("AdaptiveSelector does not hide a backend for good behind a stalled first call", () => {
+  // The report ranks wasm-mt first; wasm is faster, but its first call here stalls at 50×.
+  let wasmCalls = 0;
+  const truth = (b: Backend) => b === "wasm-mt" ? 0.6 : wasmCalls++ === 0 ? 20 : 0.4;
+  const adaptive = new AdaptiveSelector(syntheticReport(), { backends: ["wasm", "wasm-mt"] });
+  const calls = closedLoop(adaptive, LARGE_ADD, truth, 3000);
+  const late = calls.slice(2500).filter((c) => c.backend === "wasm").length;
+  assert.ok(wasmCalls > 1 && late >= 450, `wasm in ${late} of the last 500 calls`);
+});
+
+Deno.test("exploration() holds every workload to one budget", () => {
+  const adaptive = new AdaptiveSelector(syntheticReport(), { seed: 5 });
+  const keys = [SMALL_ADD, LARGE_ADD, KEY] as const;
+  const times: Record<Backend, number> = { wasm: 0.4, "wasm-mt": 0.43, js: 0.5, webgpu: 12 };
+  const rng = seededRng(5);
+  for (let i = 0; i < 3000; i++) {
+    const key = keys[i % keys.length]!;
+    const { backend } = adaptive.choose(key);
+    adaptive.record(key, backend, times[backend] * (1 + i % 3) * Math.exp(0.1 * (rng() - 0.5)));
+  }
+  const account = adaptive.exploration();
+  const buckets = keys.map((k) => adaptive.estimates(k));
+  assert.equal(account.budget, 0.03);
+  assert.ok(account.exploredMs > 0 && account.exploredMs <= 0.03 * account.spentMs);
+  const sum = (f: (b: (typeof buckets)[number]) => number) => buckets.reduce((s, b) => s + f(b), 0);
+  assert.ok(Math.abs(sum((b) => b.spentMs) - account.spentMs) < 1e-6);
+  assert.ok(Math.abs(sum((b) => b.exploredMs) - account.exploredMs) < 1e-6);
+});
