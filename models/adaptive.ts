@@ -286,9 +286,9 @@ export class AdaptiveSelector {
   readonly #buckets = new Map<string, Bucket>();
   /**
    * The time budget, over every bucket: time recorded, the part recorded for explorations, the
-   * cost set aside for explorations chosen but not yet recorded, and the most an exploration's
-   * recorded time has exceeded what was set aside for it (a stall during the call) — the budget
-   * keeps that much headroom, so one more such stall does not take exploring over its share.
+   * cost set aside for explorations chosen but not yet recorded, and headroom for a stall: the
+   * most the latest explorations' recorded times exceeded what was set aside for them (halved by
+   * each exploration since), so one more such stall does not take exploring over its share.
    */
   readonly #account = { spentMs: 0, exploredMs: 0, reservedMs: 0, headroomMs: 0 };
 
@@ -404,7 +404,7 @@ export class AdaptiveSelector {
       arm.pending--;
       arm.pendingMs -= reserved;
       account.reservedMs = Math.max(0, account.reservedMs - reserved);
-      account.headroomMs = Math.max(account.headroomMs, observedMs - reserved);
+      account.headroomMs = Math.max(observedMs - reserved, account.headroomMs / 2);
       bucket.exploredMs += observedMs;
       account.exploredMs += observedMs;
     }
