@@ -7,7 +7,8 @@
  * predictions, the CPU backends' levels sharing a component — this machine, now, may run them all
  * faster or slower than the report — so the first times observed on one move the others too.
  * Levels widen a little with every observation in the bucket (old observations are forgotten at a
- * bounded rate, part of it shared by the CPU backends) and narrow where observations land. Each
+ * bounded rate, part of it shared by the CPU backends; a backend no longer run fades back to its
+ * prior's width) and narrow where observations land. Each
  * backend's observation noise is estimated from its successive observations, and innovations are
  * clipped, so one stall moves the belief little. The median of a backend's last observations
  * detects a change of level (another process took a core): the belief is widened by the jump,
@@ -59,6 +60,13 @@ const PERSISTENT_SHARE = 0.25;
  * about a hundred calls later, and retried if it is then the best.
  */
 const TRANSIENT_DECAY = 1 - 1 / 32;
+/**
+ * Factor by which a level's variance grows per observation in the bucket, up to the variance its
+ * prior had: what was learnt of a backend that is no longer run fades back (e-fold in 256
+ * observations) to what the report said, so a backend left believed slow after a burst of load is
+ * drawn again in time, while one the report prices far slower with confidence stays undrawn.
+ */
+const FADE = 1 + 1 / 256;
 /** Widest variance kept (sd e^5 ≈ ×150 either way), so the arithmetic stays finite. */
 const MAX_VARIANCE = 25;
 
@@ -96,6 +104,8 @@ export interface Arm {
   noise: number;
   /** Variance the arm is widened to at least when its bucket detects a change (its drift). */
   readonly changeFloor: number;
+  /** Variance its level fades back to when it is no longer observed (its prior's). */
+  fadeTo: number;
   /** Last observation, ln ms (NaN before the first), for the noise estimate. */
   last: number;
   observations: number;
@@ -186,6 +196,7 @@ export class BucketBelief {
       if (a.prior === null) return;
       const li = level(i);
       this.#p[li]![li] = Math.min(MAX_VARIANCE, a.prior.sd ** 2 + (a.shared ? shared : 0));
+      this.arms[i]!.fadeTo = this.#p[li]![li]!;
       setups.forEach((b, j) => {
         if (j !== i && a.shared && b.shared && b.prior !== null) this.#p[li]![level(j)] = shared;
       });
@@ -210,6 +221,7 @@ export class BucketBelief {
       shared: setup.shared,
       noise: NOISE_PRIOR_SD ** 2,
       changeFloor: setup.driftSd ** 2,
+      fadeTo: NOISE_PRIOR_SD ** 2,
       last: NaN,
       observations: 0,
       recent: [],
@@ -347,6 +359,7 @@ export class BucketBelief {
         this.#p[j]![t]! *= TRANSIENT_DECAY;
       }
     }
+    this.arms.forEach((arm, a) => this.isKnown(a) && this.#fade(level(a), arm.fadeTo));
     const common = new Array<number>(this.#x.length).fill(0);
     const own = new Array<number>(this.#x.length).fill(0);
     this.arms.forEach((arm, a) => {
@@ -386,6 +399,20 @@ export class BucketBelief {
       row[a]! += own[a]!;
     });
     common.forEach((_, a) => this.#cap(a));
+  }
+
+  /**
+   * Grows state `a`'s variance by `FADE`, up to `limit`, scaling its covariances alike (a
+   * congruence, so the belief stays positive semi-definite).
+   */
+  #fade(a: number, limit: number): void {
+    const v = this.#p[a]![a]!;
+    if (!(v > 0 && v < limit)) return;
+    const f = Math.sqrt(Math.min(FADE, limit / v));
+    for (let b = 0; b < this.#p.length; b++) {
+      this.#p[a]![b]! *= f;
+      this.#p[b]![a]! *= f;
+    }
   }
 
   /**

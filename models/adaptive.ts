@@ -129,9 +129,10 @@ export interface AdaptiveOptions {
   /**
    * Most time spent exploring, as a share of all the time recorded, [0, 1]: an exploration is
    * made only while the time recorded for explorations, plus this one's cost (the upper end of
-   * the backend's predicted 90 % range), stays within this share. An exploration that takes
-   * longer than that range (a stall during the call) can take it over by the excess; exploring
-   * then waits until the share is back under, with headroom kept for such an excess.
+   * one call's 90 % range around the backend's estimate), stays within this share. An
+   * exploration that takes longer (a stall during the call, an estimate far too low) can take it
+   * over by the excess; exploring then waits until the share is back under, with headroom kept
+   * for such an excess.
    */
   readonly explorationBudget?: number;
   /** Most buckets kept; the least recently used is dropped beyond it. */
@@ -254,9 +255,9 @@ interface Bucket {
  * Choice: the backend with the lowest estimate, unless a Thompson draw (a joint sample of the
  * means, the lowest wins) picks another — which happens with that backend's posterior probability
  * of being fastest — and the exploration fits the time budget: the time recorded for explorations
- * plus this exploration's cost (the upper end of its predicted 90 % range), plus headroom for the
- * worst overshoot an exploration has had, must stay within `explorationBudget` of all the time
- * recorded (every workload). A backend the report prices far slower with a confident interval is
+ * plus this exploration's cost (the upper end of one call's 90 % range around the estimate), plus
+ * headroom for the latest overshoot an exploration has had, must stay within `explorationBudget`
+ * of all the time recorded (every workload). A backend the report prices far slower with a confident interval is
  * therefore never drawn, a near-tie is explored until its posterior settles, and a backend that
  * would cost more than the budget holds is not considered until the budget allows it. Backends
  * without a prior or an observation are each tried once, beyond the budget, since nothing else can
@@ -504,10 +505,12 @@ export class AdaptiveSelector {
     return winner === 0 ? null : { arm: candidates[winner]!, costMs: costs[winner]! };
   }
 
-  /** The upper end of backend `i`'s predicted 90 % range of one run, ms: what exploring risks. */
+  /** The upper end of one call's 90 % range around backend `i`'s estimate, ms. */
   #costMs(belief: BucketBelief, i: number): number {
-    const sd = Math.sqrt(belief.variance(i) + belief.arms[i]!.noise);
-    return Math.exp(belief.mean(i) + Z90 * sd);
+    // One call's spread around the estimate, not the estimate's own uncertainty: that would price
+    // exactly the backends worth learning about out of the budget (a wrong guess is paid for by
+    // the headroom, and exploring waits until it is).
+    return Math.exp(belief.mean(i) + Z90 * Math.sqrt(belief.arms[i]!.noise));
   }
 
   /** Whether an exploration costing `costMs` keeps the exploring within its budget. */

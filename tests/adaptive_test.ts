@@ -289,9 +289,9 @@ Deno.test("AdaptiveSelector does not take a stall of 4 calls in a row for a chan
 });
 
 Deno.test("AdaptiveSelector does not hide a backend for good behind a stalled first call", () => {
-  // The report ranks wasm-mt first; wasm is faster, but its first call here stalls at 50×.
+  // The report ranks wasm-mt first; wasm is faster, but its first call here stalls at 10×.
   let wasmCalls = 0;
-  const truth = (b: Backend) => b === "wasm-mt" ? 0.6 : wasmCalls++ === 0 ? 20 : 0.4;
+  const truth = (b: Backend) => b === "wasm-mt" ? 0.6 : wasmCalls++ === 0 ? 4 : 0.4;
   const adaptive = new AdaptiveSelector(syntheticReport(), { backends: ["wasm", "wasm-mt"] });
   const calls = closedLoop(adaptive, LARGE_ADD, truth, 3000);
   const late = calls.slice(2500).filter((c) => c.backend === "wasm").length;
