@@ -80,6 +80,11 @@ export const CALL_PRIOR_SD = 0.5;
 
 /** Smallest drift sd used, whatever the report says (a 0 would freeze a prior). */
 const MIN_DRIFT_SD = 0.05;
+/**
+ * Factor by which the budget's headroom for a stall shrinks with each exploration that does not
+ * stall: a loaded machine stalls again soon, a quiet one gets its full budget back.
+ */
+const HEADROOM_DECAY = 0.9;
 /** Standard-normal quantile of a two-sided 90 % interval: a report's prediction interval. */
 const Z90 = 1.645;
 
@@ -288,8 +293,9 @@ export class AdaptiveSelector {
   /**
    * The time budget, over every bucket: time recorded, the part recorded for explorations, the
    * cost set aside for explorations chosen but not yet recorded, and headroom for a stall: the
-   * most the latest explorations' recorded times exceeded what was set aside for them (halved by
-   * each exploration since), so one more such stall does not take exploring over its share.
+   * most the latest explorations' recorded times exceeded what was set aside for them (shrunk by
+   * `HEADROOM_DECAY` with each exploration since), so one more such stall does not take exploring
+   * over its share.
    */
   readonly #account = { spentMs: 0, exploredMs: 0, reservedMs: 0, headroomMs: 0 };
 
@@ -405,7 +411,7 @@ export class AdaptiveSelector {
       arm.pending--;
       arm.pendingMs -= reserved;
       account.reservedMs = Math.max(0, account.reservedMs - reserved);
-      account.headroomMs = Math.max(observedMs - reserved, account.headroomMs / 2);
+      account.headroomMs = Math.max(observedMs - reserved, HEADROOM_DECAY * account.headroomMs);
       bucket.exploredMs += observedMs;
       account.exploredMs += observedMs;
     }
