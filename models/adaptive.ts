@@ -1,7 +1,9 @@
 /**
  * `AdaptiveSelector`: starts from a report's predictions and corrects them with the times the
- * application actually observes, exploring a bounded share of the time so a wrong prior is found
- * out.
+ * application actually observes. It explores — runs a backend other than the one it believes
+ * fastest — in proportion to that backend's chance of being the fastest, and only while the time
+ * spent exploring stays under a stated share of the time spent, so exploring never costs more than
+ * the budget the application granted it.
  *
  * @example
  * ```ts ignore
@@ -29,13 +31,20 @@ import {
   type Shape,
 } from "../kernels/types.ts";
 import type { ProvenanceTag, Report } from "../reports/schema.ts";
-import { indexReport, predictSeries } from "./_index.ts";
+import {
+  type ArmPrior,
+  type ArmSetup,
+  BucketBelief,
+  forgetRate,
+  NOISE_PRIOR_SD,
+} from "./_adaptive_belief.ts";
+import { CPU_BACKENDS } from "./_index.ts";
+import { predictTime } from "./predict.ts";
 
 /** Defaults of {@linkcode AdaptiveOptions}, in one place. */
 export const ADAPTIVE_DEFAULTS = {
-  alpha: 0.2,
-  epsilon: 0.1,
-  explorationBudget: 0.15,
+  alpha: 1 / 16,
+  explorationBudget: 0.03,
   maxBuckets: 1024,
   seed: 0x5eed,
 } as const;
@@ -45,6 +54,39 @@ export const ADAPTIVE_DEFAULTS = {
  * of breaking the log-space average.
  */
 export const MIN_OBSERVED_MS = 1e-6;
+
+/**
+ * Sd of ln time by which a backend's speed drifts on a machine, when the report does not say
+ * (its `stability.driftSigma`): it widens every prior, and a backend's belief is widened to at
+ * least this when its bucket detects that the machine changed.
+ */
+export const DEFAULT_DRIFT_SD = 0.15;
+
+/**
+ * Sd of the prior error the CPU backends of a bucket share (they run on the same cores): this
+ * machine, now, may run them uniformly faster or slower than the report says (another machine's
+ * report, a loaded machine, single calls against batched medians) by about ×1.6 either way. The
+ * first times observed on one of them move the others' estimates by that shared part.
+ */
+export const SHARED_PRIOR_SD = 0.5;
+
+/**
+ * Sd of ln time by which one backend's single call may sit from the report's batched median,
+ * beyond the report's interval and drift and apart from what all backends share: per-call costs
+ * the report's batches amortise (a worker hand-off, a promise, a cold cache) differ by backend and
+ * can dominate a tiny kernel.
+ */
+export const CALL_PRIOR_SD = 0.5;
+
+/** Smallest drift sd used, whatever the report says (a 0 would freeze a prior). */
+const MIN_DRIFT_SD = 0.05;
+/**
+ * Factor by which the budget's headroom for a stall shrinks with each exploration that does not
+ * stall: a loaded machine stalls again soon, a quiet one gets its full budget back.
+ */
+const HEADROOM_DECAY = 0.9;
+/** Standard-normal quantile of a two-sided 90 % interval: a report's prediction interval. */
+const Z90 = 1.645;
 
 /**
  * Which workload a choice or an observation is about. Sizes fall in log2 buckets: shapes whose
@@ -75,17 +117,28 @@ export interface AdaptiveKey {
  * @example
  * ```ts
  * import type { AdaptiveOptions } from "./adaptive.ts";
- * const o: AdaptiveOptions = { backends: ["wasm", "webgpu"], epsilon: 0.05, seed: 7 };
+ * const o: AdaptiveOptions = { backends: ["wasm", "webgpu"], explorationBudget: 0.02, seed: 7 };
  * ```
  */
 export interface AdaptiveOptions {
   /** Backends to choose among; default: those the report predicts for the key, else all. */
   readonly backends?: readonly Backend[];
-  /** Weight of a new observation in the exponentially weighted log-time average (0, 1]. */
+  /**
+   * Weight of a new observation once a backend has been observed for a while (0, 1]: the rate at
+   * which old observations are forgotten. A level shift is caught faster than this by change
+   * detection.
+   */
   readonly alpha?: number;
-  /** Probability of exploring when the budget allows, [0, 1]. */
+  /** @deprecated Ignored: exploration is Thompson sampling under `explorationBudget`. */
   readonly epsilon?: number;
-  /** Most explorations per bucket, as a fraction of its choices, [0, 1]. */
+  /**
+   * Most time spent exploring, as a share of all the time recorded, [0, 1]: an exploration is
+   * made only while the time recorded for explorations, plus this one's cost (the upper end of
+   * one call's 90 % range around the backend's estimate), stays within this share. An
+   * exploration that takes longer (a stall during the call, an estimate far too low) can take it
+   * over by the excess; exploring then waits until the share is back under, with headroom kept
+   * for such an excess.
+   */
   readonly explorationBudget?: number;
   /** Most buckets kept; the least recently used is dropped beyond it. */
   readonly maxBuckets?: number;
@@ -121,10 +174,16 @@ export interface AdaptiveChoice {
  */
 export interface ArmEstimate {
   readonly backend: Backend;
-  /** Current estimate (geometric, exponentially weighted), ms; null when nothing is known. */
+  /** Current estimate (the posterior median), ms; null when nothing is known. */
   readonly ms: number | null;
+  /** Sd of ln(ms) of the estimate (0.1 is about ±10 %); null when nothing is known. */
+  readonly logSd: number | null;
+  /** Estimated sd of one observation's ln(ms) around the estimate. */
+  readonly noiseLogSd: number;
   /** Observations recorded. */
   readonly observations: number;
+  /** Changes of level detected in this backend's times. */
+  readonly changes: number;
   /** The report's prediction the estimate started from, ms; null without one. */
   readonly priorMs: number | null;
   readonly priorProvenance: ProvenanceTag | null;
@@ -136,7 +195,7 @@ export interface ArmEstimate {
  * @example
  * ```ts
  * import type { BucketEstimates } from "./adaptive.ts";
- * function best(b: BucketEstimates) { return b.arms[0]?.backend; }
+ * function share(b: BucketEstimates) { return b.exploredMs / b.spentMs; }
  * ```
  */
 export interface BucketEstimates {
@@ -144,41 +203,76 @@ export interface BucketEstimates {
   readonly bucket: number;
   readonly choices: number;
   readonly explorations: number;
+  /** Time recorded, ms, and the part of it recorded for explorations. */
+  readonly spentMs: number;
+  readonly exploredMs: number;
+  /** Changes of level detected in the bucket (each widened every backend's belief). */
+  readonly changes: number;
   /** Every backend, fastest estimate first (unknown last). */
   readonly arms: readonly ArmEstimate[];
 }
 
-interface Arm {
-  readonly backend: Backend;
-  /** ln ms; NaN when nothing is known. */
-  logMs: number;
-  observations: number;
-  readonly priorMs: number | null;
-  readonly priorProvenance: ProvenanceTag | null;
+/**
+ * What {@linkcode AdaptiveSelector.exploration} reports.
+ *
+ * @example
+ * ```ts
+ * import type { ExplorationAccount } from "./adaptive.ts";
+ * function within(a: ExplorationAccount) { return a.exploredMs <= a.budget * a.spentMs; }
+ * ```
+ */
+export interface ExplorationAccount {
+  /** The `explorationBudget`: most time spent exploring, as a share of the time recorded. */
+  readonly budget: number;
+  /** Time recorded over every workload, ms. */
+  readonly spentMs: number;
+  /** The part of it recorded for explorations, ms. */
+  readonly exploredMs: number;
 }
 
 interface Bucket {
   readonly bucket: number;
-  readonly arms: Arm[];
+  readonly belief: BucketBelief;
   choices: number;
   explorations: number;
+  spentMs: number;
+  exploredMs: number;
+  changes: number;
 }
 
 /**
  * Chooses backends from a report's predictions and corrects them online.
  *
- * Per (op, log2 size bucket, dtype, residency) and backend it keeps an exponentially weighted
- * average of ln(observed ms), started from the report's prediction counted as one observation;
- * early observations are averaged (step 1/n) until the step reaches `alpha`, so a wrong prior is
- * forgotten quickly and later drift is tracked. Exploration is ε-greedy with a budget: with
- * probability `epsilon`, and only while a bucket's explorations stay under `explorationBudget` of
- * its choices, it tries the least-observed other backend (backends never observed and without a
- * prior first). Draws come from a seeded generator, so runs are reproducible. Memory is bounded: at
+ * Belief: per (op, log2 size bucket, dtype, residency), a joint Normal over the backends' mean
+ * ln(time). The report's prediction is the prior: its mean, and an sd combining its 90 % interval
+ * (ln(hi/lo) / 3.29), the report's measured drift of that backend and {@linkcode CALL_PRIOR_SD},
+ * with {@linkcode SHARED_PRIOR_SD} common to the CPU backends. Each observation updates it
+ * (Normal–Normal, with an observation noise estimated from the observations, innovations clipped
+ * so one stall moves it little); the belief widens a little with every call, so a backend observed
+ * every call weighs a new observation by about `alpha` and old observations are forgotten, with
+ * state of a fixed size. A change of level (another process took a core) is detected from the
+ * median of a backend's last 9 observations, so stalls of up to 4 calls in a row are not taken
+ * for one; the estimate then jumps to the new level and the choice switches within 5 observations
+ * of that backend. Most of a jump is held as a transient that decays (half-life about 22
+ * observations of the bucket), so a backend left aside during a burst of load is retried once the
+ * burst would be over; a change that lasts is confirmed when it is.
+ *
+ * Choice: the backend with the lowest estimate, unless a Thompson draw (a joint sample of the
+ * means, the lowest wins) picks another — which happens with that backend's posterior probability
+ * of being fastest — and the exploration fits the time budget: the time recorded for explorations
+ * plus this exploration's cost (the upper end of one call's 90 % range around the estimate), plus
+ * headroom for the latest overshoot an exploration has had, must stay within `explorationBudget`
+ * of all the time recorded (every workload). A backend the report prices far slower with a confident interval is
+ * therefore never drawn, a near-tie is explored until its posterior settles, and a backend that
+ * would cost more than the budget holds is not considered until the budget allows it. Backends
+ * without a prior or an observation are each tried once, beyond the budget, since nothing else can
+ * rank them. Draws come from a seeded generator, so runs are reproducible. Memory is bounded: at
  * most `maxBuckets` buckets, least recently used dropped first.
  *
  * Concurrency: every method is synchronous and updates state without awaiting, so async callers
  * interleaving `choose()` → `await run()` → `record()` cannot tear an update; observations may
- * arrive in any order and need not follow their own `choose()`.
+ * arrive in any order and need not follow their own `choose()`. An exploration's recorded time is
+ * the next one recorded for its backend in its bucket.
  *
  * @example
  * ```ts ignore
@@ -191,16 +285,23 @@ interface Bucket {
 export class AdaptiveSelector {
   readonly #report: Report | null;
   readonly #backends: readonly Backend[] | null;
-  readonly #alpha: number;
-  readonly #epsilon: number;
+  readonly #forget: number;
   readonly #budget: number;
   readonly #maxBuckets: number;
   readonly #rng: Rng;
   readonly #buckets = new Map<string, Bucket>();
+  /**
+   * The time budget, over every bucket: time recorded, the part recorded for explorations, the
+   * cost set aside for explorations chosen but not yet recorded, and headroom for a stall: the
+   * most the latest explorations' recorded times exceeded what was set aside for them (shrunk by
+   * `HEADROOM_DECAY` with each exploration since), so one more such stall does not take exploring
+   * over its share.
+   */
+  readonly #account = { spentMs: 0, exploredMs: 0, reservedMs: 0, headroomMs: 0 };
 
   /**
    * @param report The report whose predictions are the priors, or null to learn from scratch.
-   * @param options Exploration, averaging, memory and seed.
+   * @param options Forgetting, exploration budget, memory and seed.
    * @throws {RangeError} when an option is out of range.
    */
   constructor(report: Report | null, options: AdaptiveOptions = {}) {
@@ -209,8 +310,9 @@ export class AdaptiveSelector {
       throw new RangeError(`Option "backends" is empty: pass at least one backend or omit it`);
     }
     this.#backends = options.backends ?? null;
-    this.#alpha = inRange("alpha", options.alpha ?? ADAPTIVE_DEFAULTS.alpha, 1e-6, 1);
-    this.#epsilon = inRange("epsilon", options.epsilon ?? ADAPTIVE_DEFAULTS.epsilon, 0, 1);
+    const alpha = inRange("alpha", options.alpha ?? ADAPTIVE_DEFAULTS.alpha, 1e-6, 1);
+    this.#forget = forgetRate(alpha);
+    if (options.epsilon !== undefined) inRange("epsilon", options.epsilon, 0, 1);
     this.#budget = inRange(
       "explorationBudget",
       options.explorationBudget ?? ADAPTIVE_DEFAULTS.explorationBudget,
@@ -231,8 +333,26 @@ export class AdaptiveSelector {
   }
 
   /**
-   * Chooses a backend for a workload: the best current estimate, or (within the exploration
-   * budget) another backend to learn about.
+   * The exploration budget's account over every workload recorded (evicted buckets included).
+   *
+   * @returns The budget share, the time recorded and the part of it recorded for explorations, ms.
+   * @example
+   * ```ts ignore
+   * const { budget, spentMs, exploredMs } = adaptive.exploration();
+   * console.log(`${(100 * exploredMs / spentMs).toFixed(1)} % exploring (budget ${100 * budget} %)`);
+   * ```
+   */
+  exploration(): ExplorationAccount {
+    return {
+      budget: this.#budget,
+      spentMs: this.#account.spentMs,
+      exploredMs: this.#account.exploredMs,
+    };
+  }
+
+  /**
+   * Chooses a backend for a workload: the best current estimate, or (with its probability of
+   * being fastest, and within the time budget) another backend to learn about.
    *
    * @param key The workload.
    * @returns The backend, whether it is an exploration, and its estimate.
@@ -245,18 +365,17 @@ export class AdaptiveSelector {
   choose(key: AdaptiveKey): AdaptiveChoice {
     const bucket = this.#bucket(key);
     bucket.choices++;
-    const greedy = bestArm(bucket.arms);
-    const untried = bucket.arms.some((a) => Number.isNaN(a.logMs));
-    // Beyond the budget, each backend nothing is known about may still be tried once.
-    const mayExplore = bucket.arms.length > 1 &&
-      (bucket.explorations + 1 <= this.#budget * bucket.choices ||
-        (untried && bucket.explorations < bucket.arms.length));
-    if (mayExplore && (untried || this.#rng() < this.#epsilon)) {
-      const arm = this.#leastObserved(bucket.arms, greedy);
-      bucket.explorations++;
-      return { backend: arm.backend, explored: true, estimateMs: estimateOf(arm) };
+    const belief = bucket.belief;
+    const greedy = bestArm(belief);
+    const untried = this.#untried(belief);
+    if (untried !== null) {
+      if (greedy === null) return this.#exploit(belief, untried);
+      return this.#explore(bucket, untried, 0);
     }
-    return { backend: greedy.backend, explored: false, estimateMs: estimateOf(greedy) };
+    if (greedy === null) return this.#exploit(belief, 0);
+    const drawn = this.#draw(bucket, greedy);
+    if (drawn !== null) return this.#explore(bucket, drawn.arm, drawn.costMs);
+    return this.#exploit(belief, greedy);
   }
 
   /**
@@ -278,61 +397,144 @@ export class AdaptiveSelector {
       );
     }
     const bucket = this.#bucket(key);
-    let arm = bucket.arms.find((a) => a.backend === backend);
-    if (arm === undefined) {
-      arm = { backend, logMs: NaN, observations: 0, priorMs: null, priorProvenance: null };
-      bucket.arms.push(arm);
+    const belief = bucket.belief;
+    let i = belief.arms.findIndex((a) => a.backend === backend);
+    if (i < 0) {
+      i = belief.add({ backend, prior: null, driftSd: this.#driftSd(backend), shared: false });
     }
-    const x = Math.log(Math.max(observedMs, MIN_OBSERVED_MS));
-    if (Number.isNaN(arm.logMs)) arm.logMs = x;
-    else {
-      const seen = arm.observations + (arm.priorMs === null ? 0 : 1);
-      arm.logMs += Math.max(this.#alpha, 1 / (seen + 1)) * (x - arm.logMs);
+    const arm = belief.arms[i]!;
+    const account = this.#account;
+    bucket.spentMs += observedMs;
+    account.spentMs += observedMs;
+    if (arm.pending > 0) {
+      const reserved = arm.pendingMs / arm.pending;
+      arm.pending--;
+      arm.pendingMs -= reserved;
+      account.reservedMs = Math.max(0, account.reservedMs - reserved);
+      account.headroomMs = Math.max(observedMs - reserved, HEADROOM_DECAY * account.headroomMs);
+      bucket.exploredMs += observedMs;
+      account.exploredMs += observedMs;
     }
-    arm.observations++;
+    if (belief.observe(i, Math.log(Math.max(observedMs, MIN_OBSERVED_MS)))) bucket.changes++;
   }
 
   /**
    * The current estimates of a workload's bucket.
    *
    * @param key The workload.
-   * @returns Every backend's estimate, fastest first.
+   * @returns Every backend's estimate, fastest first, and the bucket's time accounts.
    * @throws {RangeError} when the key has no size.
    * @example
    * ```ts ignore
-   * console.log(adaptive.estimates({ op: "add", shape: { n: 256 } }).arms);
+   * const b = adaptive.estimates({ op: "add", shape: { n: 256 } });
+   * console.log(b.arms[0]?.backend, b.exploredMs / b.spentMs);
    * ```
    */
   estimates(key: AdaptiveKey): BucketEstimates {
     const bucket = this.#bucket(key);
-    const arms = bucket.arms.map((a): ArmEstimate => ({
-      backend: a.backend,
-      ms: estimateOf(a),
-      observations: a.observations,
-      priorMs: a.priorMs,
-      priorProvenance: a.priorProvenance,
-    })).sort((a, b) => (a.ms ?? Infinity) - (b.ms ?? Infinity));
+    const belief = bucket.belief;
+    const arms = belief.arms.map((a, i): ArmEstimate => {
+      const known = belief.isKnown(i);
+      return {
+        backend: a.backend,
+        ms: known ? Math.exp(belief.mean(i)) : null,
+        logSd: known ? Math.sqrt(belief.variance(i)) : null,
+        noiseLogSd: Math.sqrt(a.noise),
+        observations: a.observations,
+        changes: a.changes,
+        priorMs: a.priorMs,
+        priorProvenance: a.priorProvenance,
+      };
+    }).sort((a, b) => (a.ms ?? Infinity) - (b.ms ?? Infinity));
     return {
       bucket: bucket.bucket,
       choices: bucket.choices,
       explorations: bucket.explorations,
+      spentMs: bucket.spentMs,
+      exploredMs: bucket.exploredMs,
+      changes: bucket.changes,
       arms,
     };
   }
 
-  #leastObserved(arms: readonly Arm[], greedy: Arm): Arm {
-    let fewest = Infinity;
-    const candidates: Arm[] = [];
-    for (const a of arms) {
-      if (a === greedy) continue;
-      const weight = a.observations + (Number.isNaN(a.logMs) ? -1 : 0);
-      if (weight < fewest) {
-        fewest = weight;
-        candidates.length = 0;
-      }
-      if (weight === fewest) candidates.push(a);
-    }
-    return candidates[Math.floor(this.#rng() * candidates.length)] ?? greedy;
+  #exploit(belief: BucketBelief, i: number): AdaptiveChoice {
+    const known = belief.isKnown(i);
+    return {
+      backend: belief.arms[i]!.backend,
+      explored: false,
+      estimateMs: known ? Math.exp(belief.mean(i)) : null,
+    };
+  }
+
+  /** An exploration of backend `i`, with `costMs` set aside until its time is recorded. */
+  #explore(bucket: Bucket, i: number, costMs: number): AdaptiveChoice {
+    const arm = bucket.belief.arms[i]!;
+    bucket.explorations++;
+    this.#account.reservedMs += costMs;
+    arm.pending++;
+    arm.pendingMs += costMs;
+    return { ...this.#exploit(bucket.belief, i), explored: true };
+  }
+
+  /** A backend nothing is known about and none is on its way for, chosen at random; else null. */
+  #untried(belief: BucketBelief): number | null {
+    const waiting: number[] = [];
+    belief.arms.forEach((a, i) => {
+      if (!belief.isKnown(i) && a.pending === 0) waiting.push(i);
+    });
+    return waiting.length === 0 ? null : waiting[Math.floor(this.#rng() * waiting.length)]!;
+  }
+
+  /**
+   * One Thompson draw (a joint sample of the means; the lowest wins) among the greedy backend and
+   * the others the budget can afford now: the winner when it is not the greedy one, with the cost
+   * to set aside for it; else null. Nothing is drawn when no other backend is affordable, so the
+   * generator only moves when it matters.
+   */
+  #draw(bucket: Bucket, greedy: number): { arm: number; costMs: number } | null {
+    const belief = bucket.belief;
+    const candidates = [greedy];
+    const costs = [0];
+    belief.arms.forEach((_, i) => {
+      if (i === greedy || !belief.isKnown(i)) return;
+      const costMs = this.#costMs(belief, i);
+      if (!this.#fits(costMs)) return;
+      candidates.push(i);
+      costs.push(costMs);
+    });
+    if (candidates.length === 1) return null;
+    const draws = belief.sample(candidates, () => this.#normal());
+    let winner = 0;
+    draws.forEach((d, k) => {
+      if (d < draws[winner]!) winner = k;
+    });
+    return winner === 0 ? null : { arm: candidates[winner]!, costMs: costs[winner]! };
+  }
+
+  /** The upper end of one call's 90 % range around backend `i`'s estimate, ms. */
+  #costMs(belief: BucketBelief, i: number): number {
+    // One call's spread around the estimate, not the estimate's own uncertainty: that would price
+    // exactly the backends worth learning about out of the budget (a wrong guess is paid for by
+    // the headroom, and exploring waits until it is).
+    return Math.exp(belief.mean(i) + Z90 * Math.sqrt(belief.arms[i]!.noise));
+  }
+
+  /** Whether an exploration costing `costMs` keeps the exploring within its budget. */
+  #fits(costMs: number): boolean {
+    const a = this.#account;
+    const exploring = a.exploredMs + a.reservedMs + a.headroomMs + costMs;
+    return exploring <= this.#budget * (a.spentMs + a.reservedMs + costMs);
+  }
+
+  /** A standard-normal draw (Box–Muller; 1 − u keeps the logarithm finite). */
+  #normal(): number {
+    const u = 1 - this.#rng();
+    return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * this.#rng());
+  }
+
+  #driftSd(backend: Backend): number {
+    const sd = this.#report?.stability?.driftSigma[backend] ?? DEFAULT_DRIFT_SD;
+    return Math.max(MIN_DRIFT_SD, sd);
   }
 
   #bucket(key: AdaptiveKey): Bucket {
@@ -349,11 +551,24 @@ export class AdaptiveSelector {
       return found;
     }
     const shape = key.shape ?? (op === null ? null : op.axis.shape(Math.round(2 ** (b + 0.5))));
+    const priors = op === null || shape === null
+      ? new Map<Backend, ArmPrior>()
+      : this.#priors(op, shape, dtype, residency);
+    const backends = this.#backends ?? (priors.size > 0 ? [...priors.keys()] : BACKENDS);
+    const setups = backends.map((backend): ArmSetup => ({
+      backend,
+      prior: priors.get(backend) ?? null,
+      driftSd: this.#driftSd(backend),
+      shared: CPU_BACKENDS.includes(backend),
+    }));
     const bucket: Bucket = {
       bucket: b,
-      arms: this.#priors(op, shape, size, dtype, residency),
+      belief: new BucketBelief(setups, SHARED_PRIOR_SD, this.#forget),
       choices: 0,
       explorations: 0,
+      spentMs: 0,
+      exploredMs: 0,
+      changes: 0,
     };
     this.#buckets.set(id, bucket);
     if (this.#buckets.size > this.#maxBuckets) {
@@ -362,37 +577,37 @@ export class AdaptiveSelector {
     return bucket;
   }
 
-  #priors(
-    op: OpSpec | null,
-    shape: Shape | null,
-    size: number,
-    dtype: Dtype,
-    residency: Residency,
-  ): Arm[] {
-    const priors = new Map<Backend, { ms: number; provenance: ProvenanceTag }>();
-    const table = op === null || this.#report === null
-      ? null
-      : indexReport(this.#report).table(op.name, dtype, residency);
-    if (table !== null && shape !== null) {
-      const flops = table.op.flops(shape);
-      const bytes = table.op.bytes(shape, dtype);
-      for (const s of table.series) {
-        const p = predictSeries(s, table.op.dims, size, shape, flops, bytes, null);
-        if (p !== null) priors.set(s.backend, { ms: p.ms, provenance: p.provenance });
+  /**
+   * The report's prediction of every backend it covers at this shape, as priors: the sd of a
+   * prediction combines its interval's (read as a 90 % interval) with the backend's drift.
+   */
+  #priors(op: OpSpec, shape: Shape, dtype: Dtype, residency: Residency): Map<Backend, ArmPrior> {
+    const priors = new Map<Backend, ArmPrior>();
+    if (this.#report === null) return priors;
+    for (const backend of BACKENDS) {
+      let p;
+      try {
+        p = predictTime(this.#report, { op: op.name, shape, dtype, backend, residency });
+      } catch (e) {
+        if (e instanceof RangeError) continue;
+        throw e;
       }
+      if (!(p.ms > 0)) continue;
+      const sd = Math.hypot(intervalSd(p.ms, p.interval), this.#driftSd(backend), CALL_PRIOR_SD);
+      priors.set(backend, { ms: p.ms, sd, provenance: p.provenance });
     }
-    const backends = this.#backends ?? (priors.size > 0 ? [...priors.keys()] : BACKENDS);
-    return backends.map((backend): Arm => {
-      const prior = priors.get(backend);
-      return {
-        backend,
-        logMs: prior === undefined ? NaN : Math.log(prior.ms),
-        observations: 0,
-        priorMs: prior?.ms ?? null,
-        priorProvenance: prior?.provenance ?? null,
-      };
-    });
+    return priors;
   }
+}
+
+/**
+ * Sd of ln time of a prediction whose 90 % interval is `[lo, hi]`: ln(hi / lo) / (2 · 1.645), or
+ * from the upper half alone when the lower end is 0; the observation-noise prior when the interval
+ * says nothing.
+ */
+function intervalSd(ms: number, [lo, hi]: readonly [number, number]): number {
+  const sd = lo > 0 ? Math.log(hi / lo) / (2 * Z90) : Math.log(hi / ms) / Z90;
+  return Number.isFinite(sd) && sd >= 0 ? sd : NOISE_PRIOR_SD;
 }
 
 function inRange(name: string, value: number, lo: number, hi: number): number {
@@ -423,15 +638,11 @@ function sizeOf(key: AdaptiveKey, op: OpSpec | null): number {
   );
 }
 
-function estimateOf(arm: Arm): number | null {
-  return Number.isNaN(arm.logMs) ? null : Math.exp(arm.logMs);
-}
-
-/** The arm with the lowest estimate; the first arm when none has one. */
-function bestArm(arms: readonly Arm[]): Arm {
-  let best = arms[0]!;
-  for (const a of arms) {
-    if (!Number.isNaN(a.logMs) && (Number.isNaN(best.logMs) || a.logMs < best.logMs)) best = a;
-  }
+/** The known backend with the lowest estimate; null when none is known. */
+function bestArm(belief: BucketBelief): number | null {
+  let best: number | null = null;
+  belief.arms.forEach((_, i) => {
+    if (belief.isKnown(i) && (best === null || belief.mean(i) < belief.mean(best))) best = i;
+  });
   return best;
 }

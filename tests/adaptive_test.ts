@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
-import { AdaptiveSelector } from "../models/adaptive.ts";
-import { syntheticReport } from "./_fixtures.ts";
+import { seededRng } from "../kernels/_random.ts";
+import type { Backend } from "../kernels/types.ts";
+import { type AdaptiveKey, AdaptiveSelector } from "../models/adaptive.ts";
+import { syntheticReport, syntheticTimeMs } from "./_fixtures.ts";
 
 const KEY = {
   op: "matmul",
@@ -103,4 +105,214 @@ Deno.test("AdaptiveSelector rejects keys without a size and bad options", () => 
   assert.throws(() => new AdaptiveSelector(null, { epsilon: 2 }), RangeError);
   assert.throws(() => new AdaptiveSelector(null, { maxBuckets: 0 }), RangeError);
   assert.throws(() => new AdaptiveSelector(null, { backends: [] }), RangeError);
+});
+
+interface Call {
+  readonly backend: Backend;
+  readonly explored: boolean;
+  readonly ms: number;
+}
+
+/**
+ * A closed loop as an application runs it, on synthetic times: choose, "run" (the true time of
+ * the backend at this call, with log-normal noise), record.
+ */
+function closedLoop(
+  adaptive: AdaptiveSelector,
+  key: AdaptiveKey,
+  truthMs: (backend: Backend, call: number) => number,
+  calls: number,
+  seed = 1,
+): Call[] {
+  const rng = seededRng(seed);
+  const normal = () => Math.sqrt(-2 * Math.log(1 - rng())) * Math.cos(2 * Math.PI * rng());
+  return Array.from({ length: calls }, (_, i) => {
+    const { backend, explored } = adaptive.choose(key);
+    const ms = truthMs(backend, i) * Math.exp(0.1 * normal());
+    adaptive.record(key, backend, ms);
+    return { backend, explored, ms };
+  });
+}
+
+/** Σ(true time of the choice − fastest true time) / Σ fastest true time over `calls`. */
+function regret(
+  calls: readonly Call[],
+  truthMs: (backend: Backend, call: number) => number,
+  backends: readonly Backend[],
+  from = 0,
+): number {
+  let chosen = 0, best = 0;
+  calls.forEach((c, i) => {
+    if (i < from) return;
+    chosen += truthMs(c.backend, i);
+    best += Math.min(...backends.map((b) => truthMs(b, i)));
+  });
+  return chosen / best - 1;
+}
+
+function exploredShare(calls: readonly Call[]): number {
+  const spent = calls.reduce((sum, c) => sum + c.ms, 0);
+  return calls.filter((c) => c.explored).reduce((sum, c) => sum + c.ms, 0) / spent;
+}
+
+const ALL: readonly Backend[] = ["webgpu", "wasm", "wasm-mt", "js"];
+const SMALL_ADD = { op: "add", shape: { n: 3000 } } as const;
+const LARGE_ADD = { op: "add", shape: { n: 300_000 } } as const;
+
+Deno.test("choose() never explores a backend the report prices far slower with a confident prior", () => {
+  // add n = 3000: the report (and the truth) price webgpu's round trip ~1000× wasm's run.
+  const truth = (b: Backend) => syntheticTimeMs("add", "f32", b, "end-to-end", 3000);
+  const adaptive = new AdaptiveSelector(syntheticReport());
+  const calls = closedLoop(adaptive, SMALL_ADD, truth, 5000);
+  assert.equal(calls.filter((c) => c.backend === "webgpu").length, 0);
+  const est = adaptive.estimates(SMALL_ADD);
+  assert.ok(
+    est.exploredMs <= 0.03 * est.spentMs,
+    `explored ${est.exploredMs} of ${est.spentMs} ms`,
+  );
+  assert.ok(exploredShare(calls) <= 0.03);
+});
+
+Deno.test("AdaptiveSelector in issue 22's loop: near-tie resolved, far-slower backends left alone", () => {
+  // The report ranks wasm-mt first (0.45 ms vs wasm 0.61); here wasm is 7 % faster, js 20× and a
+  // webgpu round trip 350× slower, as measured on dot f32 n = 300000 in the issue.
+  const times: Record<Backend, number> = { wasm: 0.039, "wasm-mt": 0.042, js: 0.84, webgpu: 14.1 };
+  const truth = (b: Backend) => times[b];
+  const adaptive = new AdaptiveSelector(syntheticReport());
+  const calls = closedLoop(adaptive, LARGE_ADD, truth, 2000);
+  const lastHalf = calls.slice(1000);
+  assert.equal(calls.filter((c) => c.backend === "webgpu" || c.backend === "js").length, 0);
+  assert.ok(lastHalf.filter((c) => c.backend === "wasm").length >= 900);
+  assert.ok(regret(calls, truth, ALL, 1000) <= 0.03, `regret ${regret(calls, truth, ALL, 1000)}`);
+  assert.ok(exploredShare(calls) <= 0.03, `explored share ${exploredShare(calls)}`);
+});
+
+Deno.test("AdaptiveSelector resolves a near-tie the prior ranks the wrong way", () => {
+  const times: Partial<Record<Backend, number>> = { wasm: 0.4, "wasm-mt": 0.43 };
+  const truth = (b: Backend) => times[b]!;
+  for (const seed of [1, 2, 3]) {
+    const adaptive = new AdaptiveSelector(syntheticReport(), {
+      backends: ["wasm", "wasm-mt"],
+      seed,
+    });
+    const calls = closedLoop(adaptive, LARGE_ADD, truth, 2000, seed);
+    const faster = calls.slice(1000).filter((c) => c.backend === "wasm").length;
+    assert.ok(faster >= 900, `seed ${seed}: wasm in ${faster} of the last 1000 calls`);
+    assert.equal(adaptive.estimates(LARGE_ADD).arms[0]!.backend, "wasm");
+  }
+});
+
+Deno.test("exploring stays within explorationBudget of the time, even when the priors are wrong", () => {
+  // The report prices webgpu at 0.4 ms for a resident matmul 128; here it takes 20 ms, and the
+  // CPU backends' order is the reverse of the report's.
+  const times: Record<Backend, number> = { webgpu: 20, wasm: 1.4, "wasm-mt": 1.0, js: 1.1 };
+  for (const budget of [0.01, 0.03, 0.1]) {
+    for (const seed of [1, 2, 3]) {
+      const adaptive = new AdaptiveSelector(syntheticReport(), { explorationBudget: budget, seed });
+      const calls = closedLoop(adaptive, KEY, (b) => times[b], 3000, seed);
+      const est = adaptive.estimates(KEY);
+      assert.ok(
+        est.exploredMs <= budget * est.spentMs,
+        `budget ${budget}, seed ${seed}: explored ${est.exploredMs} of ${est.spentMs} ms`,
+      );
+      assert.ok(Math.abs(exploredShare(calls) - est.exploredMs / est.spentMs) < 1e-9);
+      assert.ok(est.explorations > 0);
+    }
+  }
+});
+
+Deno.test("explorationBudget 0 never explores a backend with a prior", () => {
+  const adaptive = new AdaptiveSelector(syntheticReport(), { explorationBudget: 0 });
+  const calls = closedLoop(adaptive, LARGE_ADD, () => 1, 500);
+  assert.equal(calls.filter((c) => c.explored).length, 0);
+  assert.equal(adaptive.estimates(LARGE_ADD).exploredMs, 0);
+});
+
+Deno.test("AdaptiveSelector tracks a drift: switches within 10 calls of a slowdown, back after it ends", () => {
+  // wasm 1 ms, wasm-mt 1.3 ms; from call 1000 to 3000 another process halves wasm's speed.
+  const drift = (b: Backend, i: number) => b === "wasm" ? (i >= 1000 && i < 3000 ? 2 : 1) : 1.3;
+  const adaptive = new AdaptiveSelector(syntheticReport(), { backends: ["wasm", "wasm-mt"] });
+  const calls = closedLoop(adaptive, LARGE_ADD, drift, 5000);
+  const switched = calls.findIndex((c, i) => i >= 1000 && c.backend === "wasm-mt" && !c.explored);
+  const back = calls.findIndex((c, i) => i >= 3000 && c.backend === "wasm" && !c.explored);
+  assert.ok(switched - 1000 <= 10, `switched ${switched - 1000} calls after the slowdown`);
+  assert.ok(back - 3000 <= 200, `back ${back - 3000} calls after the recovery`);
+  assert.ok(regret(calls.slice(0, 3000), drift, ["wasm", "wasm-mt"], 1050) <= 0.05);
+  const est = adaptive.estimates(LARGE_ADD);
+  assert.ok(est.changes >= 1);
+  assert.equal(est.arms.find((a) => a.backend === "wasm")!.observations > 0, true);
+});
+
+Deno.test("AdaptiveSelector carries a CPU backend's surprise to the other CPU backends, not to webgpu", () => {
+  // This machine runs every CPU kernel 3× slower than the report says.
+  const adaptive = new AdaptiveSelector(syntheticReport());
+  const before = adaptive.estimates(LARGE_ADD).arms;
+  const { backend } = adaptive.choose(LARGE_ADD);
+  assert.equal(backend, "wasm-mt");
+  const prior = before.find((a) => a.backend === "wasm-mt")!.priorMs!;
+  adaptive.record(LARGE_ADD, backend, 3 * prior);
+  const after = adaptive.estimates(LARGE_ADD).arms;
+  const ms = (arms: typeof before, b: Backend) => arms.find((a) => a.backend === b)!.ms!;
+  assert.ok(ms(after, "wasm") > 1.5 * ms(before, "wasm"), "wasm's estimate rose with wasm-mt's");
+  assert.ok(ms(after, "js") > 1.5 * ms(before, "js"));
+  assert.equal(ms(after, "webgpu"), ms(before, "webgpu"));
+  assert.equal(after.find((a) => a.backend === "wasm")!.observations, 0);
+});
+
+Deno.test("AdaptiveSelector counts an exploration's time when its record arrives, in any order", () => {
+  const adaptive = new AdaptiveSelector(null, { backends: ["js", "wasm"], seed: 2 });
+  const key = { op: "custom", size: 1000 };
+  const first = adaptive.choose(key);
+  assert.equal(first.explored, false);
+  adaptive.record(key, first.backend, 1);
+  const second = adaptive.choose(key);
+  assert.equal(second.explored, true);
+  assert.notEqual(second.backend, first.backend);
+  const third = adaptive.choose(key);
+  assert.equal(third.explored, false);
+  adaptive.record(key, third.backend, 1);
+  adaptive.record(key, second.backend, 5);
+  const est = adaptive.estimates(key);
+  assert.equal(est.spentMs, 7);
+  assert.equal(est.exploredMs, 5);
+  assert.equal(est.explorations, 1);
+});
+
+Deno.test("AdaptiveSelector does not take a stall of 4 calls in a row for a change", () => {
+  // wasm 1 ms, wasm-mt 1.3 ms; calls 500–503 of wasm stall at 20 ms (another process ran).
+  const truth = (b: Backend, i: number) => b === "wasm" ? (i >= 500 && i < 504 ? 20 : 1) : 1.3;
+  const adaptive = new AdaptiveSelector(syntheticReport(), { backends: ["wasm", "wasm-mt"] });
+  const calls = closedLoop(adaptive, LARGE_ADD, truth, 1000);
+  const greedy = calls.slice(400).filter((c) => !c.explored);
+  assert.ok(greedy.every((c) => c.backend === "wasm"), "wasm-mt was chosen after the stall");
+  assert.equal(adaptive.estimates(LARGE_ADD).changes, 0);
+});
+
+Deno.test("AdaptiveSelector does not hide a backend for good behind a stalled first call", () => {
+  // The report ranks wasm-mt first; wasm is faster, but its first call here stalls at 10×.
+  let wasmCalls = 0;
+  const truth = (b: Backend) => b === "wasm-mt" ? 0.6 : wasmCalls++ === 0 ? 4 : 0.4;
+  const adaptive = new AdaptiveSelector(syntheticReport(), { backends: ["wasm", "wasm-mt"] });
+  const calls = closedLoop(adaptive, LARGE_ADD, truth, 3000);
+  const late = calls.slice(2500).filter((c) => c.backend === "wasm").length;
+  assert.ok(wasmCalls > 1 && late >= 450, `wasm in ${late} of the last 500 calls`);
+});
+
+Deno.test("exploration() holds every workload to one budget", () => {
+  const adaptive = new AdaptiveSelector(syntheticReport(), { seed: 5 });
+  const keys = [SMALL_ADD, LARGE_ADD, KEY] as const;
+  const times: Record<Backend, number> = { wasm: 0.4, "wasm-mt": 0.43, js: 0.5, webgpu: 12 };
+  const rng = seededRng(5);
+  for (let i = 0; i < 3000; i++) {
+    const key = keys[i % keys.length]!;
+    const { backend } = adaptive.choose(key);
+    adaptive.record(key, backend, times[backend] * (1 + i % 3) * Math.exp(0.1 * (rng() - 0.5)));
+  }
+  const account = adaptive.exploration();
+  const buckets = keys.map((k) => adaptive.estimates(k));
+  assert.equal(account.budget, 0.03);
+  assert.ok(account.exploredMs > 0 && account.exploredMs <= 0.03 * account.spentMs);
+  const sum = (f: (b: (typeof buckets)[number]) => number) => buckets.reduce((s, b) => s + f(b), 0);
+  assert.ok(Math.abs(sum((b) => b.spentMs) - account.spentMs) < 1e-6);
+  assert.ok(Math.abs(sum((b) => b.exploredMs) - account.exploredMs) < 1e-6);
 });
