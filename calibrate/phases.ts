@@ -95,14 +95,14 @@ export function* jobSteps(state: PlanState, job: CalibrationJob): Steps {
   state.phase(`${op.name} ${dtype}`);
   const backends = job.backends.filter((b) => implOf(op, b) !== undefined);
   const chosen = yield* variantSearch(state, job, backends);
-  const inPlay = yield* gridSteps(state, job, backends, chosen);
+  yield* gridSteps(state, job, backends, chosen);
   const retried = new Set<string>();
   yield* retryUnsure(state, op, dtype, retried);
   if (!state.time.past(state.time.gridDeadline())) {
     yield* refineSteps(state, job, backends, chosen);
     yield* bendSteps(state, job, backends);
   }
-  yield* offAxisSteps(state, job, inPlay, chosen);
+  yield* offAxisSteps(state, job, backends, chosen);
   yield* retryUnsure(state, op, dtype, retried);
   yield { kind: "probe" };
   yield { kind: "save" };
@@ -212,7 +212,12 @@ function* retryUnsure(
     } repeated surer`,
   );
   for (const { old, r, window } of kept) {
-    const m = { ...r, size: old.size, seq: state.nextSeq() } as Measurement;
+    const m = {
+      ...r,
+      size: old.size,
+      seq: state.nextSeq(),
+      ...(old.offAxis ? { offAxis: true as const } : {}),
+    } as Measurement;
     state.replace(old, m);
     if (window) state.windowsOf.set(measurementKey(m), [window]);
   }
@@ -276,25 +281,37 @@ function* bendSteps(state: PlanState, job: CalibrationJob, backends: readonly Ba
   );
 }
 
+/** Off-axis shapes measured per job however late it runs (`shapes.ts` lists the most telling first). */
+const MIN_OFF_AXIS = 4;
+const MIN_OFF_AXIS_QUICK = 1;
+
 /**
- * The job's off-axis shapes (`shapes.ts`): each measured on every backend still in play (its
- * best variant, each residency), interleaved per shape like the grid, within the job's time.
+ * The job's off-axis shapes (`shapes.ts`): each measured on every backend the job measured (its
+ * best variant, each residency), interleaved per shape like the grid, within the job's time. A
+ * backend that stopped growing because another dominates it at large sizes still runs them: a
+ * matmul with m = 1 is another problem, and its predictions need it. A backend whose sweep says
+ * one run at this shape's work would take over {@linkcode MAX_OFF_AXIS_RUN_MS} is left out.
  */
 function* offAxisSteps(
   state: PlanState,
   job: CalibrationJob,
-  inPlay: ReadonlySet<Backend>,
+  backends: readonly Backend[],
   chosen: ReadonlyMap<Backend, Variant[]>,
 ): Steps {
   const { op, dtype } = job;
   const shapes = offAxisShapes(op, dtype, state.plan.mode);
   if (shapes.length === 0) return;
   state.phase(`${op.name} ${dtype}: ${shapes.length} off-axis shapes`);
-  for (const shape of shapes) {
-    if (state.time.past(state.time.jobDeadline())) return;
+  // The first few shapes are measured whatever the clock says, as the grid's first sizes are:
+  // without any, a prediction off the axis can only say it does not know the shape's effect.
+  const minimum = state.plan.mode === "quick" ? MIN_OFF_AXIS_QUICK : MIN_OFF_AXIS;
+  for (const [i, shape] of shapes.entries()) {
+    if (i >= minimum && state.time.past(state.time.jobDeadline())) return;
     const reqs: MeasureRequest[] = [];
-    for (const backend of inPlay) {
+    for (const backend of backends) {
       for (const residency of residenciesFor(backend)) {
+        const ms = sweptRunMs(state.measurements, op, dtype, backend, residency, shape);
+        if (ms !== null && ms > MAX_OFF_AXIS_RUN_MS) continue;
         for (const v of runnable(op, backend, shape, dtype, chosen.get(backend), 1)) {
           reqs.push({ op: op.name, shape, dtype, backend, variant: v, residency });
         }
@@ -303,6 +320,37 @@ function* offAxisSteps(
     state.progressTotal += reqs.length;
     yield* state.measure(reqs, op);
   }
+}
+
+/** A run the sweep prices longer than this is not measured at an off-axis shape. */
+const MAX_OFF_AXIS_RUN_MS = 300;
+
+/**
+ * What the sweep says one run of `shape` costs on a backend: the on-axis measurement whose work is
+ * nearest, scaled by work (flops, or bytes where they are the larger). Null before any.
+ */
+function sweptRunMs(
+  measurements: readonly Measurement[],
+  op: OpSpec,
+  dtype: Dtype,
+  backend: Backend,
+  residency: Residency,
+  shape: Shape,
+): number | null {
+  const work = Math.max(op.flops(shape), op.bytes(shape, dtype));
+  let best: { distance: number; ms: number } | null = null;
+  for (const m of measurements) {
+    if (
+      m.state !== "ok" || m.offAxis || m.op !== op.name || m.dtype !== dtype ||
+      m.backend !== backend || m.residency !== residency
+    ) continue;
+    const w = Math.max(m.flops, m.bytes);
+    const distance = Math.abs(Math.log(work / w));
+    if (best === null || distance < best.distance) {
+      best = { distance, ms: m.wall.median * (work / w) };
+    }
+  }
+  return best?.ms ?? null;
 }
 
 /**
@@ -372,7 +420,12 @@ function* addWindow(state: PlanState, atSize: readonly Measurement[]): Steps {
     if (!window || m.state !== "ok") return;
     const windows = [...state.windowsOf.get(key)!, window];
     state.windowsOf.set(key, windows);
-    const pooled = { ...pooledResult(m, windows), size: m.size, seq: m.seq } as Measurement;
+    const pooled = {
+      ...pooledResult(m, windows),
+      size: m.size,
+      seq: m.seq,
+      ...(m.offAxis ? { offAxis: true as const } : {}),
+    } as Measurement;
     state.replace(m, pooled);
     state.measured(pooled, ` (${windows.length} windows)`);
   });

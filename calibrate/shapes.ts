@@ -25,15 +25,15 @@ const MATMUL_QUICK: readonly Shape[] = [
 
 const MATMUL: readonly Shape[] = [
   ...MATMUL_QUICK,
-  { m: 1, k: 1024, n: 4096 },
-  { m: 1, k: 4096, n: 1024 },
-  { m: 8, k: 1024, n: 1024 },
-  { m: 8, k: 4096, n: 1024 },
-  { m: 64, k: 1024, n: 1024 },
-  { m: 64, k: 1024, n: 4096 },
-  { m: 16, k: 512, n: 2048 },
-  { m: 16, k: 2048, n: 512 },
   { m: 256, k: 512, n: 512 },
+  { m: 1, k: 4096, n: 1024 },
+  { m: 16, k: 512, n: 2048 },
+  { m: 64, k: 1024, n: 4096 },
+  { m: 8, k: 4096, n: 1024 },
+  { m: 1, k: 1024, n: 4096 },
+  { m: 16, k: 2048, n: 512 },
+  { m: 8, k: 1024, n: 1024 },
+  { m: 64, k: 1024, n: 1024 },
   { m: 256, k: 1024, n: 4096 },
 ];
 
@@ -70,8 +70,9 @@ const BY_OP: Readonly<Record<string, { quick: readonly Shape[]; full: readonly S
 };
 
 /**
- * The off-axis shapes to measure for `op` at `dtype` in `mode`, in the order to measure them:
- * none for ops with one dimension, a few in a quick run, the full set otherwise.
+ * The off-axis shapes to measure for `op` at `dtype` in `mode`, in the order to measure them
+ * (the most different proportions first, since a late job measures only its first few): none for
+ * ops with one dimension, a few in a quick run, the full set otherwise.
  *
  * @param op The op.
  * @param _dtype The dtype (every dtype of an op takes the same shapes).

@@ -173,3 +173,28 @@ Deno.test("a transfer-bound WebGPU end-to-end point is predicted, not swept", ()
   );
   assert.ok(phases.some((p) => /transfer-bound from \d+.*predicted, not swept/.test(p)));
 });
+
+Deno.test("a planner measures a matmul job's off-axis shapes on every backend it swept and marks them", () => {
+  const clock = { s: 0 };
+  const planner = new Planner({
+    plan: planFor({
+      quick: true,
+      ops: [getOp("matmul")],
+      dtypes: ["f32"],
+      backends: ["js", "wasm"],
+    }),
+    llm: false,
+    clock: () => clock.s,
+  });
+  // 1 GFLOP/s on js, 10 on wasm: a matmul with m = 1 costs what its flops say.
+  const matmulTimes = (req: MeasureRequest) =>
+    0.001 + (2 * req.shape.m! * req.shape.k! * req.shape.n!) /
+      (req.backend === "js" ? 1e6 : 1e7);
+  drive(planner, matmulTimes, clock);
+  const off = planner.measurements.filter((m) => m.offAxis);
+  assert.ok(off.length > 0, "off-axis shapes were measured");
+  for (const m of off) assert.notEqual(m.shape.m, m.shape.n, JSON.stringify(m.shape));
+  assert.deepEqual([...new Set(off.map((m) => m.backend))].sort(), ["js", "wasm"]);
+  const onAxis = planner.measurements.filter((m) => !m.offAxis);
+  for (const m of onAxis) assert.ok(m.shape.m === m.shape.k && m.shape.k === m.shape.n);
+});
