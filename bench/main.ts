@@ -5,10 +5,10 @@
  *
  * @module
  */
-import { listFlag, parseFlags, UsageError } from "../calibrate/_cli_args.ts";
+import { listFlag, parseFlags, UsageError } from "../core/cli_args.ts";
 import { openGpu } from "../calibrate/device.ts";
 import { measureMany, type RunnerSource } from "../calibrate/measure.ts";
-import type { MeasureOk, MeasureResult } from "../calibrate/result.ts";
+import type { MeasureOk, MeasureResult } from "../core/result.ts";
 import type { Runner } from "../calibrate/runner.ts";
 import { openRunner } from "../calibrate/runners/mod.ts";
 import { createWebGpuRunner } from "../calibrate/runners/webgpu.ts";

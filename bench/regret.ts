@@ -9,7 +9,7 @@
  *
  * @module
  */
-import { parseFlags, UsageError } from "../calibrate/_cli_args.ts";
+import { parseFlags, UsageError } from "../core/cli_args.ts";
 import {
   measureMany,
   pooledResult,
@@ -19,7 +19,7 @@ import {
   type WindowSamples,
   windowsDisagree,
 } from "../calibrate/measure.ts";
-import type { MeasureOk, MeasureRequest, MeasureResult } from "../calibrate/result.ts";
+import type { MeasureOk, MeasureRequest, MeasureResult } from "../core/result.ts";
 import type { Runner } from "../calibrate/runner.ts";
 import { openRunner } from "../calibrate/runners/mod.ts";
 import { textTable } from "../calibrate/summary.ts";
@@ -38,7 +38,7 @@ import {
   variantId,
 } from "../kernels/types.ts";
 import { loadReport, ReportError } from "../reports/load.ts";
-import type { Report } from "../reports/schema.ts";
+import type { Report } from "../core/schema.ts";
 import { predictTime } from "../models/predict.ts";
 import { BackendSelector } from "../models/selector.ts";
 import { pcieRule, tfjsHandoffRule, thresholdRule } from "./_seed_rules.ts";

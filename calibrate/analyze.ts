@@ -12,7 +12,7 @@ import type {
   Measurement,
   Threshold,
   Tuning,
-} from "../reports/schema.ts";
+} from "../core/schema.ts";
 import {
   type BackendCurve,
   type CrossoverInput,

@@ -9,7 +9,7 @@
  * @module
  */
 import type { Backend, Dtype } from "../kernels/types.ts";
-import type { Report } from "../reports/schema.ts";
+import type { Report } from "../core/schema.ts";
 import type { Mode } from "./plan.ts";
 import type { ProgressEvent } from "./progress.ts";
 import type { Runner } from "./runner.ts";

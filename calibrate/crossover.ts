@@ -25,7 +25,7 @@
 import { seededRng } from "../kernels/_random.ts";
 import type { Backend, Dtype, Residency, Rng } from "../kernels/types.ts";
 import type { CostFit, CostPoint } from "./fit.ts";
-import { median, quantile } from "./stats.ts";
+import { median, quantile } from "../core/stats.ts";
 import {
   fitKind,
   logResiduals,
@@ -33,8 +33,8 @@ import {
   type ModelParams,
   paramsFromRates,
   robustScale,
-} from "./_costmodel.ts";
-import { logLogZero, normal, roundSignificant } from "./_numeric.ts";
+} from "../core/costmodel.ts";
+import { logLogZero, normal, roundSignificant } from "../core/numeric.ts";
 
 /**
  * Where a number came from. `"borrowed"` is set only by models using another machine's report.

@@ -26,7 +26,7 @@ import {
   type ModelParams,
   paramsFromRates,
   SMOOTHMAX_P,
-} from "./_costmodel.ts";
+} from "../core/costmodel.ts";
 
 export { SMOOTHMAX_P };
 

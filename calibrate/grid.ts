@@ -9,7 +9,7 @@ import type { Backend, Residency, Variant } from "../kernels/types.ts";
 import type { CalibrationJob } from "./plan.ts";
 import { residenciesFor, runnable } from "./phases.ts";
 import type { PlanState, Steps } from "./planner.ts";
-import type { MeasureRequest } from "./result.ts";
+import type { MeasureRequest } from "../core/result.ts";
 import {
   dominatedBy,
   TRANSFER_BOUND_SHARE,

@@ -15,16 +15,16 @@ import {
   type Variant,
   variantId,
 } from "../kernels/types.ts";
-import type { Measurement } from "../reports/schema.ts";
+import type { Measurement } from "../core/schema.ts";
 import { nextRefinementSizes } from "./analyze.ts";
 import { bendPoints } from "./bends.ts";
 import { pooledResult, requestOf, UNSURE_REL_CI, windowsDisagree } from "./measure.ts";
 import type { CalibrationJob } from "./plan.ts";
 import { measurementKey, type PlanState, type Steps } from "./planner.ts";
-import type { MeasureRequest } from "./result.ts";
+import type { MeasureRequest } from "../core/result.ts";
 import { gridSteps } from "./grid.ts";
 import { offAxisShapes } from "./shapes.ts";
-import { DEFAULT_STOPPING } from "./stats.ts";
+import { DEFAULT_STOPPING } from "../core/stats.ts";
 
 /** Series with at least this many sizes are measured again in later passes. */
 const REVISIT_MIN_SIZES = 3;

@@ -9,13 +9,13 @@
  */
 import type { OpSpec, Shape } from "../kernels/types.ts";
 import { isOnAxis, variantId } from "../kernels/types.ts";
-import type { Measurement, SystemFigures } from "../reports/schema.ts";
+import type { Measurement, SystemFigures } from "../core/schema.ts";
 import type { WindowSamples } from "./measure.ts";
 import type { CalibrationPlan } from "./plan.ts";
 import type { ProgressEvent } from "./progress.ts";
-import type { MeasureRequest, MeasureResult } from "./result.ts";
-import type { StoppingRule } from "./stats.ts";
-import { formatMs, formatPercent } from "./_format.ts";
+import type { MeasureRequest, MeasureResult } from "../core/result.ts";
+import type { StoppingRule } from "../core/stats.ts";
+import { formatMs, formatPercent } from "../core/format.ts";
 import { TimeKeeper } from "./timekeeper.ts";
 import { jobSteps, revisitSteps } from "./phases.ts";
 

@@ -7,8 +7,8 @@
  */
 import { OPS } from "../kernels/catalog.ts";
 import { type Backend, BACKENDS } from "../kernels/types.ts";
-import type { Report } from "../reports/schema.ts";
-import { writeJsonAtomic } from "../reports/atomic.ts";
+import type { Report } from "../core/schema.ts";
+import { writeJsonAtomic } from "../core/atomic.ts";
 import { assembleReport, NOISY_WARNING, type RunContext } from "./assemble.ts";
 import type { CalibrateOptions } from "./calibrate.ts";
 import { type GpuHandle, type GpuInfo, openGpu, peekAdapter } from "./device.ts";
@@ -319,7 +319,7 @@ async function validateLlm(
   report: Report,
   session: CalibrationSession,
 ): Promise<Report["llm"]> {
-  const { validateDecode } = await import("../models/llm/validate.ts");
+  const { validateDecode } = await import("../decode/validate.ts");
   const { MissingCalibrationError } = await import("../models/llm/rates.ts");
   try {
     return { validations: await validateDecode(gpu, report, session.plan().llm) };

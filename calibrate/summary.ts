@@ -4,8 +4,8 @@
  *
  * @module
  */
-import type { Figure, Report } from "../reports/schema.ts";
-import { formatNumber as fmt, formatSeconds } from "./_format.ts";
+import type { Figure, Report } from "../core/schema.ts";
+import { formatNumber as fmt, formatSeconds } from "../core/format.ts";
 
 /**
  * A figure as text: `12.3 GB/s [11.9, 12.6] (measured)` or `— (reason)`.

@@ -16,7 +16,7 @@ import {
   type Residency,
   type Shape,
 } from "../kernels/types.ts";
-import type { CostFit, ProvenanceTag, Report, Tuning } from "../reports/schema.ts";
+import type { CostFit, ProvenanceTag, Report, Tuning } from "../core/schema.ts";
 import { correctionAt, type ResidualCurve, residualCurve } from "./_residuals.ts";
 import { correctionMean, fitShapeModel, type ShapeModel, type ShapePoint } from "./_shape_model.ts";
 

@@ -30,7 +30,7 @@ import {
   type Rng,
   type Shape,
 } from "../kernels/types.ts";
-import type { ProvenanceTag, Report } from "../reports/schema.ts";
+import type { ProvenanceTag, Report } from "../core/schema.ts";
 import {
   type ArmPrior,
   type ArmSetup,

@@ -27,7 +27,7 @@ import {
   type Residency,
   type Shape,
 } from "../kernels/types.ts";
-import type { ProvenanceTag, Report } from "../reports/schema.ts";
+import type { ProvenanceTag, Report } from "../core/schema.ts";
 import { CPU_BACKENDS, indexReport, outputElements, predictSeries } from "./_index.ts";
 
 /**

@@ -8,8 +8,8 @@ import {
 } from "../calibrate/fit.ts";
 import { geometricGrid } from "../calibrate/sweep.ts";
 import { seededRng } from "../kernels/_random.ts";
-import { CostFitSchema } from "../reports/schema.ts";
-import type { CostFit as ReportCostFit } from "../reports/schema.ts";
+import { CostFitSchema } from "../core/schema.ts";
+import type { CostFit as ReportCostFit } from "../core/schema.ts";
 import {
   addWork,
   matmulWork,

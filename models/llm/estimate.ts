@@ -28,7 +28,7 @@
  *
  * @module
  */
-import { formatNumber } from "../../calibrate/_format.ts";
+import { formatNumber } from "../../core/format.ts";
 import type { Dtype, Shape } from "../../kernels/types.ts";
 import { allReduceMs, describeLink, sendMs } from "./comm.ts";
 import {
@@ -58,7 +58,7 @@ import { type ParallelPlan, shardMemory, shardSlices, type Strategy } from "./sh
 export { KERNELS_PER_LAYER, MODEL_KERNELS };
 
 /**
- * Where a number came from, weakest last (see notes/report_shape.md).
+ * Where a number came from, weakest last (`ProvenanceTag` in `core/schema.ts`).
  *
  * @example
  * ```ts

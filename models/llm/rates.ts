@@ -11,7 +11,7 @@
  * @module
  */
 import type { Backend, Dtype } from "../../kernels/types.ts";
-import type { CostFit, Figure, Measurement, Report } from "../../reports/schema.ts";
+import type { CostFit, Figure, Measurement, Report } from "../../core/schema.ts";
 import { predictTime } from "../predict.ts";
 import type { DeviceRates, KernelTimeModel, RateFigure } from "./estimate.ts";
 

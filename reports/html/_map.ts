@@ -7,9 +7,9 @@
  * @module
  */
 import { bestPerSize } from "../../calibrate/analyze.ts";
-import { formatCount } from "../../calibrate/_format.ts";
+import { formatCount } from "../../core/format.ts";
 import { type Backend, BACKENDS, type Dtype, type Residency } from "../../kernels/types.ts";
-import type { Crossover, Report } from "../schema.ts";
+import type { Crossover, Report } from "../../core/schema.ts";
 import { type OpGroup, opGroups } from "./_series.ts";
 
 const CPU_BACKENDS: readonly Backend[] = BACKENDS.filter((b) => b !== "webgpu");

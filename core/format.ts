@@ -6,14 +6,14 @@
  *
  * @example
  * ```ts
- * import { formatMs, formatNumber, formatSeconds } from "./_format.ts";
+ * import { formatMs, formatNumber, formatSeconds } from "./format.ts";
  * console.log(formatNumber(85.47549601364616), formatSeconds(1818.5), formatMs(0.0000209));
  * // "85.5 30.3 min 20.9 ns"
  * ```
  *
  * @module
  */
-import { roundSignificant } from "./_numeric.ts";
+import { roundSignificant } from "./numeric.ts";
 
 /** Significant digits a timing figure has: the ±2 % target of a median leaves three at most. */
 const DIGITS = 3;
@@ -31,7 +31,7 @@ const PLAIN_MAX = 1e6;
  * @returns The text.
  * @example
  * ```ts
- * import { formatNumber } from "./_format.ts";
+ * import { formatNumber } from "./format.ts";
  * console.log(formatNumber(1818.498), formatNumber(4.6), formatNumber(11863283), formatNumber(null));
  * // "1820 4.60 1.19e7 —"
  * ```
@@ -64,7 +64,7 @@ const DURATION_UNITS: readonly (readonly [number, string])[] = [
  * @returns The text; `—` for null or NaN.
  * @example
  * ```ts
- * import { formatSeconds } from "./_format.ts";
+ * import { formatSeconds } from "./format.ts";
  * console.log(formatSeconds(1818.498), formatSeconds(0.0122), formatSeconds(7200)); // "30.3 min 12.2 ms 2.00 h"
  * ```
  */
@@ -84,7 +84,7 @@ export function formatSeconds(seconds: number | null): string {
  * @returns The text, e.g. `20.9 ns` for 0.0000209 ms or `12.2 ms`.
  * @example
  * ```ts
- * import { formatMs } from "./_format.ts";
+ * import { formatMs } from "./format.ts";
  * console.log(formatMs(0.0000209), formatMs(12.2), formatMs(770742)); // "20.9 ns 12.2 ms 12.8 min"
  * ```
  */
@@ -100,7 +100,7 @@ export function formatMs(ms: number | null): string {
  * @returns The text; `—` for NaN.
  * @example
  * ```ts
- * import { formatPercent } from "./_format.ts";
+ * import { formatPercent } from "./format.ts";
  * console.log(formatPercent(0.15, true), formatPercent(0.024)); // "+15.0 % 2.4 %"
  * ```
  */
@@ -126,7 +126,7 @@ const SI_PREFIXES: readonly (readonly [number, string])[] = [
  * @returns The text; `—` for null or NaN.
  * @example
  * ```ts
- * import { formatCount } from "./_format.ts";
+ * import { formatCount } from "./format.ts";
  * console.log(formatCount(61.5), formatCount(22100), formatCount(11863283)); // "61.5 22.1k 11.9M"
  * ```
  */
