@@ -15,7 +15,8 @@ import { type GpuHandle, type GpuInfo, openGpu, peekAdapter } from "./device.ts"
 import { describeMachine, machineFingerprint, machineSlug } from "./machine.ts";
 import { measureMany, type RunnerSource, type WindowSamples } from "./measure.ts";
 import { type CalibrationPlan, type Mode, planFor } from "./plan.ts";
-import { measurementKey, Planner, type PlanStep, type StepOutcome } from "./planner.ts";
+import { Planner } from "./planner.ts";
+import { measurementKey, type PlanStep, type StepOutcome } from "./plan_state.ts";
 import type { Runner } from "./runner.ts";
 import { openRunner } from "./runners/mod.ts";
 import { measureProbe, type StabilityProbe } from "./stability.ts";
