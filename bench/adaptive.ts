@@ -18,7 +18,7 @@ import { describeMachine, machineFingerprint } from "../calibrate/machine.ts";
 import type { Prepared, Runner } from "../calibrate/runner.ts";
 import { openRunner } from "../calibrate/runners/mod.ts";
 import { median } from "../core/stats.ts";
-import { textTable } from "../calibrate/summary.ts";
+import { textTable } from "../core/format.ts";
 import { verifyOutput } from "../calibrate/verify.ts";
 import { seededRng } from "../kernels/_random.ts";
 import { getOp } from "../kernels/catalog.ts";

@@ -18,7 +18,7 @@ import type { Runner } from "../calibrate/runner.ts";
 import { openRunner } from "../calibrate/runners/mod.ts";
 import { repeatability, type RepeatedTime } from "../calibrate/stability.ts";
 import { median } from "../core/stats.ts";
-import { textTable } from "../calibrate/summary.ts";
+import { textTable } from "../core/format.ts";
 import { getOp } from "../kernels/catalog.ts";
 import {
   type Backend,

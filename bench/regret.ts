@@ -22,7 +22,7 @@ import {
 import type { MeasureOk, MeasureRequest, MeasureResult } from "../core/result.ts";
 import type { Runner } from "../calibrate/runner.ts";
 import { openRunner } from "../calibrate/runners/mod.ts";
-import { textTable } from "../calibrate/summary.ts";
+import { textTable } from "../core/format.ts";
 import { getOp } from "../kernels/catalog.ts";
 import { SOFTMAX_SWEEP_ROWS } from "../kernels/softmax/mod.ts";
 import {

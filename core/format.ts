@@ -13,6 +13,7 @@
  *
  * @module
  */
+import type { Figure } from "./schema.ts";
 import { roundSignificant } from "./numeric.ts";
 
 /** Significant digits a timing figure has: the ±2 % target of a median leaves three at most. */
@@ -136,4 +137,40 @@ export function formatCount(x: number | null): string {
   const [scale, suffix] = SI_PREFIXES.find(([scale]) => a >= scale) ?? [1, ""];
   // A count's trailing zeros are not precision: 4 elements, not 4.00.
   return `${Number(roundSignificant(x / scale, DIGITS).toPrecision(DIGITS))}${suffix}`;
+}
+
+/**
+ * A figure as text: `12.3 GB/s [11.9, 12.6] (measured)` or `— (reason)`.
+ *
+ * @param f The figure.
+ * @returns The text.
+ * @example
+ * ```ts
+ * import { formatFigure } from "./format.ts";
+ * console.log(formatFigure({ value: 11.2, unit: "ms", tag: "measured" })); // "11.2 ms (measured)"
+ * ```
+ */
+export function formatFigure(f: Figure): string {
+  if (f.value === null) return `— (${f.reason ?? "not measured"})`;
+  const ci = f.ci ? ` [${formatNumber(f.ci[0])}, ${formatNumber(f.ci[1])}]` : "";
+  return `${formatNumber(f.value)} ${f.unit}${ci} (${f.tag})`;
+}
+
+/**
+ * Lays rows out as a left-aligned text table.
+ *
+ * @param header Column titles.
+ * @param rows Cells.
+ * @returns The table.
+ * @example
+ * ```ts
+ * import { textTable } from "./format.ts";
+ * console.log(textTable(["a", "b"], [["1", "22"]]));
+ * ```
+ */
+export function textTable(header: readonly string[], rows: readonly (readonly string[])[]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
+  const line = (cells: readonly string[]) =>
+    cells.map((c, i) => c.padEnd(widths[i]!)).join("  ").trimEnd();
+  return [line(header), line(widths.map((w) => "-".repeat(w))), ...rows.map(line)].join("\n");
 }

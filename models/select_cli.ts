@@ -5,8 +5,7 @@
  * @module
  */
 import { listFlag, parseFlags, UsageError } from "../core/cli_args.ts";
-import { formatNumber } from "../core/format.ts";
-import { textTable } from "../calibrate/summary.ts";
+import { formatNumber, textTable } from "../core/format.ts";
 import { getOp, OPS } from "../kernels/catalog.ts";
 import { type Backend, DTYPES, type Shape } from "../kernels/types.ts";
 import { loadReport } from "../reports/load.ts";

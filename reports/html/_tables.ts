@@ -5,8 +5,8 @@
  *
  * @module
  */
-import { formatCount, formatPercent, formatSeconds } from "../../core/format.ts";
-import { formatFigure, WEBGPU_NOT_CALIBRATED, webgpuCalibrated } from "../../calibrate/summary.ts";
+import { formatCount, formatFigure, formatPercent, formatSeconds } from "../../core/format.ts";
+import { WEBGPU_NOT_CALIBRATED, webgpuCalibrated } from "../../calibrate/summary.ts";
 import type { Comparison } from "../compare.ts";
 import type { Crossover, Figure, Report, Tuning } from "../../core/schema.ts";
 import { escapeHtml as esc } from "./_escape.ts";
