@@ -37,7 +37,8 @@ export { measure, measureMany, type MeasureOptions } from "./calibrate/measure.t
 export type * from "./core/result.ts";
 export type { CalibrateOptions, CalibrationResult } from "./calibrate/calibrate.ts";
 export { calibrate } from "./decode/hook.ts";
-export { fitCostModel, predictMs } from "./calibrate/fit.ts";
+export { fitCostModel } from "./calibrate/fit.ts";
+export { predictMs } from "./core/costmodel.ts";
 export { findCrossovers } from "./calibrate/crossover.ts";
 export { summarize } from "./core/stats.ts";
 export { openGpu } from "./calibrate/device.ts";

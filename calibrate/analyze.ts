@@ -5,14 +5,7 @@
  * @module
  */
 import type { Backend, Dtype, OpSpec, Residency } from "../kernels/types.ts";
-import type {
-  CostFit,
-  Crossover,
-  Figure,
-  Measurement,
-  Threshold,
-  Tuning,
-} from "../core/schema.ts";
+import type { CostFit, Crossover, Figure, Measurement, Threshold, Tuning } from "../core/schema.ts";
 import {
   type BackendCurve,
   type CrossoverInput,

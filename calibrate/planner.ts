@@ -11,8 +11,8 @@ import type { Measurement, SystemFigures } from "../core/schema.ts";
 import { jobSteps, revisitSteps } from "./phases.ts";
 import {
   type PlannerOptions,
-  type PlanStep,
   PlanState,
+  type PlanStep,
   type StepOutcome,
   type Steps,
 } from "./plan_state.ts";

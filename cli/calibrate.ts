@@ -8,7 +8,13 @@ import { BACKENDS, DTYPES } from "../kernels/types.ts";
 import { removeStaleTemps, removeTempFilesSync } from "../core/atomic.ts";
 import { loadReport } from "../reports/load.ts";
 import type { Report } from "../core/schema.ts";
-import { listFlag, parseFlags, positiveNumberFlag, UsageError, usageFailure } from "../core/cli_args.ts";
+import {
+  listFlag,
+  parseFlags,
+  positiveNumberFlag,
+  UsageError,
+  usageFailure,
+} from "../core/cli_args.ts";
 import { checkReplaceable, checkWritable, chooseOutput } from "./_output.ts";
 import type { CalibrateOptions } from "../calibrate/calibrate.ts";
 import { calibrate } from "../decode/hook.ts";

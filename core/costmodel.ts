@@ -8,6 +8,7 @@
  *
  * @module
  */
+import type { CostFit } from "./schema.ts";
 import { median } from "./stats.ts";
 import { type Loss, robustLeastSquares } from "./numeric.ts";
 
@@ -161,6 +162,27 @@ export function smoothMax(a: number, b: number): { value: number; shareA: number
 export function modelMs(params: ModelParams, flops: number, bytes: number): number {
   return Math.exp(params.lnT0) +
     smoothMax(Math.exp(params.lnCf) * flops, Math.exp(params.lnCb) * bytes).value;
+}
+
+/**
+ * Predicted time of one run from a fit, in ms.
+ *
+ * @param fit The fit.
+ * @param flops Floating-point operations of the run.
+ * @param bytes Bytes of the run.
+ * @returns The predicted time, ms.
+ * @example
+ * ```ts
+ * import { predictMs } from "./costmodel.ts";
+ * console.log(predictMs({ t0Us: 10, gflops: null, gbps: 5 }, 1e6, 12e6).toFixed(2)); // "2.41"
+ * ```
+ */
+export function predictMs(
+  fit: Pick<CostFit, "t0Us" | "gflops" | "gbps">,
+  flops: number,
+  bytes: number,
+): number {
+  return modelMs(paramsFromRates(fit.t0Us, fit.gflops, fit.gbps), flops, bytes);
 }
 
 /**

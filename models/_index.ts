@@ -340,7 +340,7 @@ function workRanges(
 
 /**
  * A fit reduced to its coefficients: fixed ms, ms per flop, ms per byte (0 for an absent term).
- * `select()` must stay under a microsecond, and `predictMs()` of `calibrate/fit.ts` rebuilds log
+ * `select()` must stay under a microsecond, and `predictMs()` of `core/costmodel.ts` rebuilds log
  * parameters on every call; {@linkcode compiledMs} evaluates the same model (`t0 + smooth max`,
  * p-norm with `SMOOTHMAX_P`) from these, and a test holds the two equal.
  */

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { predictMs } from "../calibrate/fit.ts";
+import { predictMs } from "../core/costmodel.ts";
 import { OPS } from "../kernels/catalog.ts";
 import type { Backend, Dtype, OpSpec, Residency } from "../kernels/types.ts";
 import type { ReportIssue } from "./error.ts";

@@ -18,7 +18,7 @@
  */
 import { normalCdf, normalQuantile, roundSignificant } from "../core/numeric.ts";
 import { bestPerSize } from "../calibrate/analyze.ts";
-import { predictMs } from "../calibrate/fit.ts";
+import { predictMs } from "../core/costmodel.ts";
 import { OPS } from "../kernels/catalog.ts";
 import type { Backend } from "../kernels/types.ts";
 import type { CostFit, Crossover, Figure, Report } from "../core/schema.ts";
