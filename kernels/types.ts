@@ -334,7 +334,7 @@ export interface WebGpuImpl {
  *
  * @example
  * ```ts
- * import { matmul } from "./matmul.ts";
+ * import { matmul } from "./matmul/mod.ts";
  * console.log(matmul.flops({ m: 2, k: 3, n: 4 })); // 48
  * ```
  */
@@ -400,7 +400,7 @@ export function isOnAxis(op: Pick<OpSpec, "dims" | "axis">, shape: Shape): boole
  * @example
  * ```ts
  * import { formatShape } from "./types.ts";
- * import { matmul } from "./matmul.ts";
+ * import { matmul } from "./matmul/mod.ts";
  * console.log(formatShape(matmul, { m: 2, k: 3, n: 4 })); // "2x3x4"
  * ```
  */
