@@ -23,7 +23,13 @@
  * @module
  */
 import { seededRng } from "../kernels/_random.ts";
-import type { Backend, Dtype, Residency, Rng } from "../kernels/types.ts";
+import {
+  type Backend,
+  CPU_BACKENDS,
+  type Dtype,
+  type Residency,
+  type Rng,
+} from "../kernels/types.ts";
 import type { CostFit, CostPoint } from "./fit.ts";
 import { median, quantile } from "../core/stats.ts";
 import {
@@ -180,8 +186,6 @@ export const GOOD_FIT_ERROR = 0.15;
 
 /** Fewest bootstrap replicates that must find the crossover for an interval to be reported (fraction). */
 const MIN_BOOTSTRAP_FOUND = 0.5;
-
-const CPU_BACKENDS: readonly Backend[] = ["js", "wasm", "wasm-mt"];
 
 /** A curve reduced to what the solver uses: medians by size and log parameters of its fit. */
 interface Curve {

@@ -29,6 +29,17 @@ export const BACKENDS = ["webgpu", "wasm", "wasm-mt", "js"] as const;
  */
 export type Backend = typeof BACKENDS[number];
 
+/**
+ * The CPU backends, slowest first: the order the `js→wasm` and `wasm→wasm-mt` crossovers climb.
+ *
+ * @example
+ * ```ts
+ * import { CPU_BACKENDS } from "./types.ts";
+ * console.log(CPU_BACKENDS.includes("webgpu")); // false
+ * ```
+ */
+export const CPU_BACKENDS: readonly Backend[] = ["js", "wasm", "wasm-mt"];
+
 /** Every element type gpucal knows. */
 export const DTYPES = ["f32", "f16", "q8", "q4"] as const;
 

@@ -10,6 +10,7 @@ import { getOp } from "../kernels/catalog.ts";
 import {
   type Backend,
   BACKENDS,
+  CPU_BACKENDS,
   type Dtype,
   isOnAxis,
   type OpSpec,
@@ -22,9 +23,6 @@ import { correctionMean, fitShapeModel, type ShapeModel, type ShapePoint } from 
 
 /** Relative distance within which a measured shape counts as "this shape". */
 export const MEASURED_TOLERANCE = 0.05;
-
-/** The CPU backends: their data always lives on the host. */
-export const CPU_BACKENDS: readonly Backend[] = ["js", "wasm", "wasm-mt"];
 
 /** A measured shape of one backend: the best median over the variants measured there. */
 export interface MeasuredPoint {

@@ -24,6 +24,7 @@ import { getOp } from "../kernels/catalog.ts";
 import {
   type Backend,
   BACKENDS,
+  CPU_BACKENDS,
   type Dtype,
   type OpSpec,
   type Residency,
@@ -38,7 +39,6 @@ import {
   forgetRate,
   NOISE_PRIOR_SD,
 } from "./_adaptive_belief.ts";
-import { CPU_BACKENDS } from "./_index.ts";
 import { predictTime } from "./predict.ts";
 
 /** Defaults of {@linkcode AdaptiveOptions}, in one place. */
