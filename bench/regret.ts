@@ -42,6 +42,7 @@ import type { Report } from "../core/schema.ts";
 import { predictTime } from "../models/predict.ts";
 import { BackendSelector } from "../models/selector.ts";
 import { pcieRule, tfjsHandoffRule, thresholdRule } from "./_seed_rules.ts";
+import { median } from "../core/stats.ts";
 
 const HELP = `Usage: deno task bench:regret --report PATH [options]
 
@@ -603,12 +604,6 @@ function accuracyPairs(
     add(workloads[i]!, r, "webgpu", r.deviceResident, "device-resident");
   });
   return pairs;
-}
-
-function median(sorted: readonly number[]): number {
-  const n = sorted.length;
-  const mid = Math.floor(n / 2);
-  return n === 0 ? NaN : n % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
 function accuracy(backend: string, pairs: readonly AccuracyPair[]): Accuracy {

@@ -41,17 +41,7 @@ import {
   robustScale,
 } from "../core/costmodel.ts";
 import { logLogZero, normal, roundSignificant } from "../core/numeric.ts";
-
-/**
- * Where a number came from. `"borrowed"` is set only by models using another machine's report.
- *
- * @example
- * ```ts
- * import type { Provenance } from "./crossover.ts";
- * const p: Provenance = "extrapolated";
- * ```
- */
-export type Provenance = "measured" | "fitted" | "extrapolated" | "borrowed";
+import type { ProvenanceTag as Provenance } from "../core/schema.ts";
 
 /**
  * The backend pairs a crossover compares; `cpu` is the fastest of js, wasm and wasm-mt at each size.

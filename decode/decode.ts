@@ -29,6 +29,7 @@ import {
 import { type KernelDims, KERNELS_PER_LAYER, MODEL_KERNELS } from "../models/llm/decode_kernels.ts";
 import { positiveInteger } from "../models/llm/memory.ts";
 import type { ModelSpec } from "../models/llm/presets.ts";
+import { median } from "../core/stats.ts";
 
 /** Weight formats the synthetic decode runs: f32, or int4 (the `q4` gemv). */
 export type DecodeQuant = "f32" | "int4";
@@ -654,12 +655,6 @@ function projectionShapes(
     }
     return { rows: work.shape.rows!, cols: work.shape.cols! };
   };
-}
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, c) => a - c);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
 function builderFor<T>(builders: Record<string, T>, name: string): T {

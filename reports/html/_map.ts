@@ -87,7 +87,9 @@ function curvesOf(
   let cpu = CPU_IN_BACKEND_ORDER.map((b) => curve(dtype, b)).filter((c) => c.points.length > 0);
   // As the crossovers do: no CPU backend computes in f16, so its alternative is the f32 problem.
   const cpuInF32 = cpu.length === 0 && dtype === "f16";
-  if (cpuInF32) cpu = CPU_IN_BACKEND_ORDER.map((b) => curve("f32", b)).filter((c) => c.points.length > 0);
+  if (cpuInF32) {
+    cpu = CPU_IN_BACKEND_ORDER.map((b) => curve("f32", b)).filter((c) => c.points.length > 0);
+  }
   const gpu = curve(dtype, "webgpu");
   return { curves: gpu.points.length > 0 ? [...cpu, gpu] : cpu, cpuInF32 };
 }
