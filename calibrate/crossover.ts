@@ -43,6 +43,9 @@ import {
 import { logLogZero, normal, roundSignificant } from "../core/numeric.ts";
 import type { ProvenanceTag as Provenance } from "../core/schema.ts";
 
+// The report's tag under the name this module's figures have always used.
+export type { Provenance };
+
 /**
  * The backend pairs a crossover compares; `cpu` is the fastest of js, wasm and wasm-mt at each size.
  *
