@@ -34,11 +34,13 @@
 export * from "./kernels/types.ts";
 export { getOp, OPS } from "./kernels/catalog.ts";
 export { measure, measureMany, type MeasureOptions } from "./calibrate/measure.ts";
-export type * from "./calibrate/result.ts";
-export { calibrate, type CalibrateOptions, type CalibrationResult } from "./calibrate/calibrate.ts";
-export { fitCostModel, predictMs } from "./calibrate/fit.ts";
+export type * from "./core/result.ts";
+export type { CalibrateOptions, CalibrationResult } from "./calibrate/calibrate.ts";
+export { calibrate } from "./decode/hook.ts";
+export { fitCostModel } from "./calibrate/fit.ts";
+export { predictMs } from "./core/costmodel.ts";
 export { findCrossovers } from "./calibrate/crossover.ts";
-export { summarize } from "./calibrate/stats.ts";
+export { summarize } from "./core/stats.ts";
 export { openGpu } from "./calibrate/device.ts";
 export {
   checkConsistency,
@@ -48,7 +50,7 @@ export {
   type ParseReportOptions,
   ReportError,
 } from "./reports/load.ts";
-export type { Crossover, Figure, Measurement, Report } from "./reports/schema.ts";
+export type { Crossover, Figure, Measurement, Report } from "./core/schema.ts";
 export * from "./models/mod.ts";
 export { estimateTokensPerSec } from "./models/llm/estimate.ts";
 export { planSharding } from "./models/llm/sharding.ts";

@@ -12,13 +12,13 @@
  *
  * @module
  */
-import { parseFlags, UsageError } from "../calibrate/_cli_args.ts";
+import { parseFlags, UsageError } from "../core/cli_args.ts";
 import { openGpu } from "../calibrate/device.ts";
 import { describeMachine, machineFingerprint } from "../calibrate/machine.ts";
 import type { Prepared, Runner } from "../calibrate/runner.ts";
 import { openRunner } from "../calibrate/runners/mod.ts";
-import { median } from "../calibrate/stats.ts";
-import { textTable } from "../calibrate/summary.ts";
+import { median } from "../core/stats.ts";
+import { textTable } from "../core/format.ts";
 import { verifyOutput } from "../calibrate/verify.ts";
 import { seededRng } from "../kernels/_random.ts";
 import { getOp } from "../kernels/catalog.ts";
@@ -33,7 +33,7 @@ import {
 } from "../kernels/types.ts";
 import { NON_REPORT_FILES } from "../reports/index.ts";
 import { loadReport } from "../reports/load.ts";
-import type { Report } from "../reports/schema.ts";
+import type { Report } from "../core/schema.ts";
 import { ADAPTIVE_DEFAULTS, AdaptiveSelector } from "../models/adaptive.ts";
 import { predictTime } from "../models/predict.ts";
 import { BackendSelector } from "../models/selector.ts";

@@ -5,14 +5,14 @@
  *
  * @module
  */
-import { listFlag, parseFlags, UsageError } from "../calibrate/_cli_args.ts";
+import { listFlag, parseFlags, UsageError } from "../core/cli_args.ts";
 import { openGpu } from "../calibrate/device.ts";
 import { measureMany, type RunnerSource } from "../calibrate/measure.ts";
-import type { MeasureOk, MeasureResult } from "../calibrate/result.ts";
+import type { MeasureOk, MeasureResult } from "../core/result.ts";
 import type { Runner } from "../calibrate/runner.ts";
 import { openRunner } from "../calibrate/runners/mod.ts";
 import { createWebGpuRunner } from "../calibrate/runners/webgpu.ts";
-import { formatFigure, textTable } from "../calibrate/summary.ts";
+import { formatFigure, textTable } from "../core/format.ts";
 import { measureSystem } from "../calibrate/system.ts";
 import { OPS } from "../kernels/catalog.ts";
 import { peerColumns, ratioLines, type TfjsReport } from "./peers.ts";

@@ -11,14 +11,14 @@
  *
  * @module
  */
-import { parseFlags, positiveNumberFlag, UsageError } from "../calibrate/_cli_args.ts";
+import { parseFlags, positiveNumberFlag, UsageError } from "../core/cli_args.ts";
 import { measureMany, type RunnerSource } from "../calibrate/measure.ts";
-import type { MeasureRequest } from "../calibrate/result.ts";
+import type { MeasureRequest } from "../core/result.ts";
 import type { Runner } from "../calibrate/runner.ts";
 import { openRunner } from "../calibrate/runners/mod.ts";
 import { repeatability, type RepeatedTime } from "../calibrate/stability.ts";
-import { median } from "../calibrate/stats.ts";
-import { textTable } from "../calibrate/summary.ts";
+import { median } from "../core/stats.ts";
+import { textTable } from "../core/format.ts";
 import { getOp } from "../kernels/catalog.ts";
 import {
   type Backend,
@@ -28,7 +28,7 @@ import {
   type Residency,
   type Shape,
 } from "../kernels/types.ts";
-import type { RepeatabilityInfo } from "../reports/schema.ts";
+import type { RepeatabilityInfo } from "../core/schema.ts";
 
 const HELP = `Usage: deno task noise [options]
 

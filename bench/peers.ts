@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { SampleStats } from "../calibrate/result.ts";
+import type { SampleStats } from "../core/result.ts";
 import type { Residency } from "../kernels/types.ts";
 
 /** The TF.js backends measured as peers, named as gpucal names the backend they compare with. */

@@ -9,7 +9,7 @@
  *
  * @module
  */
-import { parseFlags, UsageError } from "../calibrate/_cli_args.ts";
+import { parseFlags, UsageError } from "../core/cli_args.ts";
 import {
   measureMany,
   pooledResult,
@@ -19,10 +19,10 @@ import {
   type WindowSamples,
   windowsDisagree,
 } from "../calibrate/measure.ts";
-import type { MeasureOk, MeasureRequest, MeasureResult } from "../calibrate/result.ts";
+import type { MeasureOk, MeasureRequest, MeasureResult } from "../core/result.ts";
 import type { Runner } from "../calibrate/runner.ts";
 import { openRunner } from "../calibrate/runners/mod.ts";
-import { textTable } from "../calibrate/summary.ts";
+import { textTable } from "../core/format.ts";
 import { getOp } from "../kernels/catalog.ts";
 import { SOFTMAX_SWEEP_ROWS } from "../kernels/softmax/mod.ts";
 import {
@@ -38,10 +38,11 @@ import {
   variantId,
 } from "../kernels/types.ts";
 import { loadReport, ReportError } from "../reports/load.ts";
-import type { Report } from "../reports/schema.ts";
+import type { Report } from "../core/schema.ts";
 import { predictTime } from "../models/predict.ts";
 import { BackendSelector } from "../models/selector.ts";
 import { pcieRule, tfjsHandoffRule, thresholdRule } from "./_seed_rules.ts";
+import { median } from "../core/stats.ts";
 
 const HELP = `Usage: deno task bench:regret --report PATH [options]
 
@@ -603,12 +604,6 @@ function accuracyPairs(
     add(workloads[i]!, r, "webgpu", r.deviceResident, "device-resident");
   });
   return pairs;
-}
-
-function median(sorted: readonly number[]): number {
-  const n = sorted.length;
-  const mid = Math.floor(n / 2);
-  return n === 0 ? NaN : n % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
 function accuracy(backend: string, pairs: readonly AccuracyPair[]): Accuracy {

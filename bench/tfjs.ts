@@ -9,7 +9,7 @@
 import * as tf from "npm:@tensorflow/tfjs-core@4.22.0";
 import "npm:@tensorflow/tfjs-backend-webgpu@4.22.0";
 import { getThreadsCount, setWasmPaths } from "npm:@tensorflow/tfjs-backend-wasm@4.22.0";
-import { DEFAULT_STOPPING, type StoppingRule, stopReason, summarize } from "../calibrate/stats.ts";
+import { DEFAULT_STOPPING, type StoppingRule, stopReason, summarize } from "../core/stats.ts";
 import { verifyOutput } from "../calibrate/verify.ts";
 import { seededRng } from "../kernels/_random.ts";
 import { add } from "../kernels/elementwise/mod.ts";

@@ -4,15 +4,14 @@
  *
  * @module
  */
-import type { Backend, Dtype, OpSpec, Residency } from "../kernels/types.ts";
-import type {
-  CostFit,
-  Crossover,
-  Figure,
-  Measurement,
-  Threshold,
-  Tuning,
-} from "../reports/schema.ts";
+import {
+  type Backend,
+  CPU_BACKENDS,
+  type Dtype,
+  type OpSpec,
+  type Residency,
+} from "../kernels/types.ts";
+import type { CostFit, Crossover, Figure, Measurement, Threshold, Tuning } from "../core/schema.ts";
 import {
   type BackendCurve,
   type CrossoverInput,
@@ -23,7 +22,6 @@ import { type CostPoint, fitCostModels, type Series } from "./fit.ts";
 
 type Ok = Extract<Measurement, { state: "ok" }>;
 
-const CPU_BACKENDS: readonly Backend[] = ["js", "wasm", "wasm-mt"];
 /** Runs moving at least this many bytes are taken to stream from memory, not cache. */
 const OUT_OF_CACHE_BYTES = 32 * 2 ** 20;
 const RESIDENCIES: readonly Residency[] = ["end-to-end", "device-resident"];

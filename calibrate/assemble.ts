@@ -6,8 +6,8 @@
  */
 import config from "../deno.json" with { type: "json" };
 import type { OpSpec } from "../kernels/types.ts";
-import { type Report, SCHEMA_VERSION, type SystemFigures } from "../reports/schema.ts";
-import type { Measurement } from "../reports/schema.ts";
+import { type Report, SCHEMA_VERSION, type SystemFigures } from "../core/schema.ts";
+import type { Measurement } from "../core/schema.ts";
 import { allCrossovers, fitAll, peakRates, thresholdTable, tuningTable } from "./analyze.ts";
 import type { GpuInfo } from "./device.ts";
 import type { MachineInfo } from "./machine.ts";

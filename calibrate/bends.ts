@@ -12,7 +12,7 @@
  * @module
  */
 import type { Backend, Dtype, OpSpec, Residency } from "../kernels/types.ts";
-import type { Measurement } from "../reports/schema.ts";
+import type { Measurement } from "../core/schema.ts";
 
 /**
  * One extra size to measure, on the series whose bend asked for it.
@@ -76,7 +76,7 @@ const PER_SERIES = 2;
  * ```ts
  * import { bendPoints } from "./bends.ts";
  * import { getOp } from "../kernels/catalog.ts";
- * import type { Measurement } from "../reports/schema.ts";
+ * import type { Measurement } from "../core/schema.ts";
  * const at = (size: number, ms: number) =>
  *   ({ op: "add", dtype: "f32", backend: "wasm", residency: "end-to-end", variant: "default",
  *      state: "ok", size, wall: { median: ms, relCi: 0.02 } }) as unknown as Measurement;

@@ -8,71 +8,11 @@
  *
  * @module
  */
-import type { Backend, Dtype } from "../kernels/types.ts";
-import type { Report } from "../reports/schema.ts";
-import type { Mode } from "./plan.ts";
-import type { ProgressEvent } from "./progress.ts";
-import type { Runner } from "./runner.ts";
+import type { Report } from "../core/schema.ts";
+import type { CalibrateOptions } from "./options.ts";
 import { CalibrationSession } from "./session.ts";
 
-/**
- * Options of {@linkcode calibrate}.
- *
- * @example
- * ```ts
- * import type { CalibrateOptions } from "./calibrate.ts";
- * const o: CalibrateOptions = { quick: true, ops: ["matmul"], backends: ["wasm", "webgpu"] };
- * ```
- */
-export interface CalibrateOptions {
-  /**
-   * The mode: `quick` (under 45 s here), `default` (a 5-minute plan here) or `thorough` (every
-   * size, budget and pass; about half an hour here). Default: `quick` when `quick` is set, else
-   * `default`.
-   */
-  readonly mode?: Mode;
-  /** A short run: the same as `mode: "quick"`. */
-  readonly quick?: boolean;
-  /** Ops to calibrate (default: all in the catalog). */
-  readonly ops?: readonly string[];
-  /** Dtypes to calibrate (default: all each op supports). */
-  readonly dtypes?: readonly Dtype[];
-  /** Backends to calibrate (default: all). */
-  readonly backends?: readonly Backend[];
-  /**
-   * A hard wall-clock limit in seconds: when spent, measuring stops and the report is written with
-   * `complete: false`. (The modes' own time plans end complete.)
-   */
-  readonly budgetS?: number;
-  /** Report path; the default is `reports/<machine-slug>.json`. */
-  readonly out?: string;
-  /** A previous report of this machine to continue: finished measurements are not redone. */
-  readonly resume?: Report;
-  /** Where `resume` came from, for the report's provenance. */
-  readonly resumePath?: string;
-  /** Aborting it (Ctrl-C) stops measuring and writes a partial report. */
-  readonly signal?: AbortSignal;
-  /** Told of every step. */
-  readonly onProgress?: (event: ProgressEvent) => void;
-  /** The command line, for the report's provenance. */
-  readonly command?: readonly string[];
-  /**
-   * Validate the LLM tokens/sec estimate against a synthetic WebGPU decode after the ops
-   * (default: on with an adapter, except in a quick run).
-   */
-  readonly llm?: boolean;
-  /**
-   * Passes over the sweep: after the first, every point of a fitted series (three sizes or more)
-   * is measured again in a window minutes later and the windows are pooled (in the default mode,
-   * only the points that missed their confidence target). Default: the mode's (2, or 1 quick).
-   */
-  readonly passes?: number;
-  /**
-   * Opens a CPU backend's runner instead of {@linkcode openRunner} (tests wrap a real runner
-   * to inject stalls).
-   */
-  readonly openCpuRunner?: (backend: Backend) => Promise<Runner | string>;
-}
+export type { CalibrateOptions, LlmValidator } from "./options.ts";
 
 /**
  * What {@linkcode calibrate} returns.

@@ -23,9 +23,15 @@
  * @module
  */
 import { seededRng } from "../kernels/_random.ts";
-import type { Backend, Dtype, Residency, Rng } from "../kernels/types.ts";
+import {
+  type Backend,
+  CPU_BACKENDS,
+  type Dtype,
+  type Residency,
+  type Rng,
+} from "../kernels/types.ts";
 import type { CostFit, CostPoint } from "./fit.ts";
-import { median, quantile } from "./stats.ts";
+import { median, quantile } from "../core/stats.ts";
 import {
   fitKind,
   logResiduals,
@@ -33,19 +39,12 @@ import {
   type ModelParams,
   paramsFromRates,
   robustScale,
-} from "./_costmodel.ts";
-import { logLogZero, normal, roundSignificant } from "./_numeric.ts";
+} from "../core/costmodel.ts";
+import { logLogZero, normal, roundSignificant } from "../core/numeric.ts";
+import type { ProvenanceTag as Provenance } from "../core/schema.ts";
 
-/**
- * Where a number came from. `"borrowed"` is set only by models using another machine's report.
- *
- * @example
- * ```ts
- * import type { Provenance } from "./crossover.ts";
- * const p: Provenance = "extrapolated";
- * ```
- */
-export type Provenance = "measured" | "fitted" | "extrapolated" | "borrowed";
+// The report's tag under the name this module's figures have always used.
+export type { Provenance };
 
 /**
  * The backend pairs a crossover compares; `cpu` is the fastest of js, wasm and wasm-mt at each size.
@@ -180,8 +179,6 @@ export const GOOD_FIT_ERROR = 0.15;
 
 /** Fewest bootstrap replicates that must find the crossover for an interval to be reported (fraction). */
 const MIN_BOOTSTRAP_FOUND = 0.5;
-
-const CPU_BACKENDS: readonly Backend[] = ["js", "wasm", "wasm-mt"];
 
 /** A curve reduced to what the solver uses: medians by size and log parameters of its fit. */
 interface Curve {

@@ -6,7 +6,7 @@
  * @module
  */
 import type { Backend, Dtype, OpSpec, Shape } from "../kernels/types.ts";
-import type { Measurement, SystemFigures } from "../reports/schema.ts";
+import type { Measurement, SystemFigures } from "../core/schema.ts";
 import { rateConverged } from "./sweep.ts";
 
 /** A backend slower than the best by at least this factor at its last two sizes is losing. */

@@ -4,7 +4,8 @@
  *
  * @example
  * ```ts
- * import { fitCostModel, predictMs } from "./fit.ts";
+ * import { fitCostModel } from "./fit.ts";
+ * import { predictMs } from "../core/costmodel.ts";
  * const points = [256, 1024, 4096, 16384, 65536].map((n) => ({
  *   size: n, flops: n, bytes: 12 * n, ms: 0.02 + 12 * n / 10e6,
  * }));
@@ -24,9 +25,9 @@ import {
   logResiduals,
   modelMs,
   type ModelParams,
-  paramsFromRates,
+  predictMs,
   SMOOTHMAX_P,
-} from "./_costmodel.ts";
+} from "../core/costmodel.ts";
 
 export { SMOOTHMAX_P };
 
@@ -225,28 +226,6 @@ function crossValidate(
     }
   }
   return { mape: errors.reduce((s, e) => s + e, 0) / errors.length, max: Math.max(...errors) };
-}
-
-/**
- * Predicted time of one run from a fit, in ms.
- *
- * @param fit The fit.
- * @param flops Floating-point operations of the run.
- * @param bytes Bytes of the run.
- * @returns The predicted time, ms.
- * @example
- * ```ts
- * import { type CostFit, predictMs } from "./fit.ts";
- * const fit: CostFit = {
- *   op: "add", dtype: "f32", backend: "js", variant: "default", residency: "end-to-end",
- *   t0Us: 10, gflops: null, gbps: 5, points: 6, sizeRange: [1, 1e6], rmsLogError: 0.02,
- *   cvMape: 0.03, cvMaxError: 0.06,
- * };
- * console.log(predictMs(fit, 1e6, 12e6).toFixed(2)); // "2.41"
- * ```
- */
-export function predictMs(fit: CostFit, flops: number, bytes: number): number {
-  return modelMs(paramsFromRates(fit.t0Us, fit.gflops, fit.gbps), flops, bytes);
 }
 
 /**

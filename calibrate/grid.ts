@@ -5,17 +5,71 @@
  *
  * @module
  */
-import type { Backend, Residency, Variant } from "../kernels/types.ts";
+import {
+  type Backend,
+  type Dtype,
+  implOf,
+  type OpSpec,
+  type Residency,
+  type Shape,
+  type Variant,
+} from "../kernels/types.ts";
 import type { CalibrationJob } from "./plan.ts";
-import { residenciesFor, runnable } from "./phases.ts";
-import type { PlanState, Steps } from "./planner.ts";
-import type { MeasureRequest } from "./result.ts";
+import type { PlanState, Steps } from "./plan_state.ts";
+import type { MeasureRequest } from "../core/result.ts";
 import {
   dominatedBy,
   TRANSFER_BOUND_SHARE,
   TRANSFER_CONFIRM,
   transferPrediction,
 } from "./decide.ts";
+
+/**
+ * The residencies a backend is measured in: WebGPU with data on the device and end to end.
+ *
+ * @param backend The backend.
+ * @returns Its residencies, the device-resident one last for WebGPU.
+ * @example
+ * ```ts
+ * import { residenciesFor } from "./grid.ts";
+ * console.log(residenciesFor("wasm")); // ["end-to-end"]
+ * ```
+ */
+export function residenciesFor(backend: Backend): Residency[] {
+  return backend === "webgpu" ? ["end-to-end", "device-resident"] : ["end-to-end"];
+}
+
+/**
+ * The first `keep` of the ranked variants that declare they can run this shape.
+ *
+ * @param op The op.
+ * @param backend The backend.
+ * @param shape The shape.
+ * @param dtype The dtype.
+ * @param ranked Variants, best first.
+ * @param keep How many to return at most.
+ * @returns The runnable variants.
+ * @example
+ * ```ts
+ * import { runnable } from "./grid.ts";
+ * import { getOp } from "../kernels/catalog.ts";
+ * const add = getOp("add");
+ * console.log(runnable(add, "js", { n: 8 }, "f32", add.impls.js!.variants, 1).length); // 1
+ * ```
+ */
+export function runnable(
+  op: OpSpec,
+  backend: Backend,
+  shape: Shape,
+  dtype: Dtype,
+  ranked: readonly Variant[] | undefined,
+  keep: number,
+): Variant[] {
+  const impl = implOf(op, backend);
+  return (ranked ?? [])
+    .filter((v) => (impl?.unsupported?.(shape, dtype, v) ?? null) === null)
+    .slice(0, keep);
+}
 
 /** Grid sizes every job measures, whatever its deadline: enough for a fit of each series. */
 const MIN_GRID_SIZES = 3;

@@ -15,7 +15,7 @@ import {
   type Variant,
   variantId,
 } from "../kernels/types.ts";
-import type { MeasureIdentity, MeasureOk, MeasureRequest, MeasureResult } from "./result.ts";
+import type { MeasureIdentity, MeasureOk, MeasureRequest, MeasureResult } from "../core/result.ts";
 import { type Prepared, type Runner, UnsupportedError } from "./runner.ts";
 import {
   DEFAULT_STOPPING,
@@ -24,7 +24,7 @@ import {
   type StoppingRule,
   stopReason,
   summarize,
-} from "./stats.ts";
+} from "../core/stats.ts";
 import { verifySampledRows } from "./sampled.ts";
 import { verifyOutput } from "./verify.ts";
 

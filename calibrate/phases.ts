@@ -10,74 +10,25 @@ import {
   type Dtype,
   implOf,
   type OpSpec,
-  type Residency,
-  type Shape,
   type Variant,
   variantId,
 } from "../kernels/types.ts";
-import type { Measurement } from "../reports/schema.ts";
+import type { Measurement } from "../core/schema.ts";
 import { nextRefinementSizes } from "./analyze.ts";
 import { bendPoints } from "./bends.ts";
 import { pooledResult, requestOf, UNSURE_REL_CI, windowsDisagree } from "./measure.ts";
 import type { CalibrationJob } from "./plan.ts";
-import { measurementKey, type PlanState, type Steps } from "./planner.ts";
-import type { MeasureRequest } from "./result.ts";
-import { gridSteps } from "./grid.ts";
+import { measurementKey, type PlanState, type Steps } from "./plan_state.ts";
+import type { MeasureRequest } from "../core/result.ts";
+import { gridSteps, residenciesFor, runnable } from "./grid.ts";
 import { offAxisShapes } from "./shapes.ts";
-import { DEFAULT_STOPPING } from "./stats.ts";
+import { DEFAULT_STOPPING } from "../core/stats.ts";
 
 /** Series with at least this many sizes are measured again in later passes. */
 const REVISIT_MIN_SIZES = 3;
 
 /** Variants that pass the screening at the smaller search anchor. */
 const SCREENED_VARIANTS = 4;
-
-/**
- * The residencies a backend is measured in: WebGPU with data on the device and end to end.
- *
- * @param backend The backend.
- * @returns Its residencies, the device-resident one last for WebGPU.
- * @example
- * ```ts
- * import { residenciesFor } from "./phases.ts";
- * console.log(residenciesFor("wasm")); // ["end-to-end"]
- * ```
- */
-export function residenciesFor(backend: Backend): Residency[] {
-  return backend === "webgpu" ? ["end-to-end", "device-resident"] : ["end-to-end"];
-}
-
-/**
- * The first `keep` of the ranked variants that declare they can run this shape.
- *
- * @param op The op.
- * @param backend The backend.
- * @param shape The shape.
- * @param dtype The dtype.
- * @param ranked Variants, best first.
- * @param keep How many to return at most.
- * @returns The runnable variants.
- * @example
- * ```ts
- * import { runnable } from "./phases.ts";
- * import { getOp } from "../kernels/catalog.ts";
- * const add = getOp("add");
- * console.log(runnable(add, "js", { n: 8 }, "f32", add.impls.js!.variants, 1).length); // 1
- * ```
- */
-export function runnable(
-  op: OpSpec,
-  backend: Backend,
-  shape: Shape,
-  dtype: Dtype,
-  ranked: readonly Variant[] | undefined,
-  keep: number,
-): Variant[] {
-  const impl = implOf(op, backend);
-  return (ranked ?? [])
-    .filter((v) => (impl?.unsupported?.(shape, dtype, v) ?? null) === null)
-    .slice(0, keep);
-}
 
 /**
  * One (op, dtype) job: variant search, grid, repeats, refinement, bends, off-axis shapes, then a

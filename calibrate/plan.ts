@@ -5,8 +5,8 @@
  * @module
  */
 import { type Backend, type Dtype, implOf, type OpSpec } from "../kernels/types.ts";
-import type { Measurement } from "../reports/schema.ts";
-import type { StoppingRule } from "./stats.ts";
+import type { Measurement } from "../core/schema.ts";
+import type { StoppingRule } from "../core/stats.ts";
 import { geometricGrid, rateConverged } from "./sweep.ts";
 
 /** Host bytes one case may touch in a full run; beyond, sizes stop growing. */
@@ -133,7 +133,7 @@ export interface TimePlan {
 }
 
 /**
- * Options of the LLM decode validation a mode runs (see `models/llm/validate.ts`); absent fields
+ * Options of the LLM decode validation a mode runs (see `decode/validate.ts`); absent fields
  * take that module's defaults.
  *
  * @example

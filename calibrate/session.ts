@@ -7,15 +7,16 @@
  */
 import { OPS } from "../kernels/catalog.ts";
 import { type Backend, BACKENDS } from "../kernels/types.ts";
-import type { Report } from "../reports/schema.ts";
-import { writeJsonAtomic } from "../reports/atomic.ts";
+import type { Report } from "../core/schema.ts";
+import { writeJsonAtomic } from "../core/atomic.ts";
 import { assembleReport, NOISY_WARNING, type RunContext } from "./assemble.ts";
-import type { CalibrateOptions } from "./calibrate.ts";
+import type { CalibrateOptions } from "./options.ts";
 import { type GpuHandle, type GpuInfo, openGpu, peekAdapter } from "./device.ts";
 import { describeMachine, machineFingerprint, machineSlug } from "./machine.ts";
 import { measureMany, type RunnerSource, type WindowSamples } from "./measure.ts";
 import { type CalibrationPlan, type Mode, planFor } from "./plan.ts";
-import { measurementKey, Planner, type PlanStep, type StepOutcome } from "./planner.ts";
+import { Planner } from "./planner.ts";
+import { measurementKey, type PlanStep, type StepOutcome } from "./plan_state.ts";
 import type { Runner } from "./runner.ts";
 import { openRunner } from "./runners/mod.ts";
 import { measureProbe, type StabilityProbe } from "./stability.ts";
@@ -154,7 +155,8 @@ export class CalibrationSession {
 
   /** The planner of this session (one per session). */
   planner(): Planner {
-    const llm = (this.options.llm ?? this.mode !== "quick") && this.#gpu !== null;
+    const llm = (this.options.llm ?? this.mode !== "quick") && this.#gpu !== null &&
+      this.options.validateLlm !== undefined;
     this.#planner ??= new Planner({
       plan: this.plan(),
       resumed: this.options.resume?.measurements ?? [],
@@ -184,8 +186,12 @@ export class CalibrationSession {
         await this.save(false, "interrupted");
         return {};
       case "llm":
-        this.#llm = await validateLlm(this.#gpu!, this.#report(false, "interrupted"), this) ??
-          this.#llm;
+        this.#llm = await this.options.validateLlm!(
+          this.#gpu!,
+          this.#report(false, "interrupted"),
+          this.plan().llm,
+          (message) => this.warn(message),
+        ) ?? this.#llm;
         return {};
       case "measure":
         return await this.#measure(step.requests, step.stopping);
@@ -310,27 +316,6 @@ export class CalibrationSession {
       }
       if (this.#gpu && !this.#gpu.loss) this.#gpu.device.destroy();
     }
-  }
-}
-
-/** The LLM decode validation, or null with a warning when it cannot run (figures missing, decode failed). */
-async function validateLlm(
-  gpu: GpuHandle,
-  report: Report,
-  session: CalibrationSession,
-): Promise<Report["llm"]> {
-  const { validateDecode } = await import("../models/llm/validate.ts");
-  const { MissingCalibrationError } = await import("../models/llm/rates.ts");
-  try {
-    return { validations: await validateDecode(gpu, report, session.plan().llm) };
-  } catch (e) {
-    // The op measurements stand on their own: a decode that cannot run must not discard them.
-    session.warn(
-      e instanceof MissingCalibrationError
-        ? `LLM decode validation skipped: ${e.message}`
-        : `LLM decode validation failed: ${e instanceof Error ? e.message : String(e)}`,
-    );
-    return null;
   }
 }
 

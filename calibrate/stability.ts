@@ -17,9 +17,9 @@
  * @module
  */
 import type { Backend } from "../kernels/types.ts";
-import type { RepeatabilityInfo, StabilityInfo } from "../reports/schema.ts";
+import type { RepeatabilityInfo, StabilityInfo } from "../core/schema.ts";
 import { measureMany, type RunnerSource } from "./measure.ts";
-import { median, type StoppingRule } from "./stats.ts";
+import { median, type StoppingRule } from "../core/stats.ts";
 
 /**
  * One probe: when it was taken (seconds since the calibration started, summed over resumed

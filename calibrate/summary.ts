@@ -4,25 +4,8 @@
  *
  * @module
  */
-import type { Figure, Report } from "../reports/schema.ts";
-import { formatNumber as fmt, formatSeconds } from "./_format.ts";
-
-/**
- * A figure as text: `12.3 GB/s [11.9, 12.6] (measured)` or `— (reason)`.
- *
- * @param f The figure.
- * @returns The text.
- * @example
- * ```ts
- * import { formatFigure } from "./summary.ts";
- * console.log(formatFigure({ value: 11.2, unit: "ms", tag: "measured" })); // "11.2 ms (measured)"
- * ```
- */
-export function formatFigure(f: Figure): string {
-  if (f.value === null) return `— (${f.reason ?? "not measured"})`;
-  const ci = f.ci ? ` [${fmt(f.ci[0])}, ${fmt(f.ci[1])}]` : "";
-  return `${fmt(f.value)} ${f.unit}${ci} (${f.tag})`;
-}
+import type { Report } from "../core/schema.ts";
+import { formatFigure, formatNumber as fmt, formatSeconds, textTable } from "../core/format.ts";
 
 /**
  * What the summary says when the machine has an adapter that the run left out by choice.
@@ -49,25 +32,6 @@ export const WEBGPU_NOT_CALIBRATED = "webgpu not calibrated (--backends)";
  */
 export function webgpuCalibrated(report: Pick<Report, "adapter" | "measurements">): boolean {
   return report.adapter === null || report.measurements.some((m) => m.backend === "webgpu");
-}
-
-/**
- * Lays rows out as a left-aligned text table.
- *
- * @param header Column titles.
- * @param rows Cells.
- * @returns The table.
- * @example
- * ```ts
- * import { textTable } from "./summary.ts";
- * console.log(textTable(["a", "b"], [["1", "22"]]));
- * ```
- */
-export function textTable(header: readonly string[], rows: readonly (readonly string[])[]): string {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
-  const line = (cells: readonly string[]) =>
-    cells.map((c, i) => c.padEnd(widths[i]!)).join("  ").trimEnd();
-  return [line(header), line(widths.map((w) => "-".repeat(w))), ...rows.map(line)].join("\n");
 }
 
 /**

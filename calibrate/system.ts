@@ -8,10 +8,10 @@
  *
  * @module
  */
-import type { Figure, SystemFigures } from "../reports/schema.ts";
+import type { Figure, SystemFigures } from "../core/schema.ts";
 import type { GpuHandle } from "./device.ts";
 import { missingSystemFigures } from "./assemble.ts";
-import { quantile, summarize } from "./stats.ts";
+import { quantile, summarize } from "../core/stats.ts";
 
 /**
  * Options of {@linkcode measureSystem}.

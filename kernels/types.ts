@@ -29,6 +29,17 @@ export const BACKENDS = ["webgpu", "wasm", "wasm-mt", "js"] as const;
  */
 export type Backend = typeof BACKENDS[number];
 
+/**
+ * The CPU backends, slowest first: the order the `js→wasm` and `wasm→wasm-mt` crossovers climb.
+ *
+ * @example
+ * ```ts
+ * import { CPU_BACKENDS } from "./types.ts";
+ * console.log(CPU_BACKENDS.includes("webgpu")); // false
+ * ```
+ */
+export const CPU_BACKENDS: readonly Backend[] = ["js", "wasm", "wasm-mt"];
+
 /** Every element type gpucal knows. */
 export const DTYPES = ["f32", "f16", "q8", "q4"] as const;
 
@@ -334,7 +345,7 @@ export interface WebGpuImpl {
  *
  * @example
  * ```ts
- * import { matmul } from "./matmul.ts";
+ * import { matmul } from "./matmul/mod.ts";
  * console.log(matmul.flops({ m: 2, k: 3, n: 4 })); // 48
  * ```
  */
@@ -400,7 +411,7 @@ export function isOnAxis(op: Pick<OpSpec, "dims" | "axis">, shape: Shape): boole
  * @example
  * ```ts
  * import { formatShape } from "./types.ts";
- * import { matmul } from "./matmul.ts";
+ * import { matmul } from "./matmul/mod.ts";
  * console.log(formatShape(matmul, { m: 2, k: 3, n: 4 })); // "2x3x4"
  * ```
  */

@@ -20,7 +20,7 @@
  * @module
  */
 import type { Backend } from "../kernels/types.ts";
-import type { ProvenanceTag } from "../reports/schema.ts";
+import type { ProvenanceTag } from "../core/schema.ts";
 
 /** Noise sd of ln(observed ms) assumed before two observations say otherwise (±25 %). */
 export const NOISE_PRIOR_SD = 0.25;

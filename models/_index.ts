@@ -10,21 +10,19 @@ import { getOp } from "../kernels/catalog.ts";
 import {
   type Backend,
   BACKENDS,
+  CPU_BACKENDS,
   type Dtype,
   isOnAxis,
   type OpSpec,
   type Residency,
   type Shape,
 } from "../kernels/types.ts";
-import type { CostFit, ProvenanceTag, Report, Tuning } from "../reports/schema.ts";
+import type { CostFit, ProvenanceTag, Report, Tuning } from "../core/schema.ts";
 import { correctionAt, type ResidualCurve, residualCurve } from "./_residuals.ts";
 import { correctionMean, fitShapeModel, type ShapeModel, type ShapePoint } from "./_shape_model.ts";
 
 /** Relative distance within which a measured shape counts as "this shape". */
 export const MEASURED_TOLERANCE = 0.05;
-
-/** The CPU backends: their data always lives on the host. */
-export const CPU_BACKENDS: readonly Backend[] = ["js", "wasm", "wasm-mt"];
 
 /** A measured shape of one backend: the best median over the variants measured there. */
 export interface MeasuredPoint {
@@ -340,7 +338,7 @@ function workRanges(
 
 /**
  * A fit reduced to its coefficients: fixed ms, ms per flop, ms per byte (0 for an absent term).
- * `select()` must stay under a microsecond, and `predictMs()` of `calibrate/fit.ts` rebuilds log
+ * `select()` must stay under a microsecond, and `predictMs()` of `core/costmodel.ts` rebuilds log
  * parameters on every call; {@linkcode compiledMs} evaluates the same model (`t0 + smooth max`,
  * p-norm with `SMOOTHMAX_P`) from these, and a test holds the two equal.
  */

@@ -12,7 +12,7 @@
  * @example
  * ```ts
  * import { correctionAt, residualCurve } from "./_residuals.ts";
- * const model = (bytes: number) => bytes / 1e6; // 1 GB/s, ms
+ * const model = (p: { bytes: number }) => p.bytes / 1e6; // 1 GB/s, ms
  * const curve = residualCurve([
  *   { bytes: 1e3, ms: 0.0005 }, { bytes: 1e5, ms: 0.05 }, { bytes: 1e7, ms: 20 },
  * ], model);

@@ -28,7 +28,7 @@
  *
  * @module
  */
-import { normalQuantile } from "../calibrate/_numeric.ts";
+import { normalQuantile } from "../core/numeric.ts";
 
 /** One measured shape of a series, as the model needs it. */
 export interface ShapePoint {

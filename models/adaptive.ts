@@ -24,13 +24,14 @@ import { getOp } from "../kernels/catalog.ts";
 import {
   type Backend,
   BACKENDS,
+  CPU_BACKENDS,
   type Dtype,
   type OpSpec,
   type Residency,
   type Rng,
   type Shape,
 } from "../kernels/types.ts";
-import type { ProvenanceTag, Report } from "../reports/schema.ts";
+import type { ProvenanceTag, Report } from "../core/schema.ts";
 import {
   type ArmPrior,
   type ArmSetup,
@@ -38,7 +39,6 @@ import {
   forgetRate,
   NOISE_PRIOR_SD,
 } from "./_adaptive_belief.ts";
-import { CPU_BACKENDS } from "./_index.ts";
 import { predictTime } from "./predict.ts";
 
 /** Defaults of {@linkcode AdaptiveOptions}, in one place. */

@@ -16,7 +16,7 @@
  * @module
  */
 import type { IndexEntry, ReportIndex } from "../reports/index.ts";
-import type { Figure, Report } from "../reports/schema.ts";
+import type { Figure, Report } from "../core/schema.ts";
 
 /**
  * What is known about the machine that needs a report: its CPU, and its WebGPU adapter if any.

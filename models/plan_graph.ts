@@ -22,13 +22,14 @@ import { getOp } from "../kernels/catalog.ts";
 import {
   type Backend,
   BYTES_PER_ELEMENT,
+  CPU_BACKENDS,
   type Dtype,
   type OpSpec,
   type Residency,
   type Shape,
 } from "../kernels/types.ts";
-import type { ProvenanceTag, Report } from "../reports/schema.ts";
-import { CPU_BACKENDS, indexReport, outputElements, predictSeries } from "./_index.ts";
+import type { ProvenanceTag, Report } from "../core/schema.ts";
+import { indexReport, outputElements, predictSeries } from "./_index.ts";
 
 /**
  * One op of a chain; each op consumes the previous op's output.

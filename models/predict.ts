@@ -23,8 +23,8 @@ import {
   type Shape,
   type Variant,
 } from "../kernels/types.ts";
-import type { ProvenanceTag, Report, Tuning } from "../reports/schema.ts";
-import { normalQuantile } from "../calibrate/_numeric.ts";
+import type { ProvenanceTag, Report, Tuning } from "../core/schema.ts";
+import { normalQuantile } from "../core/numeric.ts";
 import { correctionAt, DEFAULT_LEVEL } from "./_shape_model.ts";
 import { checkReach } from "./_bounds.ts";
 import {

@@ -4,9 +4,8 @@
  *
  * @module
  */
-import { listFlag, parseFlags, UsageError } from "../calibrate/_cli_args.ts";
-import { formatNumber } from "../calibrate/_format.ts";
-import { textTable } from "../calibrate/summary.ts";
+import { listFlag, parseFlags, UsageError } from "../core/cli_args.ts";
+import { formatNumber, textTable } from "../core/format.ts";
 import { getOp, OPS } from "../kernels/catalog.ts";
 import { type Backend, DTYPES, type Shape } from "../kernels/types.ts";
 import { loadReport } from "../reports/load.ts";

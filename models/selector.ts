@@ -24,7 +24,7 @@ import {
   type Residency,
   type Shape,
 } from "../kernels/types.ts";
-import type { Figure, ProvenanceTag, Report, Threshold } from "../reports/schema.ts";
+import type { Figure, ProvenanceTag, Report, Threshold } from "../core/schema.ts";
 import { checkReach } from "./_bounds.ts";
 import {
   indexReport,

@@ -6,11 +6,11 @@
  *
  * @module
  */
-import { predictMs } from "../calibrate/fit.ts";
+import { predictMs } from "../core/costmodel.ts";
 import { OPS } from "../kernels/catalog.ts";
 import type { Backend, Dtype, OpSpec, Residency } from "../kernels/types.ts";
 import type { ReportIssue } from "./error.ts";
-import type { CostFit, Crossover, Measurement, Report, Threshold } from "./schema.ts";
+import type { CostFit, Crossover, Measurement, Report, Threshold } from "../core/schema.ts";
 
 /**
  * How much faster the backend a boundary says is slower must be measured, at a size clearly on

@@ -11,7 +11,7 @@ import { OPS } from "../kernels/catalog.ts";
 import { formatShape, type OpSpec, type Shape } from "../kernels/types.ts";
 import { formatPath } from "./_issues.ts";
 import type { ReportIssue } from "./error.ts";
-import type { Figure, Report, StabilityInfo } from "./schema.ts";
+import type { Figure, Report, StabilityInfo } from "../core/schema.ts";
 
 /** Largest value a shape's dimension may have: far beyond any memory, short of overflowing work. */
 export const MAX_DIMENSION = 2 ** 32;
@@ -103,7 +103,7 @@ class Findings implements SemanticIssues {
  * @example
  * ```ts
  * import { semanticIssues } from "./_semantic.ts";
- * import type { Report } from "./schema.ts";
+ * import type { Report } from "../core/schema.ts";
  * function firstError(report: Report) { return semanticIssues(report).errors[0]?.path ?? null; }
  * ```
  */

@@ -4,12 +4,12 @@
  *
  * @module
  */
-import { parseFlags, UsageError, usageFailure } from "../calibrate/_cli_args.ts";
+import { parseFlags, UsageError, usageFailure } from "../core/cli_args.ts";
 import { compareReports } from "./compare.ts";
 import { COMPARISON_FORMATS, type ComparisonFormat, formatComparison } from "./compare_format.ts";
 import { summariseIssues } from "./_issues.ts";
 import { checkConsistency, loadReport, type ReportIssue } from "./load.ts";
-import type { Report } from "./schema.ts";
+import type { Report } from "../core/schema.ts";
 
 const USAGE =
   "Usage: deno task check --baseline A.json --current B.json [--tolerance 10%] [--format text|markdown|json] [--allow-different-machine]";

@@ -16,12 +16,12 @@
  *
  * @module
  */
-import { normalCdf, normalQuantile, roundSignificant } from "../calibrate/_numeric.ts";
+import { normalCdf, normalQuantile, roundSignificant } from "../core/numeric.ts";
 import { bestPerSize } from "../calibrate/analyze.ts";
-import { predictMs } from "../calibrate/fit.ts";
+import { predictMs } from "../core/costmodel.ts";
 import { OPS } from "../kernels/catalog.ts";
 import type { Backend } from "../kernels/types.ts";
-import type { CostFit, Crossover, Figure, Report } from "./schema.ts";
+import type { CostFit, Crossover, Figure, Report } from "../core/schema.ts";
 import { type ChoiceCost, thresholdChoiceCost } from "./threshold_cost.ts";
 
 /** Default relative tolerance: a figure must move more than 10 % to count. */

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { textTable } from "../calibrate/summary.ts";
+import { textTable } from "../core/format.ts";
 import type { Comparison, ComparisonRow, Interval } from "./compare.ts";
 
 /**

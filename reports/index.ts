@@ -15,7 +15,7 @@
 import { checkJsonText } from "./_json_guard.ts";
 import { sha256Hex } from "./_read.ts";
 import { DEFAULT_MAX_BYTES, parseReport, ReportError } from "./load.ts";
-import type { AdapterInfo, Report } from "./schema.ts";
+import type { AdapterInfo, Report } from "../core/schema.ts";
 
 /** JSON files in the reports folder that are not calibration reports. */
 export const NON_REPORT_FILES: readonly string[] = ["index.json", "schema.json", "specs.json"];

@@ -4,8 +4,8 @@
  *
  * @module
  */
-import { parseFlags, usageFailure } from "../calibrate/_cli_args.ts";
-import { writeJsonAtomic } from "./atomic.ts";
+import { parseFlags, usageFailure } from "../core/cli_args.ts";
+import { writeJsonAtomic } from "../core/atomic.ts";
 import { buildIndex } from "./index.ts";
 import { ReportError } from "./load.ts";
 

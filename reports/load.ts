@@ -2,7 +2,7 @@
  * Loading calibration reports safely: from a file or an HTTP(S) URL, size-capped, optionally
  * pinned to a SHA-256, migrated from older schema versions and fully validated. Nothing in a
  * report is ever evaluated; it is parsed as JSON (duplicate keys and deep nesting refused before
- * anything recurses into it), checked against `reports/schema.ts`, then against what the schema
+ * anything recurses into it), checked against `core/schema.ts`, then against what the schema
  * cannot say (`reports/_semantic.ts`: positive times and rates, ordered intervals, shapes in their
  * op's dimensions, an adapter consistent with the measurements), and finally against itself
  * (`reports/_consistency.ts`: stored crossovers, thresholds and fits against its own
@@ -27,9 +27,9 @@ import { summariseIssues, toReportIssues } from "./_issues.ts";
 import { checkJsonLimits, checkJsonText } from "./_json_guard.ts";
 import { readFileCapped, sha256Hex } from "./_read.ts";
 import { semanticIssues } from "./_semantic.ts";
-import { writeFileAtomic } from "./atomic.ts";
+import { writeFileAtomic } from "../core/atomic.ts";
 import { ReportError, type ReportIssue } from "./error.ts";
-import { type Report, ReportSchema, SCHEMA_VERSION } from "./schema.ts";
+import { type Report, ReportSchema, SCHEMA_VERSION } from "../core/schema.ts";
 
 export { checkConsistency } from "./_consistency.ts";
 export { ReportError, type ReportErrorKind, type ReportIssue } from "./error.ts";

@@ -6,11 +6,11 @@
  *
  * @module
  */
-import { parseFlags, UsageError, usageFailure } from "../calibrate/_cli_args.ts";
+import { parseFlags, UsageError, usageFailure } from "../core/cli_args.ts";
 import { renderMarkdown } from "./html/markdown.ts";
 import { renderHtml } from "./html/render.ts";
 import { loadReport } from "./load.ts";
-import type { Report } from "./schema.ts";
+import type { Report } from "../core/schema.ts";
 import { readSpecsFile, type SpecsFile } from "./specs_file.ts";
 
 const FORMATS = ["html", "markdown"] as const;

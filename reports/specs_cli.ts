@@ -5,8 +5,8 @@
  *
  * @module
  */
-import { parseFlags, UsageError, usageFailure } from "../calibrate/_cli_args.ts";
-import { writeJsonAtomic } from "./atomic.ts";
+import { parseFlags, UsageError, usageFailure } from "../core/cli_args.ts";
+import { writeJsonAtomic } from "../core/atomic.ts";
 import { type GpuSpec, parseSpecTables } from "./specs.ts";
 import { type SpecsFile, SpecsFileSchema } from "./specs_file.ts";
 

@@ -12,7 +12,7 @@
  */
 import { bestPerSize } from "../calibrate/analyze.ts";
 import type { Backend } from "../kernels/types.ts";
-import type { Crossover, Report } from "./schema.ts";
+import type { Crossover, Report } from "../core/schema.ts";
 
 /**
  * The largest slowdown of deciding by one report's threshold, judged on the other report's

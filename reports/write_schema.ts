@@ -1,5 +1,5 @@
 /**
- * Regenerates `reports/schema.json` from `reports/schema.ts`: `deno task schema`.
+ * Regenerates `reports/schema.json` from `core/schema.ts`: `deno task schema`.
  *
  * @example
  * ```ts
@@ -9,15 +9,15 @@
  *
  * @module
  */
-import { parseFlags, usageFailure } from "../calibrate/_cli_args.ts";
-import { reportJsonSchema } from "./schema.ts";
+import { parseFlags, usageFailure } from "../core/cli_args.ts";
+import { reportJsonSchema } from "../core/schema.ts";
 
 const USAGE = "Usage: deno task schema";
 
 const HELP = `${USAGE}
 
 Regenerates reports/schema.json, the JSON Schema every calibration report satisfies, from the zod
-schema in reports/schema.ts (the one definition). Commit the two together.
+schema in core/schema.ts (the one definition). Commit the two together.
 
 Options:
   -h, --help   Show this help

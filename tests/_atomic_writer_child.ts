@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { writeFileAtomic } from "../reports/atomic.ts";
+import { writeFileAtomic } from "../core/atomic.ts";
 
 const path = Deno.args[0];
 if (path === undefined) {

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { Report } from "../reports/schema.ts";
+import type { Report } from "../core/schema.ts";
 import { syntheticReport } from "./_fixtures.ts";
 
 /**

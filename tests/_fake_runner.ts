@@ -7,8 +7,8 @@
 import { getOp } from "../kernels/catalog.ts";
 import { variantId } from "../kernels/types.ts";
 import type { Planner, PlanStep } from "../calibrate/planner.ts";
-import type { SystemFigures } from "../reports/schema.ts";
-import type { MeasureRequest, MeasureResult } from "../calibrate/result.ts";
+import type { SystemFigures } from "../core/schema.ts";
+import type { MeasureRequest, MeasureResult } from "../core/result.ts";
 
 /** Per request, its time per run in ms, or a string: the reason it is unsupported. */
 export type FakeTimes = (req: MeasureRequest) => number | string;

@@ -19,7 +19,7 @@ import type {
   Report,
   Threshold,
   Tuning,
-} from "../reports/schema.ts";
+} from "../core/schema.ts";
 
 /** Launch overhead (µs), compute rate (GFLOP/s) and bandwidth (GB/s) of one synthetic series. */
 interface Rates {

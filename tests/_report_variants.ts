@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { Figure, Report } from "../reports/schema.ts";
+import type { Figure, Report } from "../core/schema.ts";
 import { syntheticReport } from "./_fixtures.ts";
 
 /**

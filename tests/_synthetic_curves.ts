@@ -4,8 +4,8 @@
  *
  * @module
  */
-import { normal } from "../calibrate/_numeric.ts";
-import { median } from "../calibrate/stats.ts";
+import { normal } from "../core/numeric.ts";
+import { median } from "../core/stats.ts";
 import type { CurvePoint } from "../calibrate/crossover.ts";
 import type { Rng } from "../kernels/types.ts";
 

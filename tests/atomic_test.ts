@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { writeFileAtomic, writeJsonAtomic } from "../reports/atomic.ts";
+import { writeFileAtomic, writeJsonAtomic } from "../core/atomic.ts";
 
 async function withTempDir(fn: (dir: string) => Promise<void>): Promise<void> {
   const dir = await Deno.makeTempDir();

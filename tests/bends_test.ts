@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { bendPoints } from "../calibrate/bends.ts";
 import { planFor } from "../calibrate/plan.ts";
 import { getOp, OPS } from "../kernels/catalog.ts";
-import type { Measurement } from "../reports/schema.ts";
+import type { Measurement } from "../core/schema.ts";
 
 const add = getOp("add");
 

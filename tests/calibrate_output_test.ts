@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
-import { defaultReportPath } from "../calibrate/_output.ts";
+import { defaultReportPath } from "../cli/_output.ts";
 import { calibrate } from "../calibrate/calibrate.ts";
-import { main } from "../calibrate/cli.ts";
-import { removeStaleTemps, removeTempFilesSync, writeFileAtomic } from "../reports/atomic.ts";
+import { main } from "../cli/calibrate.ts";
+import { removeStaleTemps, removeTempFilesSync, writeFileAtomic } from "../core/atomic.ts";
 import { parseReport } from "../reports/load.ts";
 import { captureCli } from "./_console.ts";
 import { syntheticReport } from "./_fixtures.ts";
@@ -124,7 +124,7 @@ Deno.test("calibrate --out where it may not write fails before measuring, naming
         "--allow-env",
         "--allow-sys",
         "--allow-run=git",
-        `${REPO}calibrate/cli.ts`,
+        `${REPO}cli/calibrate.ts`,
         ...QUICK,
         "--out",
         `${dir}/elsewhere/r.json`,
@@ -142,7 +142,7 @@ Deno.test("calibrate --out where it may not write fails before measuring, naming
       `error: --out "${dir}/elsewhere/r.json": this run may not write in "${dir}/elsewhere"; run: ` +
         `deno run --v8-flags=--no-maglev --allow-read --allow-write=reports,${dir}/elsewhere ` +
         `--allow-env ` +
-        `--allow-sys=cpus,osRelease,systemMemoryInfo --allow-run=git calibrate/cli.ts ` +
+        `--allow-sys=cpus,osRelease,systemMemoryInfo --allow-run=git cli/calibrate.ts ` +
         `${QUICK.join(" ")} --out ${dir}/elsewhere/r.json`,
     );
     assert.deepEqual(rest.filter((l) => l !== ""), [
@@ -241,7 +241,7 @@ Deno.test("SIGTERM stops calibrate like Ctrl-C: a valid partial report, exit 130
         "--allow-env",
         "--allow-sys",
         "--allow-run=git",
-        `${REPO}calibrate/cli.ts`,
+        `${REPO}cli/calibrate.ts`,
         "--ops",
         "add,mul,fma",
         "--backends",

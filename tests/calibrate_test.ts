@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { calibrate } from "../calibrate/calibrate.ts";
-import { main } from "../calibrate/cli.ts";
+import { main } from "../cli/calibrate.ts";
 import { openRunner } from "../calibrate/runners/mod.ts";
 import type { Runner } from "../calibrate/runner.ts";
 import type { Backend } from "../kernels/types.ts";

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { main } from "../reports/check_cli.ts";
-import type { Report } from "../reports/schema.ts";
+import type { Report } from "../core/schema.ts";
 import { captureCli } from "./_console.ts";
 import { syntheticReport } from "./_fixtures.ts";
 import { jittered, MATMUL_WASM, movedGpuCrossover, slowedSeries } from "./_report_variants.ts";

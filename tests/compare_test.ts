@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { compareReports } from "../reports/compare.ts";
-import type { Report } from "../reports/schema.ts";
+import type { Report } from "../core/schema.ts";
 import { syntheticReport } from "./_fixtures.ts";
 import { jittered, MATMUL_WASM, movedGpuCrossover, slowedSeries } from "./_report_variants.ts";
 

@@ -10,7 +10,7 @@ import { fitCostModel } from "../calibrate/fit.ts";
 import { geometricGrid } from "../calibrate/sweep.ts";
 import { seededRng } from "../kernels/_random.ts";
 import type { Backend } from "../kernels/types.ts";
-import { type Crossover as ReportCrossover, CrossoverSchema } from "../reports/schema.ts";
+import { type Crossover as ReportCrossover, CrossoverSchema } from "../core/schema.ts";
 import {
   addWork,
   relError,

@@ -1,15 +1,10 @@
 import assert from "node:assert/strict";
-import {
-  type CostFit,
-  fitCostModel,
-  fitCostModels,
-  type FitMeta,
-  predictMs,
-} from "../calibrate/fit.ts";
+import { type CostFit, fitCostModel, fitCostModels, type FitMeta } from "../calibrate/fit.ts";
+import { predictMs } from "../core/costmodel.ts";
 import { geometricGrid } from "../calibrate/sweep.ts";
 import { seededRng } from "../kernels/_random.ts";
-import { CostFitSchema } from "../reports/schema.ts";
-import type { CostFit as ReportCostFit } from "../reports/schema.ts";
+import { CostFitSchema } from "../core/schema.ts";
+import type { CostFit as ReportCostFit } from "../core/schema.ts";
 import {
   addWork,
   matmulWork,

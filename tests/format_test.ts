@@ -5,7 +5,7 @@ import {
   formatNumber,
   formatPercent,
   formatSeconds,
-} from "../calibrate/_format.ts";
+} from "../core/format.ts";
 
 Deno.test("formatNumber() keeps three significant digits and no more", () => {
   assert.equal(formatNumber(85.47549601364616), "85.5");

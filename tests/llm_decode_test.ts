@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { measureDecode, parseVariantId } from "../models/llm/decode.ts";
+import { measureDecode, parseVariantId } from "../decode/decode.ts";
 import { KERNELS_PER_LAYER, MODEL_KERNELS } from "../models/llm/decode_kernels.ts";
 import { getPreset } from "../models/llm/presets.ts";
 import { gpuTest } from "./_gpu.ts";

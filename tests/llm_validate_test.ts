@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { createWebGpuRunner } from "../calibrate/runners/webgpu.ts";
-import { validateDecode } from "../models/llm/validate.ts";
+import { validateDecode } from "../decode/validate.ts";
 import { loadReport } from "../reports/load.ts";
 import { gpuTest } from "./_gpu.ts";
 

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { getOp } from "../kernels/catalog.ts";
 import { planFor } from "../calibrate/plan.ts";
 import { Planner } from "../calibrate/planner.ts";
-import type { MeasureRequest } from "../calibrate/result.ts";
+import type { MeasureRequest } from "../core/result.ts";
 import { DOMINATED_MIN_POINTS } from "../calibrate/decide.ts";
 import { missingSystemFigures } from "../calibrate/assemble.ts";
 import { drive } from "./_fake_runner.ts";

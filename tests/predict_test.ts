@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { predictMs } from "../calibrate/fit.ts";
+import { predictMs } from "../core/costmodel.ts";
 import { compiledMs, compileFit } from "../models/_index.ts";
 import { residualCurve } from "../models/_residuals.ts";
 import { predictTime, recommendTuning, variantParams } from "../models/predict.ts";

@@ -5,7 +5,7 @@ import { renderMarkdown } from "../reports/html/markdown.ts";
 import { usageMap } from "../reports/html/_map.ts";
 import { formatTick, logTicks } from "../reports/html/svg.ts";
 import { main } from "../reports/report_cli.ts";
-import type { Report } from "../reports/schema.ts";
+import type { Report } from "../core/schema.ts";
 import { captureCli } from "./_console.ts";
 import { syntheticReport } from "./_fixtures.ts";
 

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { buildIndex } from "../reports/index.ts";
 import { main } from "../reports/index_cli.ts";
 import { ReportError } from "../reports/load.ts";
-import type { Report } from "../reports/schema.ts";
+import type { Report } from "../core/schema.ts";
 import { syntheticReport } from "./_fixtures.ts";
 import { cpuOnlyReport } from "./_report_variants.ts";
 

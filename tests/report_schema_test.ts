@@ -6,7 +6,7 @@ import type {
   Provenance,
 } from "../calibrate/crossover.ts";
 import type { CostFit as FitCostFit } from "../calibrate/fit.ts";
-import type { MeasureResult } from "../calibrate/result.ts";
+import type { MeasureResult } from "../core/result.ts";
 import { migrateReport, type Migration, parseReport, ReportError } from "../reports/load.ts";
 import {
   type CostFit,
@@ -17,7 +17,7 @@ import {
   type Report,
   reportJsonSchema,
   SCHEMA_VERSION,
-} from "../reports/schema.ts";
+} from "../core/schema.ts";
 import { renderReportJsonSchema, SCHEMA_JSON_URL } from "../reports/write_schema.ts";
 import { syntheticReport } from "./_fixtures.ts";
 
@@ -223,7 +223,7 @@ Deno.test("migrateReport() applies migrations up to the current version and chec
   assert.throws(() => migrateReport({ schemaVersion: 0 }, broken), RangeError);
 });
 
-Deno.test("reports/schema.json is up to date with reports/schema.ts (run `deno task schema`)", async () => {
+Deno.test("reports/schema.json is up to date with core/schema.ts (run `deno task schema`)", async () => {
   const committed = await Deno.readTextFile(SCHEMA_JSON_URL);
   assert.equal(committed, renderReportJsonSchema());
 });

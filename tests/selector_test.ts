@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { BackendSelector } from "../models/selector.ts";
-import type { Report } from "../reports/schema.ts";
+import type { Report } from "../core/schema.ts";
 import { syntheticReport } from "./_fixtures.ts";
 
 const cube = (n: number) => ({ m: n, k: n, n });

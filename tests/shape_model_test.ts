@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { seededRng } from "../kernels/_random.ts";
 import { correctionAt, fitShapeModel, type ShapePoint } from "../models/_shape_model.ts";
 import { predictTime } from "../models/predict.ts";
-import type { Measurement } from "../reports/schema.ts";
+import type { Measurement } from "../core/schema.ts";
 import { syntheticReport } from "./_fixtures.ts";
 
 /** A smooth shape effect: small m runs slow, long k a little slow, in ln units. */

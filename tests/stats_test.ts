@@ -7,7 +7,7 @@ import {
   quantile,
   stopReason,
   summarize,
-} from "../calibrate/stats.ts";
+} from "../core/stats.ts";
 import { seededRng } from "../kernels/_random.ts";
 
 function lognormalSamples(n: number, center: number, sigma: number, seed: number): number[] {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { compareReports } from "../reports/compare.ts";
-import type { Crossover, Report } from "../reports/schema.ts";
+import type { Crossover, Report } from "../core/schema.ts";
 import { thresholdChoiceCost } from "../reports/threshold_cost.ts";
 import { syntheticReport } from "./_fixtures.ts";
 import { movedGpuCrossover } from "./_report_variants.ts";

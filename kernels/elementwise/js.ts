@@ -5,7 +5,7 @@
  * @module
  */
 import type { JsImpl } from "../types.ts";
-import type { ElementwiseKind } from "./mod.ts";
+import type { ElementwiseKind } from "./_kind.ts";
 
 type Body = (a: Float32Array, b: Float32Array, c: Float32Array, out: Float32Array) => void;
 

@@ -6,36 +6,12 @@
  */
 import { randomFloats, toFloat64 } from "../_random.ts";
 import { BYTES_PER_ELEMENT, type OpSpec, type Shape } from "../types.ts";
+import { ELEMENTWISE_ARITY, type ElementwiseKind } from "./_kind.ts";
 import { elementwiseJs } from "./js.ts";
 import { elementwiseWasm } from "./wasm.ts";
 import { elementwiseWebGpu } from "./webgpu.ts";
 
-/**
- * Which elementwise function: `add`, `mul` or `fma`.
- *
- * @example
- * ```ts
- * import { ELEMENTWISE_ARITY, type ElementwiseKind } from "./mod.ts";
- * const k: ElementwiseKind = "fma";
- * console.log(ELEMENTWISE_ARITY[k]); // 3
- * ```
- */
-export type ElementwiseKind = "add" | "mul" | "fma";
-
-/**
- * Number of operands of each elementwise kind.
- *
- * @example
- * ```ts
- * import { ELEMENTWISE_ARITY } from "./mod.ts";
- * console.log(ELEMENTWISE_ARITY.add); // 2
- * ```
- */
-export const ELEMENTWISE_ARITY: Readonly<Record<ElementwiseKind, number>> = {
-  add: 2,
-  mul: 2,
-  fma: 3,
-};
+export { ELEMENTWISE_ARITY, type ElementwiseKind };
 
 function length(shape: Shape): number {
   const n = shape.n;

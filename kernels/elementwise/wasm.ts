@@ -6,33 +6,27 @@
  * @module
  */
 import type { Shape, Variant, WasmImpl } from "../types.ts";
-import type { ElementwiseKind } from "./mod.ts";
+import { ELEMENTWISE_ARITY, type ElementwiseKind } from "./_kind.ts";
 
 /** Elements per part: 64 KiB of each operand, small enough to spread 1M elements over 16 threads. */
 export const ELEMENTWISE_BLOCK = 16384;
 
 interface Body {
-  readonly arity: number;
   vec(operands: string[]): string;
   scalar(operands: string[]): string;
 }
 
-// Arity is restated here rather than imported: mod.ts imports this module, and a value import
-// back would make the cycle order-dependent.
 const OPS: Readonly<Record<ElementwiseKind, Body>> = {
   add: {
-    arity: 2,
     vec: ([a, b]) => `(f32x4.add ${a} ${b})`,
     scalar: ([a, b]) => `(f32.add ${a} ${b})`,
   },
   mul: {
-    arity: 2,
     vec: ([a, b]) => `(f32x4.mul ${a} ${b})`,
     scalar: ([a, b]) => `(f32.mul ${a} ${b})`,
   },
   // Unfused (two roundings) so every engine gives the same bits; relaxed_madd would not.
   fma: {
-    arity: 3,
     vec: ([a, b, c]) => `(f32x4.add (f32x4.mul ${a} ${b}) ${c})`,
     scalar: ([a, b, c]) => `(f32.add (f32.mul ${a} ${b}) ${c})`,
   },
@@ -53,7 +47,7 @@ function length(shape: Shape): number {
 }
 
 function wat(kind: ElementwiseKind, unroll: number): string {
-  const arity = OPS[kind].arity;
+  const arity = ELEMENTWISE_ARITY[kind];
   const ins = Array.from({ length: arity }, (_, i) => `$in${i}`);
   const params = ins.map((p) => `(param ${p} i32)`).join(" ");
   const at = (load: string, offset: number) =>

@@ -33,7 +33,7 @@
  * @module
  */
 import type { Dtype, Shape, Variant, WebGpuImpl, WgslProgram } from "../types.ts";
-import { ELEMENTWISE_ARITY, type ElementwiseKind } from "./mod.ts";
+import { ELEMENTWISE_ARITY, type ElementwiseKind } from "./_kind.ts";
 
 /** WebGPU's guaranteed minimum of maxComputeWorkgroupsPerDimension: wider grids fold into y. */
 const MAX_GROUPS_X = 65535;

@@ -28,7 +28,7 @@
  *
  * @module
  */
-import { formatNumber } from "../../calibrate/_format.ts";
+import { formatNumber } from "../../core/format.ts";
 import type { Dtype, Shape } from "../../kernels/types.ts";
 import { allReduceMs, describeLink, sendMs } from "./comm.ts";
 import {
@@ -54,19 +54,9 @@ import {
 } from "./memory.ts";
 import type { ModelSpec } from "./presets.ts";
 import { type ParallelPlan, shardMemory, shardSlices, type Strategy } from "./shards.ts";
+import type { ProvenanceTag as Provenance } from "../../core/schema.ts";
 
 export { KERNELS_PER_LAYER, MODEL_KERNELS };
-
-/**
- * Where a number came from, weakest last (see notes/report_shape.md).
- *
- * @example
- * ```ts
- * import type { Provenance } from "./estimate.ts";
- * const p: Provenance = "measured";
- * ```
- */
-export type Provenance = "measured" | "fitted" | "extrapolated" | "borrowed";
 
 const PROVENANCE_ORDER: readonly Provenance[] = ["measured", "fitted", "extrapolated", "borrowed"];
 

@@ -6,7 +6,7 @@
  * @module
  */
 import { parseArgs } from "node:util";
-import { formatMs, formatNumber } from "../../calibrate/_format.ts";
+import { formatMs, formatNumber } from "../../core/format.ts";
 import { loadReport, ReportError } from "../../reports/load.ts";
 import type { Interconnect } from "./comm.ts";
 import type { TokensPerSecEstimate } from "./estimate.ts";

@@ -7,7 +7,7 @@
  *
  * @module
  */
-// The project pins npm packages by full specifier in library code (see notes/preamble.md).
+// Library code imports npm packages by full specifier, so it works without this deno.json.
 // deno-lint-ignore no-import-prefix
 import { z } from "npm:zod@4.6.7";
 

@@ -10,14 +10,13 @@
  *
  * @module
  */
-import type { Backend, Dtype } from "../../kernels/types.ts";
-import type { CostFit, Figure, Measurement, Report } from "../../reports/schema.ts";
+import { type Backend, CPU_BACKENDS, type Dtype } from "../../kernels/types.ts";
+import type { CostFit, Figure, Measurement, Report } from "../../core/schema.ts";
 import { predictTime } from "../predict.ts";
 import type { DeviceRates, KernelTimeModel, RateFigure } from "./estimate.ts";
 
 /** Weight dtypes a gemv figure is looked up for. */
 const GEMV_DTYPES = ["f32", "f16", "q8", "q4"] as const;
-const CPU_BACKENDS = ["wasm-mt", "wasm", "js"] as const satisfies readonly Backend[];
 
 /**
  * A figure the report lacks: names the figure and the calibrate command that measures it.
@@ -242,7 +241,8 @@ function largestGemvRate(report: Report, backend: Backend): number {
 function chooseBackend(report: Report, forced?: Backend): { backend: Backend; reason: string } {
   if (forced) return { backend: forced, reason: "asked for" };
   const gpuRate = report.adapter ? largestGemvRate(report, "webgpu") : 0;
-  const ranked = CPU_BACKENDS.map((b) => ({ b, rate: largestGemvRate(report, b) }))
+  // Fastest first, so equal rates go to the faster backend.
+  const ranked = [...CPU_BACKENDS].reverse().map((b) => ({ b, rate: largestGemvRate(report, b) }))
     .filter((r) => r.rate > 0)
     .sort((a, b) => b.rate - a.rate);
   const best = ranked[0];

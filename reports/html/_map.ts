@@ -7,12 +7,13 @@
  * @module
  */
 import { bestPerSize } from "../../calibrate/analyze.ts";
-import { formatCount } from "../../calibrate/_format.ts";
+import { formatCount } from "../../core/format.ts";
 import { type Backend, BACKENDS, type Dtype, type Residency } from "../../kernels/types.ts";
-import type { Crossover, Report } from "../schema.ts";
+import type { Crossover, Report } from "../../core/schema.ts";
 import { type OpGroup, opGroups } from "./_series.ts";
 
-const CPU_BACKENDS: readonly Backend[] = BACKENDS.filter((b) => b !== "webgpu");
+// In backend order, not CPU_BACKENDS order: tied backends are listed in this order.
+const CPU_IN_BACKEND_ORDER: readonly Backend[] = BACKENDS.filter((b) => b !== "webgpu");
 
 /**
  * A stretch of sizes with one fastest backend, or several tied.
@@ -83,10 +84,12 @@ function curvesOf(
       half: m.wall.ciHalfWidth,
     })),
   });
-  let cpu = CPU_BACKENDS.map((b) => curve(dtype, b)).filter((c) => c.points.length > 0);
+  let cpu = CPU_IN_BACKEND_ORDER.map((b) => curve(dtype, b)).filter((c) => c.points.length > 0);
   // As the crossovers do: no CPU backend computes in f16, so its alternative is the f32 problem.
   const cpuInF32 = cpu.length === 0 && dtype === "f16";
-  if (cpuInF32) cpu = CPU_BACKENDS.map((b) => curve("f32", b)).filter((c) => c.points.length > 0);
+  if (cpuInF32) {
+    cpu = CPU_IN_BACKEND_ORDER.map((b) => curve("f32", b)).filter((c) => c.points.length > 0);
+  }
   const gpu = curve(dtype, "webgpu");
   return { curves: gpu.points.length > 0 ? [...cpu, gpu] : cpu, cpuInF32 };
 }

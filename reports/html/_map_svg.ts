@@ -5,9 +5,9 @@
  *
  * @module
  */
-import { formatCount } from "../../calibrate/_format.ts";
+import { formatCount } from "../../core/format.ts";
 import type { Backend } from "../../kernels/types.ts";
-import type { Crossover } from "../schema.ts";
+import type { Crossover } from "../../core/schema.ts";
 import { escapeHtml as esc } from "./_escape.ts";
 import { bandLabel, type UsageBand, type UsageRow } from "./_map.ts";
 import { seriesColor, seriesId, seriesLabel } from "./_series.ts";

@@ -6,9 +6,9 @@
  *
  * @module
  */
-import { formatCount, formatNumber, formatPercent } from "../../calibrate/_format.ts";
-import { predictMs } from "../../calibrate/fit.ts";
-import type { CostFit, Crossover, Report } from "../schema.ts";
+import { formatCount, formatNumber, formatPercent } from "../../core/format.ts";
+import { predictMs } from "../../core/costmodel.ts";
+import type { CostFit, Crossover, Report } from "../../core/schema.ts";
 import type { SpecEntry } from "../specs_file.ts";
 import { escapeHtml as esc } from "./_escape.ts";
 import { usageMap } from "./_map.ts";

@@ -8,7 +8,7 @@
  */
 import { peakRates } from "../../calibrate/analyze.ts";
 import type { Backend, Dtype, Residency } from "../../kernels/types.ts";
-import type { Report } from "../schema.ts";
+import type { Report } from "../../core/schema.ts";
 import type { SpecEntry } from "../specs_file.ts";
 import { bestSeries, opGroups, seriesId, seriesLabel } from "./_series.ts";
 

@@ -5,7 +5,7 @@
  * @module
  */
 import type { Backend, Dtype, Residency } from "../../kernels/types.ts";
-import type { Report } from "../schema.ts";
+import type { Report } from "../../core/schema.ts";
 
 /**
  * One measured size of a series: the fastest variant there.

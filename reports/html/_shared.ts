@@ -4,9 +4,9 @@
  *
  * @module
  */
-import { formatNumber } from "../../calibrate/_format.ts";
+import { formatNumber } from "../../core/format.ts";
 import { compareReports, type Comparison, type ComparisonRow } from "../compare.ts";
-import type { Crossover, LlmValidation, Report } from "../schema.ts";
+import type { Crossover, LlmValidation, Report } from "../../core/schema.ts";
 import type { SpecsFile } from "../specs_file.ts";
 
 /**

@@ -5,10 +5,10 @@
  *
  * @module
  */
-import { formatCount, formatPercent, formatSeconds } from "../../calibrate/_format.ts";
-import { formatFigure, WEBGPU_NOT_CALIBRATED, webgpuCalibrated } from "../../calibrate/summary.ts";
+import { formatCount, formatFigure, formatPercent, formatSeconds } from "../../core/format.ts";
+import { WEBGPU_NOT_CALIBRATED, webgpuCalibrated } from "../../calibrate/summary.ts";
 import type { Comparison } from "../compare.ts";
-import type { Crossover, Figure, Report, Tuning } from "../schema.ts";
+import type { Crossover, Figure, Report, Tuning } from "../../core/schema.ts";
 import { escapeHtml as esc } from "./_escape.ts";
 import { type OpGroup, seriesId, seriesLabel } from "./_series.ts";
 import { crossoverKey, movedRows, num, secondEstimateOf } from "./_shared.ts";

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { Report } from "../schema.ts";
+import type { Report } from "../../core/schema.ts";
 
 /** Pastel colours, dark text stays readable on each. */
 const PASTELS: readonly string[] = [

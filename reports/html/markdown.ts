@@ -11,9 +11,8 @@
  *
  * @module
  */
-import { formatPercent, formatSeconds } from "../../calibrate/_format.ts";
-import { formatFigure } from "../../calibrate/summary.ts";
-import type { Figure, Report } from "../schema.ts";
+import { formatFigure, formatPercent, formatSeconds } from "../../core/format.ts";
+import type { Figure, Report } from "../../core/schema.ts";
 import { describeRow, usageMap } from "./_map.ts";
 import { comparisonFor, movedRows, num, type RenderOptions, secondEstimateOf } from "./_shared.ts";
 

@@ -22,9 +22,9 @@
  *
  * @module
  */
-import { formatSeconds } from "../../calibrate/_format.ts";
+import { formatSeconds } from "../../core/format.ts";
 import { WEBGPU_NOT_CALIBRATED, webgpuCalibrated } from "../../calibrate/summary.ts";
-import type { Report } from "../schema.ts";
+import type { Report } from "../../core/schema.ts";
 import { specForAdapter } from "../specs_file.ts";
 import { escapeHtml as esc } from "./_escape.ts";
 import { mapSection, plotsSection, rooflineSection, type RooflineSpecs } from "./_plots.ts";

@@ -6,14 +6,14 @@
  *
  * @module
  */
-import type { Dtype } from "../../kernels/types.ts";
-import { gemvWebGpu } from "../../kernels/gemv/webgpu.ts";
-import type { GpuHandle } from "../../calibrate/device.ts";
-import type { RunnerSource } from "../../calibrate/measure.ts";
-import type { WebGpuRunnerOptions } from "../../calibrate/runners/webgpu.ts";
-import { getOp } from "../../kernels/catalog.ts";
-import type { LlmValidation, Report } from "../../reports/schema.ts";
-import { median } from "../../calibrate/stats.ts";
+import type { Dtype } from "../kernels/types.ts";
+import { gemvWebGpu } from "../kernels/gemv/webgpu.ts";
+import type { GpuHandle } from "../calibrate/device.ts";
+import type { RunnerSource } from "../calibrate/measure.ts";
+import type { WebGpuRunnerOptions } from "../calibrate/runners/webgpu.ts";
+import { getOp } from "../kernels/catalog.ts";
+import type { LlmValidation, Report } from "../core/schema.ts";
+import { median } from "../core/stats.ts";
 import {
   type DecodeMeasurement,
   type DecodeQuant,
@@ -25,9 +25,9 @@ import {
   estimateTokensPerSec,
   type KernelEstimate,
   type TokensPerSecEstimate,
-} from "./estimate.ts";
-import { getPreset, type ModelSpec } from "./presets.ts";
-import { ratesFromReport, type ReportRates } from "./rates.ts";
+} from "../models/llm/estimate.ts";
+import { getPreset, type ModelSpec } from "../models/llm/presets.ts";
+import { ratesFromReport, type ReportRates } from "../models/llm/rates.ts";
 
 /**
  * Options of {@linkcode validateDecode}.
@@ -100,8 +100,8 @@ const DTYPE: Readonly<Record<DecodeQuant, Dtype>> = { f32: "f32", int4: "q4" };
  * @throws {MissingCalibrationError} when the report lacks a WebGPU figure the estimate needs.
  * @example
  * ```ts ignore
- * import { openGpu } from "../../calibrate/device.ts";
- * import { loadReport } from "../../reports/load.ts";
+ * import { openGpu } from "../calibrate/device.ts";
+ * import { loadReport } from "../reports/load.ts";
  * import { validateDecode } from "./validate.ts";
  * const gpu = await openGpu();
  * if (gpu) {
@@ -366,7 +366,7 @@ function softmaxVariant(kernels: readonly KernelEstimate[]): string | undefined 
 async function webGpuSources(
   gpu: GpuHandle,
 ): Promise<(options?: WebGpuRunnerOptions) => RunnerSource> {
-  const { createWebGpuRunner } = await import("../../calibrate/runners/webgpu.ts");
+  const { createWebGpuRunner } = await import("../calibrate/runners/webgpu.ts");
   return (options = {}) => {
     const runner = createWebGpuRunner(gpu, options);
     return (backend) =>

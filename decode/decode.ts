@@ -9,9 +9,9 @@
  *
  * @module
  */
-import { gemvWebGpu } from "../../kernels/gemv/webgpu.ts";
-import { type Dtype, QUANT_GROUP_SIZE, type Variant } from "../../kernels/types.ts";
-import type { GpuHandle } from "../../calibrate/device.ts";
+import { gemvWebGpu } from "../kernels/gemv/webgpu.ts";
+import { type Dtype, QUANT_GROUP_SIZE, type Variant } from "../kernels/types.ts";
+import type { GpuHandle } from "../calibrate/device.ts";
 import {
   argmaxShader,
   type DecodeDims,
@@ -26,9 +26,10 @@ import {
   softmaxShader,
   valuesShader,
 } from "./_decode_wgsl.ts";
-import { type KernelDims, KERNELS_PER_LAYER, MODEL_KERNELS } from "./decode_kernels.ts";
-import { positiveInteger } from "./memory.ts";
-import type { ModelSpec } from "./presets.ts";
+import { type KernelDims, KERNELS_PER_LAYER, MODEL_KERNELS } from "../models/llm/decode_kernels.ts";
+import { positiveInteger } from "../models/llm/memory.ts";
+import type { ModelSpec } from "../models/llm/presets.ts";
+import { median } from "../core/stats.ts";
 
 /** Weight formats the synthetic decode runs: f32, or int4 (the `q4` gemv). */
 export type DecodeQuant = "f32" | "int4";
@@ -307,8 +308,8 @@ function softmaxLanes(id: string | undefined): 64 | 256 {
  *   binding limit, tokens + warm-up exceed the context, or the decode yields an invalid token.
  * @example
  * ```ts ignore
- * import { openGpu } from "../../calibrate/device.ts";
- * import { getPreset } from "./presets.ts";
+ * import { openGpu } from "../calibrate/device.ts";
+ * import { getPreset } from "../models/llm/presets.ts";
  * import { measureDecode } from "./decode.ts";
  * const gpu = await openGpu();
  * if (gpu) {
@@ -654,12 +655,6 @@ function projectionShapes(
     }
     return { rows: work.shape.rows!, cols: work.shape.cols! };
   };
-}
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, c) => a - c);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
 function builderFor<T>(builders: Record<string, T>, name: string): T {

@@ -12,7 +12,7 @@ import { parseArgs, type ParseArgsConfig } from "node:util";
  *
  * @example
  * ```ts
- * import { UsageError } from "./_cli_args.ts";
+ * import { UsageError } from "./cli_args.ts";
  * const e = new UsageError('Unknown flag "--fast": see --help');
  * console.log(e.name); // "UsageError"
  * ```
@@ -34,7 +34,7 @@ export class UsageError extends Error {
  * @throws {UsageError} on an unknown flag, a missing value, or a stray positional.
  * @example
  * ```ts
- * import { parseFlags } from "./_cli_args.ts";
+ * import { parseFlags } from "./cli_args.ts";
  * const { values } = parseFlags(["--quick"], { quick: { type: "boolean" } });
  * console.log(values.quick); // true
  * ```
@@ -62,7 +62,7 @@ export function parseFlags<T extends NonNullable<ParseArgsConfig["options"]>>(
  * @throws {UsageError} naming the flag and the bad item.
  * @example
  * ```ts
- * import { listFlag } from "./_cli_args.ts";
+ * import { listFlag } from "./cli_args.ts";
  * console.log(listFlag("--dtypes", "f32,f16", ["f32", "f16"])); // ["f32", "f16"]
  * ```
  */
@@ -91,7 +91,7 @@ export function listFlag<T extends string>(
  * @throws {UsageError} when the value is not a positive finite number.
  * @example
  * ```ts
- * import { positiveNumberFlag } from "./_cli_args.ts";
+ * import { positiveNumberFlag } from "./cli_args.ts";
  * console.log(positiveNumberFlag("--budget", "90s")); // 90
  * ```
  */
@@ -114,7 +114,7 @@ export function positiveNumberFlag(flag: string, value: string | undefined): num
  * @throws {unknown} `error` itself when it is not a usage error.
  * @example
  * ```ts
- * import { usageFailure, UsageError } from "./_cli_args.ts";
+ * import { usageFailure, UsageError } from "./cli_args.ts";
  * const code = usageFailure(new UsageError("--out is required"), "Usage: x --out P");
  * console.log(code); // 2
  * ```

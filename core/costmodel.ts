@@ -8,8 +8,9 @@
  *
  * @module
  */
+import type { CostFit } from "./schema.ts";
 import { median } from "./stats.ts";
-import { type Loss, robustLeastSquares } from "./_numeric.ts";
+import { type Loss, robustLeastSquares } from "./numeric.ts";
 
 /**
  * Exponent of the p-norm smooth maximum (fixed: {@linkcode smoothMax} computes it with squares).
@@ -20,7 +21,7 @@ import { type Loss, robustLeastSquares } from "./_numeric.ts";
  *
  * @example
  * ```ts
- * import { SMOOTHMAX_P } from "./_costmodel.ts";
+ * import { SMOOTHMAX_P } from "./costmodel.ts";
  * console.log(SMOOTHMAX_P); // 4
  * ```
  */
@@ -31,7 +32,7 @@ export const SMOOTHMAX_P = 4;
  *
  * @example
  * ```ts
- * import type { ModelKind } from "./_costmodel.ts";
+ * import type { ModelKind } from "./costmodel.ts";
  * const k: ModelKind = "both";
  * ```
  */
@@ -42,7 +43,7 @@ export type ModelKind = "compute" | "memory" | "both";
  *
  * @example
  * ```ts
- * import type { ModelParams } from "./_costmodel.ts";
+ * import type { ModelParams } from "./costmodel.ts";
  * const p: ModelParams = { kind: "memory", lnT0: Math.log(0.01), lnCf: -Infinity, lnCb: Math.log(1e-7) };
  * ```
  */
@@ -61,7 +62,7 @@ export interface ModelParams {
  *
  * @example
  * ```ts
- * import type { WorkPoint } from "./_costmodel.ts";
+ * import type { WorkPoint } from "./costmodel.ts";
  * const p: WorkPoint = { flops: 1e6, bytes: 12e6, ms: 1.3 };
  * ```
  */
@@ -77,7 +78,7 @@ export interface WorkPoint {
  *
  * @example
  * ```ts
- * import type { KindFit } from "./_costmodel.ts";
+ * import type { KindFit } from "./costmodel.ts";
  * function t0Ms(f: KindFit) { return Math.exp(f.params.lnT0); }
  * ```
  */
@@ -98,7 +99,7 @@ const START_HUBER_DELTA = 0.05;
  *
  * @example
  * ```ts
- * import { SIGMA_FLOOR } from "./_costmodel.ts";
+ * import { SIGMA_FLOOR } from "./costmodel.ts";
  * console.log(SIGMA_FLOOR); // 0.01
  * ```
  */
@@ -109,7 +110,7 @@ export const SIGMA_FLOOR = 0.01;
  *
  * @example
  * ```ts
- * import { RIDGE_FLOP_PER_BYTE } from "./_costmodel.ts";
+ * import { RIDGE_FLOP_PER_BYTE } from "./costmodel.ts";
  * console.log(1 / 12 < RIDGE_FLOP_PER_BYTE); // true: an f32 add is memory-bound
  * ```
  */
@@ -120,7 +121,7 @@ export const RIDGE_FLOP_PER_BYTE = 4;
  *
  * @example
  * ```ts
- * import { MIN_INTENSITY_SPREAD } from "./_costmodel.ts";
+ * import { MIN_INTENSITY_SPREAD } from "./costmodel.ts";
  * console.log(MIN_INTENSITY_SPREAD); // 2
  * ```
  */
@@ -134,7 +135,7 @@ const LN_C_BOUNDS: [number, number] = [Math.log(1e-21), Math.log(1e3)];
  *
  * @example
  * ```ts
- * import { smoothMax } from "./_costmodel.ts";
+ * import { smoothMax } from "./costmodel.ts";
  * console.log(smoothMax(1, 0).value); // 1
  * ```
  */
@@ -153,7 +154,7 @@ export function smoothMax(a: number, b: number): { value: number; shareA: number
  *
  * @example
  * ```ts
- * import { modelMs } from "./_costmodel.ts";
+ * import { modelMs } from "./costmodel.ts";
  * const p = { kind: "compute", lnT0: Math.log(0.01), lnCf: Math.log(1e-6), lnCb: -Infinity } as const;
  * console.log(modelMs(p, 1e6, 0).toFixed(2)); // "1.01"
  * ```
@@ -164,11 +165,32 @@ export function modelMs(params: ModelParams, flops: number, bytes: number): numb
 }
 
 /**
+ * Predicted time of one run from a fit, in ms.
+ *
+ * @param fit The fit.
+ * @param flops Floating-point operations of the run.
+ * @param bytes Bytes of the run.
+ * @returns The predicted time, ms.
+ * @example
+ * ```ts
+ * import { predictMs } from "./costmodel.ts";
+ * console.log(predictMs({ t0Us: 10, gflops: null, gbps: 5 }, 1e6, 12e6).toFixed(2)); // "2.41"
+ * ```
+ */
+export function predictMs(
+  fit: Pick<CostFit, "t0Us" | "gflops" | "gbps">,
+  flops: number,
+  bytes: number,
+): number {
+  return modelMs(paramsFromRates(fit.t0Us, fit.gflops, fit.gbps), flops, bytes);
+}
+
+/**
  * Log parameters from reported figures (the inverse of what `fit.ts` reports).
  *
  * @example
  * ```ts
- * import { paramsFromRates } from "./_costmodel.ts";
+ * import { paramsFromRates } from "./costmodel.ts";
  * console.log(paramsFromRates(10, null, 5).kind); // "memory"
  * ```
  */
@@ -204,7 +226,7 @@ function fromVector(kind: ModelKind, x: Float64Array): ModelParams {
  *
  * @example
  * ```ts
- * import { logResiduals } from "./_costmodel.ts";
+ * import { logResiduals } from "./costmodel.ts";
  * const p = { kind: "compute", lnT0: Math.log(1), lnCf: Math.log(1), lnCb: -Infinity } as const;
  * console.log(logResiduals(p, [{ flops: 1, bytes: 1, ms: 2 }])); // [0]
  * ```
@@ -218,7 +240,7 @@ export function logResiduals(params: ModelParams, points: readonly WorkPoint[]):
  *
  * @example
  * ```ts
- * import { robustScale } from "./_costmodel.ts";
+ * import { robustScale } from "./costmodel.ts";
  * console.log(robustScale([0.1, -0.1, 0.1]).toFixed(3)); // "0.148"
  * ```
  */
@@ -283,7 +305,7 @@ function run(
  * @returns The fit and its robust scale.
  * @example
  * ```ts
- * import { fitKind, initialStarts } from "./_costmodel.ts";
+ * import { fitKind, initialStarts } from "./costmodel.ts";
  * const pts = [1e6, 1e7, 1e8].map((f) => ({ flops: f, bytes: f, ms: 0.01 + f * 1e-6 }));
  * const fit = fitKind(pts, "compute", initialStarts(pts, "compute"));
  * console.log(Math.exp(fit.params.lnCf).toPrecision(3)); // "0.00000100"
@@ -315,7 +337,7 @@ export function fitKind(
  *
  * @example
  * ```ts
- * import { initialStarts } from "./_costmodel.ts";
+ * import { initialStarts } from "./costmodel.ts";
  * const pts = [{ flops: 1, bytes: 1, ms: 1 }, { flops: 10, bytes: 10, ms: 2 }];
  * console.log(initialStarts(pts, "memory").length); // 2
  * ```
@@ -382,7 +404,7 @@ function bothStarts(
  * @returns The chosen fit.
  * @example
  * ```ts
- * import { fitBest } from "./_costmodel.ts";
+ * import { fitBest } from "./costmodel.ts";
  * const pts = [1e3, 1e4, 1e5, 1e6].map((n) => ({ flops: n, bytes: 12 * n, ms: 0.02 + n * 12e-7 }));
  * console.log(fitBest(pts).params.kind); // "memory"
  * ```

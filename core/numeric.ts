@@ -15,7 +15,7 @@ import type { Rng } from "../kernels/types.ts";
  *
  * @example
  * ```ts
- * import type { Loss } from "./_numeric.ts";
+ * import type { Loss } from "./numeric.ts";
  * const loss: Loss = "huber";
  * ```
  */
@@ -30,7 +30,7 @@ export type Loss = "l2" | "huber" | "tukey";
  * @returns ρ(r).
  * @example
  * ```ts
- * import { rho } from "./_numeric.ts";
+ * import { rho } from "./numeric.ts";
  * console.log(rho("huber", 3, 1)); // 2.5
  * ```
  */
@@ -53,7 +53,7 @@ export function rho(loss: Loss, r: number, scale: number): number {
  * @returns The weight in [0, 1].
  * @example
  * ```ts
- * import { irlsWeight } from "./_numeric.ts";
+ * import { irlsWeight } from "./numeric.ts";
  * console.log(irlsWeight("tukey", 2, 1)); // 0
  * ```
  */
@@ -72,7 +72,7 @@ export function irlsWeight(loss: Loss, r: number, scale: number): number {
  *
  * @example
  * ```ts
- * import type { LeastSquaresProblem } from "./_numeric.ts";
+ * import type { LeastSquaresProblem } from "./numeric.ts";
  * const p: LeastSquaresProblem = { n: 1, k: 1, evaluate: (x, r) => { r[0] = x[0]! - 1; } };
  * ```
  */
@@ -90,7 +90,7 @@ export interface LeastSquaresProblem {
  *
  * @example
  * ```ts
- * import type { RobustOptions } from "./_numeric.ts";
+ * import type { RobustOptions } from "./numeric.ts";
  * const o: RobustOptions = { loss: "huber", scale: 0.05, lower: Float64Array.of(-9), upper: Float64Array.of(9) };
  * ```
  */
@@ -118,7 +118,7 @@ export interface RobustOptions {
  * @returns The minimiser and its objective.
  * @example
  * ```ts
- * import { robustLeastSquares } from "./_numeric.ts";
+ * import { robustLeastSquares } from "./numeric.ts";
  * // Fit y = a·x to (1, 2), (2, 4).
  * const xs = [1, 2], ys = [2, 4];
  * const fit = robustLeastSquares({
@@ -208,7 +208,7 @@ function clampInto(x: Float64Array, lower: Float64Array, upper: Float64Array): F
  * @returns The solution, or null when `a` is singular.
  * @example
  * ```ts
- * import { solveLinear } from "./_numeric.ts";
+ * import { solveLinear } from "./numeric.ts";
  * console.log(solveLinear(Float64Array.of(2, 0, 0, 4), Float64Array.of(2, 2), 2)); // Float64Array [1, 0.5]
  * ```
  */
@@ -258,7 +258,7 @@ function solveLinearInto(m: Float64Array, b: Float64Array, k: number, x: Float64
  * @returns A draw from N(0, 1).
  * @example
  * ```ts
- * import { normal } from "./_numeric.ts";
+ * import { normal } from "./numeric.ts";
  * import { seededRng } from "../kernels/_random.ts";
  * console.log(Number.isFinite(normal(seededRng(3)))); // true
  * ```
@@ -276,7 +276,7 @@ export function normal(rng: Rng): number {
  * @returns P(Z ≤ x) for Z ~ N(0, 1).
  * @example
  * ```ts
- * import { normalCdf } from "./_numeric.ts";
+ * import { normalCdf } from "./numeric.ts";
  * console.log(normalCdf(1.96).toFixed(3)); // "0.975"
  * ```
  */
@@ -299,7 +299,7 @@ export function normalCdf(x: number): number {
  * @throws {RangeError} When `p` is not in (0, 1).
  * @example
  * ```ts
- * import { normalQuantile } from "./_numeric.ts";
+ * import { normalQuantile } from "./numeric.ts";
  * console.log(normalQuantile(0.975).toFixed(2)); // "1.96"
  * ```
  */
@@ -327,7 +327,7 @@ export function normalQuantile(p: number): number {
  * @returns The crossing size, in [s0, s1].
  * @example
  * ```ts
- * import { logLogZero } from "./_numeric.ts";
+ * import { logLogZero } from "./numeric.ts";
  * console.log(logLogZero(10, 1, 1000, -1)); // 100 (up to rounding)
  * ```
  */
@@ -344,7 +344,7 @@ export function logLogZero(s0: number, d0: number, s1: number, d1: number): numb
  * @returns The rounded value.
  * @example
  * ```ts
- * import { roundSignificant } from "./_numeric.ts";
+ * import { roundSignificant } from "./numeric.ts";
  * console.log(roundSignificant(1234567, 3)); // 1230000
  * ```
  */

@@ -8,12 +8,12 @@
  *
  * @module
  */
-import { getOp } from "../../kernels/catalog.ts";
-import { type Dtype, formatShape, type Shape } from "../../kernels/types.ts";
-import { measureMany, type RunnerSource } from "../../calibrate/measure.ts";
-import type { MeasureOk, MeasureRequest } from "../../calibrate/result.ts";
-import { median } from "../../calibrate/stats.ts";
-import type { KernelEstimate, KernelTime, KernelTimeModel } from "./estimate.ts";
+import { getOp } from "../kernels/catalog.ts";
+import { type Dtype, formatShape, type Shape } from "../kernels/types.ts";
+import { measureMany, type RunnerSource } from "../calibrate/measure.ts";
+import type { MeasureOk, MeasureRequest } from "../core/result.ts";
+import { median } from "../core/stats.ts";
+import type { KernelEstimate, KernelTime, KernelTimeModel } from "../models/llm/estimate.ts";
 
 /**
  * Time per launch of one measured kernel, ms: the GPU timestamps' median when the adapter gave one

@@ -6,14 +6,15 @@
  *
  * @example
  * ```ts
- * import { formatMs, formatNumber, formatSeconds } from "./_format.ts";
+ * import { formatMs, formatNumber, formatSeconds } from "./format.ts";
  * console.log(formatNumber(85.47549601364616), formatSeconds(1818.5), formatMs(0.0000209));
  * // "85.5 30.3 min 20.9 ns"
  * ```
  *
  * @module
  */
-import { roundSignificant } from "./_numeric.ts";
+import type { Figure } from "./schema.ts";
+import { roundSignificant } from "./numeric.ts";
 
 /** Significant digits a timing figure has: the ±2 % target of a median leaves three at most. */
 const DIGITS = 3;
@@ -31,7 +32,7 @@ const PLAIN_MAX = 1e6;
  * @returns The text.
  * @example
  * ```ts
- * import { formatNumber } from "./_format.ts";
+ * import { formatNumber } from "./format.ts";
  * console.log(formatNumber(1818.498), formatNumber(4.6), formatNumber(11863283), formatNumber(null));
  * // "1820 4.60 1.19e7 —"
  * ```
@@ -64,7 +65,7 @@ const DURATION_UNITS: readonly (readonly [number, string])[] = [
  * @returns The text; `—` for null or NaN.
  * @example
  * ```ts
- * import { formatSeconds } from "./_format.ts";
+ * import { formatSeconds } from "./format.ts";
  * console.log(formatSeconds(1818.498), formatSeconds(0.0122), formatSeconds(7200)); // "30.3 min 12.2 ms 2.00 h"
  * ```
  */
@@ -84,7 +85,7 @@ export function formatSeconds(seconds: number | null): string {
  * @returns The text, e.g. `20.9 ns` for 0.0000209 ms or `12.2 ms`.
  * @example
  * ```ts
- * import { formatMs } from "./_format.ts";
+ * import { formatMs } from "./format.ts";
  * console.log(formatMs(0.0000209), formatMs(12.2), formatMs(770742)); // "20.9 ns 12.2 ms 12.8 min"
  * ```
  */
@@ -100,7 +101,7 @@ export function formatMs(ms: number | null): string {
  * @returns The text; `—` for NaN.
  * @example
  * ```ts
- * import { formatPercent } from "./_format.ts";
+ * import { formatPercent } from "./format.ts";
  * console.log(formatPercent(0.15, true), formatPercent(0.024)); // "+15.0 % 2.4 %"
  * ```
  */
@@ -126,7 +127,7 @@ const SI_PREFIXES: readonly (readonly [number, string])[] = [
  * @returns The text; `—` for null or NaN.
  * @example
  * ```ts
- * import { formatCount } from "./_format.ts";
+ * import { formatCount } from "./format.ts";
  * console.log(formatCount(61.5), formatCount(22100), formatCount(11863283)); // "61.5 22.1k 11.9M"
  * ```
  */
@@ -136,4 +137,40 @@ export function formatCount(x: number | null): string {
   const [scale, suffix] = SI_PREFIXES.find(([scale]) => a >= scale) ?? [1, ""];
   // A count's trailing zeros are not precision: 4 elements, not 4.00.
   return `${Number(roundSignificant(x / scale, DIGITS).toPrecision(DIGITS))}${suffix}`;
+}
+
+/**
+ * A figure as text: `12.3 GB/s [11.9, 12.6] (measured)` or `— (reason)`.
+ *
+ * @param f The figure.
+ * @returns The text.
+ * @example
+ * ```ts
+ * import { formatFigure } from "./format.ts";
+ * console.log(formatFigure({ value: 11.2, unit: "ms", tag: "measured" })); // "11.2 ms (measured)"
+ * ```
+ */
+export function formatFigure(f: Figure): string {
+  if (f.value === null) return `— (${f.reason ?? "not measured"})`;
+  const ci = f.ci ? ` [${formatNumber(f.ci[0])}, ${formatNumber(f.ci[1])}]` : "";
+  return `${formatNumber(f.value)} ${f.unit}${ci} (${f.tag})`;
+}
+
+/**
+ * Lays rows out as a left-aligned text table.
+ *
+ * @param header Column titles.
+ * @param rows Cells.
+ * @returns The table.
+ * @example
+ * ```ts
+ * import { textTable } from "./format.ts";
+ * console.log(textTable(["a", "b"], [["1", "22"]]));
+ * ```
+ */
+export function textTable(header: readonly string[], rows: readonly (readonly string[])[]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
+  const line = (cells: readonly string[]) =>
+    cells.map((c, i) => c.padEnd(widths[i]!)).join("  ").trimEnd();
+  return [line(header), line(widths.map((w) => "-".repeat(w))), ...rows.map(line)].join("\n");
 }

@@ -10,9 +10,9 @@
 import config from "../deno.json" with { type: "json" };
 import type { Backend } from "../kernels/types.ts";
 import { loadReport } from "../reports/load.ts";
-import { UsageError } from "./_cli_args.ts";
-import { describeAdapter } from "./device.ts";
-import { describeMachine, machineFingerprint, machineSlug } from "./machine.ts";
+import { UsageError } from "../core/cli_args.ts";
+import { describeAdapter } from "../calibrate/device.ts";
+import { describeMachine, machineFingerprint, machineSlug } from "../calibrate/machine.ts";
 
 /**
  * The report path and the flag that chose it, for messages.

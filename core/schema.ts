@@ -94,7 +94,7 @@ export const FigureSchema = named(
   "A headline number; value is null when it could not be obtained, and reason says why",
 );
 
-/** Robust timing statistics in ms per run (`SampleStats` in `calibrate/result.ts`). */
+/** Robust timing statistics in ms per run (`SampleStats` in `core/result.ts`). */
 export const SampleStatsSchema = named(
   z.strictObject({
     n: count,
@@ -141,7 +141,7 @@ const measureIdentity = {
   ),
 };
 
-/** One measurement: `MeasureResult` from `calibrate/result.ts` plus its axis `size` and `seq`. */
+/** One measurement: `MeasureResult` from `core/result.ts` plus its axis `size` and `seq`. */
 export const MeasurementSchema = z.discriminatedUnion("state", [
   z.strictObject({
     ...measureIdentity,

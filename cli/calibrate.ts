@@ -5,15 +5,22 @@
  */
 import { OPS } from "../kernels/catalog.ts";
 import { BACKENDS, DTYPES } from "../kernels/types.ts";
-import { removeStaleTemps, removeTempFilesSync } from "../reports/atomic.ts";
+import { removeStaleTemps, removeTempFilesSync } from "../core/atomic.ts";
 import { loadReport } from "../reports/load.ts";
-import type { Report } from "../reports/schema.ts";
-import { listFlag, parseFlags, positiveNumberFlag, UsageError, usageFailure } from "./_cli_args.ts";
+import type { Report } from "../core/schema.ts";
+import {
+  listFlag,
+  parseFlags,
+  positiveNumberFlag,
+  UsageError,
+  usageFailure,
+} from "../core/cli_args.ts";
 import { checkReplaceable, checkWritable, chooseOutput } from "./_output.ts";
-import { calibrate, type CalibrateOptions } from "./calibrate.ts";
-import { MAX_PASSES } from "./plan.ts";
-import { progressPrinter } from "./progress.ts";
-import { formatSummary } from "./summary.ts";
+import type { CalibrateOptions } from "../calibrate/calibrate.ts";
+import { calibrate } from "../decode/hook.ts";
+import { MAX_PASSES } from "../calibrate/plan.ts";
+import { progressPrinter } from "../calibrate/progress.ts";
+import { formatSummary } from "../calibrate/summary.ts";
 
 const HELP = `Usage: deno task calibrate [options]
 
@@ -61,7 +68,7 @@ path that cannot or should not be written, 130 interrupted.`;
  * @returns The exit code: 0 done, 1 calibration error, 2 bad flags, 130 interrupted.
  * @example
  * ```ts ignore
- * import { main } from "./cli.ts";
+ * import { main } from "./calibrate.ts";
  * Deno.exit(await main(["--quick"]));
  * ```
  */
@@ -158,7 +165,7 @@ export async function main(args: string[]): Promise<number> {
     }
     if (e instanceof Deno.errors.NotCapable || e instanceof Deno.errors.PermissionDenied) {
       console.error(
-        `error: ${e.message}\nThe calibrate task may write under reports/ only; for another --out, run calibrate/cli.ts with --allow-write=<that folder>`,
+        `error: ${e.message}\nThe calibrate task may write under reports/ only; for another --out, run cli/calibrate.ts with --allow-write=<that folder>`,
       );
       return 2;
     }

@@ -1,0 +1,66 @@
+/**
+ * The LLM decode validation as the hook `calibrate()` calls after the ops, and `calibrate()` with
+ * it passed in: the measuring side (`calibrate/`) stays below `models/`, whose estimate the
+ * decode checks.
+ *
+ * @module
+ */
+import {
+  calibrate as calibrateWith,
+  type CalibrateOptions,
+  type CalibrationResult,
+  type LlmValidator,
+} from "../calibrate/calibrate.ts";
+
+/**
+ * The LLM decode validation, or null with a warning when it cannot run (figures missing, decode
+ * failed).
+ *
+ * @param gpu The run's adapter.
+ * @param report The report so far.
+ * @param plan The mode's decode options.
+ * @param warn Told why the validation was skipped or failed.
+ * @returns The validations, or null.
+ * @example
+ * ```ts ignore
+ * import { validateLlm } from "./hook.ts";
+ * import { openGpu } from "../calibrate/device.ts";
+ * import { loadReport } from "../reports/load.ts";
+ * const gpu = await openGpu();
+ * if (gpu) console.log(await validateLlm(gpu, await loadReport("/tmp/r.json"), {}, console.warn));
+ * ```
+ */
+export const validateLlm: LlmValidator = async (gpu, report, plan, warn) => {
+  // Loaded on demand: a run without an adapter or with --no-llm never needs the decode.
+  const { validateDecode } = await import("./validate.ts");
+  const { MissingCalibrationError } = await import("../models/llm/rates.ts");
+  try {
+    return { validations: await validateDecode(gpu, report, plan) };
+  } catch (e) {
+    // The op measurements stand on their own: a decode that cannot run must not discard them.
+    warn(
+      e instanceof MissingCalibrationError
+        ? `LLM decode validation skipped: ${e.message}`
+        : `LLM decode validation failed: ${e instanceof Error ? e.message : String(e)}`,
+    );
+    return null;
+  }
+};
+
+/**
+ * Calibrates this machine and writes the report, with the LLM decode validation
+ * ({@linkcode validateLlm}) unless `options.validateLlm` replaces it.
+ *
+ * @param options What to calibrate, budget, output, resume, progress, abort signal.
+ * @returns The report and where it was written.
+ * @throws {RangeError} for an unknown op name.
+ * @example
+ * ```ts ignore
+ * import { calibrate } from "./hook.ts";
+ * const { report, path } = await calibrate({ quick: true, ops: ["add"] });
+ * console.log(path, report.crossovers.length);
+ * ```
+ */
+export function calibrate(options: CalibrateOptions = {}): Promise<CalibrationResult> {
+  return calibrateWith({ validateLlm, ...options });
+}
