@@ -10,6 +10,8 @@ import {
   type Dtype,
   implOf,
   type OpSpec,
+  type Residency,
+  type Shape,
   type Variant,
   variantId,
 } from "../kernels/types.ts";
