@@ -147,7 +147,7 @@ export class AlongsideKernels {
    */
   model(fallback: KernelTimeModel, windows?: readonly number[]): KernelTimeModel {
     return (request) => {
-      const shape = request.workShape ?? request.shape;
+      const shape = request.shape;
       const w = this.#windows.get(key(request.op, shape, request.dtype));
       const picked = w?.times.filter((t) => windows?.includes(t.window) ?? true) ?? [];
       const ms = (picked.length > 0 ? picked : w?.times ?? []).map((t) => t.ms);

@@ -129,9 +129,9 @@ export const BAD_REPORTS: readonly BadReport[] = [
     path: /^fits\[\d+\]\.gflops$/,
   },
   {
-    name: "a fit with neither rate",
+    name: "a fit with neither rate nor a fixed time",
     edit: (r) => {
-      Object.assign(r.fits[0]!, { gflops: null, gbps: null });
+      Object.assign(r.fits[0]!, { gflops: null, gbps: null, t0Us: 0 });
     },
     outcome: "error",
     path: /^fits\[0\]$/,

@@ -136,11 +136,13 @@ export interface DeviceRates {
  */
 export interface KernelTimeRequest {
   readonly op: string;
-  /** The shape to price: the kernel's own, or for a gemv the square of equal area. */
+  /**
+   * The kernel's own shape. Predictions learn how a shape's proportions change its time from the
+   * off-axis shapes a calibration measures (a gemv with rows ≠ cols), so a rectangular projection
+   * is priced as itself, not as the square of equal area.
+   */
   readonly shape: Shape;
   readonly dtype: Dtype;
-  /** The kernel's own shape, when `shape` is a stand-in for it (a model measured at it can use it). */
-  readonly workShape?: Shape;
 }
 
 /**
@@ -483,17 +485,6 @@ function stepKernels(
   ];
 }
 
-/**
- * The shape a gemv is priced at: the square gemv with as many weights. A report sweeps gemv on
- * square shapes (its size axis is the row count), so a square shape is what its measurements,
- * tuning rows and interpolation describe; bytes and FLOPs stay those of the real shape.
- */
-function pricedShape(work: KernelWork): Shape {
-  if (work.op !== "gemv") return work.shape;
-  const n = Math.max(1, Math.round(Math.sqrt((work.shape.rows ?? 1) * (work.shape.cols ?? 1))));
-  return { rows: n, cols: n };
-}
-
 function shapeText(shape: Shape): string {
   return Object.values(shape).join("×");
 }
@@ -510,12 +501,12 @@ interface KernelTerms {
  * One launch's prediction; a KV cache read with no data at the cache's dtype is priced at f32, as
  * the roofline reads such a cache at the f32 gemv bandwidth.
  */
-function predictAt(predict: KernelTimeModel, work: KernelWork, shape: Shape, dtype: Dtype) {
+function predictAt(predict: KernelTimeModel, work: KernelWork, dtype: Dtype) {
   try {
-    return predict({ op: work.op, shape, dtype, workShape: work.shape });
+    return predict({ op: work.op, shape: work.shape, dtype });
   } catch (e) {
     if (!(e instanceof RangeError) || work.reads !== "kv" || dtype === "f32") throw e;
-    const t = predict({ op: work.op, shape, dtype: "f32", workShape: work.shape });
+    const t = predict({ op: work.op, shape: work.shape, dtype: "f32" });
     return { ...t, source: `no ${work.op} ${dtype} data, f32 used: ${t.source}` };
   }
 }
@@ -544,11 +535,10 @@ function kernelTerms(
   for (const { kernel, launches: count } of launches) {
     const work = kernel.work(dims, context, batch);
     const dtype = dtypes[work.reads];
-    const shape = pricedShape(work);
     const what = `${work.op} ${shapeText(work.shape)} ${dtype}`;
     let t: KernelTime;
     try {
-      t = predictAt(predict, work, shape, dtype);
+      t = predictAt(predict, work, dtype);
     } catch (e) {
       if (!(e instanceof RangeError)) throw e;
       if (work.reads !== "activations") {
@@ -584,9 +574,8 @@ function kernelTerms(
       variant: t.variant,
       source: t.source,
     });
-    const as = shapeText(shape) === shapeText(work.shape) ? "" : ` priced as ${shapeText(shape)}`;
     lines.push({
-      line: `decode kernel ${kernel.name} ×${count} on ${rates.name}: ${what}${as}${
+      line: `decode kernel ${kernel.name} ×${count} on ${rates.name}: ${what}${
         work.standIn ? ` [stand-in: ${work.standIn}]` : ""
       } = ${t.ms.toPrecision(3)} ms each (${t.tag}; ${t.source}; variant ${t.variant})`,
       tag: t.tag,
