@@ -48,26 +48,64 @@ function sides(c: Crossover): readonly [readonly Backend[], readonly Backend[]] 
   return [[first], [second]];
 }
 
-/** Per measured size of `report`, the best median of each side of the pair (both present). */
-function sideTimes(report: Report, c: Crossover): Map<number, readonly [number, number]> {
+/**
+ * One side of a crossover's pair at one measured size: the best median (ms per run) and its
+ * relative 95 % half-width.
+ *
+ * @example
+ * ```ts
+ * import type { SideTime } from "./threshold_cost.ts";
+ * const t: SideTime = { ms: 1.2, relCi: 0.03 };
+ * ```
+ */
+export interface SideTime {
+  readonly ms: number;
+  readonly relCi: number;
+}
+
+/**
+ * Per measured size of a report where both sides of a crossover's pair were measured, each
+ * side's best median: the pair's first side (as its name orders it: `wasm→wasm-mt`: wasm) then
+ * its second; the CPU side of `cpu→webgpu` is the fastest CPU backend at that size.
+ *
+ * @param report The report whose measurements are read.
+ * @param c One of its crossovers.
+ * @returns Sizes in ascending order, each with both sides' times.
+ * @example
+ * ```ts ignore
+ * import { pairTimes } from "./threshold_cost.ts";
+ * for (const [size, [first, second]] of pairTimes(report, crossover)) console.log(size, first.ms / second.ms);
+ * ```
+ */
+export function pairTimes(
+  report: Report,
+  c: Crossover,
+): Map<number, readonly [SideTime, SideTime]> {
   const best = (backends: readonly Backend[]) => {
-    const out = new Map<number, number>();
+    const out = new Map<number, SideTime>();
     for (const b of backends) {
       for (const m of bestPerSize(report.measurements, c.op, c.dtype, b, c.residency)) {
-        out.set(m.size, Math.min(out.get(m.size) ?? Infinity, m.wall.median));
+        const prior = out.get(m.size);
+        if (prior === undefined || m.wall.median < prior.ms) {
+          out.set(m.size, { ms: m.wall.median, relCi: m.wall.relCi });
+        }
       }
     }
     return out;
   };
   const [firstSide, secondSide] = sides(c);
-  const first = best(firstSide);
   const second = best(secondSide);
-  const both = new Map<number, readonly [number, number]>();
-  for (const [size, ms] of first) {
+  const both = new Map<number, readonly [SideTime, SideTime]>();
+  for (const [size, t] of [...best(firstSide)].sort(([a], [b]) => a - b)) {
     const other = second.get(size);
-    if (other !== undefined) both.set(size, [ms, other]);
+    if (other !== undefined) both.set(size, [t, other]);
   }
   return both;
+}
+
+/** Per measured size of `report`, the best median of each side of the pair (both present). */
+function sideTimes(report: Report, c: Crossover): Map<number, readonly [number, number]> {
+  return new Map([...pairTimes(report, c)].map(([size, [a, b]]) => [size, [a.ms, b.ms]] as const));
 }
 
 /**
