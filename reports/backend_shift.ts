@@ -255,34 +255,40 @@ class CommonMode {
   }
 
   /**
-   * What a figure of `backend` is judged against: the other host-bound backends measured
-   * interleaved with it (same op and size), else their median change over the run; null when
-   * the backend is not host-bound or no other backend was measured.
+   * What a figure of `backend` is judged against: the other host-bound backends' common change
+   * over the run (the median of their median changes: one backend that moved as a whole does not
+   * move it), plus, where they were measured interleaved with the figure (same op and size), how
+   * far they strayed from their own run-wide change in those seconds: the host's moment. Null
+   * when the backend is not host-bound or no other backend was measured.
    */
   reference(backend: Backend, op?: string, size?: number): HostReference | null {
     if (!this.#bound.has(backend)) return null;
-    const partners = op === undefined
-      ? []
-      : this.#points.filter((p) =>
-        p.backend !== backend && this.#bound.has(p.backend) && p.op === op && p.size === size
-      );
-    if (partners.length > 0) {
-      return {
-        backends: [...new Set(partners.map((p) => p.backend))],
-        logShift: median(partners.map((p) => p.logChange)),
-        se: Math.sqrt(partners.reduce((s, p) => s + p.withinSigma ** 2, 0)) / partners.length,
-        scope: "same size",
-      };
-    }
     const others = [...this.#levels].filter(([b]) => b !== backend && this.#bound.has(b));
     if (others.length === 0) return null;
     const k = others.length;
-    const se = Math.sqrt(others.reduce((s, [, l]) => s + l.se ** 2, 0)) / k;
-    return {
+    const runSe = Math.sqrt(others.reduce((s, [, l]) => s + l.se ** 2, 0)) / k;
+    const run: HostReference = {
       backends: others.map(([b]) => b),
       logShift: median(others.map(([, l]) => l.level)),
-      se: k >= 3 ? se * MEDIAN_EFFICIENCY : se,
+      se: k >= 3 ? runSe * MEDIAN_EFFICIENCY : runSe,
       scope: "run",
+    };
+    const strays = new Map<Backend, number[]>();
+    const within: number[] = [];
+    for (const p of this.#points) {
+      const level = this.#levels.get(p.backend)?.level;
+      if (p.backend === backend || level === undefined || !this.#bound.has(p.backend)) continue;
+      if (p.op !== op || p.size !== size) continue;
+      strays.set(p.backend, [...(strays.get(p.backend) ?? []), p.logChange - level]);
+      within.push(p.withinSigma);
+    }
+    if (strays.size === 0) return run;
+    const moment = median([...strays.values()].map(median));
+    return {
+      backends: [...strays.keys()],
+      logShift: run.logShift + moment,
+      se: Math.hypot(run.se, Math.sqrt(within.reduce((s, w) => s + w * w, 0)) / within.length),
+      scope: "same size",
     };
   }
 }

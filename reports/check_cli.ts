@@ -37,7 +37,19 @@ Exit codes: 0 nothing regressed, 1 a regression beyond noise, 2 unusable input (
 invalid or unreadable report, different schema versions, different machines without
 --allow-different-machine).`;
 
-function toleranceFlag(value: string | undefined): number | undefined {
+/**
+ * Reads `--tolerance`: a percentage (`10%`) or a fraction up to 1 (`0.1`).
+ *
+ * @param value The raw value, or undefined when absent.
+ * @returns The fraction, or undefined when absent.
+ * @throws {UsageError} When it is not positive, or a bare number above 1 (ambiguous).
+ * @example
+ * ```ts
+ * import { toleranceFlag } from "./check_cli.ts";
+ * console.log(toleranceFlag("15%")); // 0.15
+ * ```
+ */
+export function toleranceFlag(value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
   const pct = value.trim().endsWith("%");
   const n = Number(pct ? value.trim().slice(0, -1) : value);
