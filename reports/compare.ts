@@ -260,11 +260,14 @@ function againstReference(sample: Sample, better: Better, ref: HostReference): S
   };
 }
 
-/** "(−12.0 % against js, wasm-mt +40.0 % at the same size)", or "" when the host did not move. */
+/**
+ * "(−12.0 % against the host: js, wasm-mt time +40.0 % at the same size)", or "" when the host
+ * did not move.
+ */
 function ownWords(own: number, ref: HostReference): string {
   const host = Math.exp(ref.logShift) - 1;
   if (Math.abs(host) < 0.005) return "";
-  return ` (${percent(own)} against ${ref.backends.join(", ")} ${percent(host)} ${
+  return ` (${percent(own)} against the host: ${ref.backends.join(", ")} time ${percent(host)} ${
     ref.scope === "same size" ? "at the same size" : "over the run"
   })`;
 }

@@ -51,6 +51,7 @@ function num(x: number | null): string {
   if (x === null) return "—";
   if (x === 0) return "0";
   const a = Math.abs(x);
+  if (Number.isInteger(x) && a < 1e5) return String(x);
   return a >= 1e5 || a < 1e-2 ? x.toExponential(2) : x.toPrecision(3);
 }
 

@@ -3,7 +3,7 @@ import { compareReports } from "../reports/compare.ts";
 import type { Crossover, Report } from "../reports/schema.ts";
 import { thresholdChoiceCost } from "../reports/threshold_cost.ts";
 import { syntheticReport } from "./_fixtures.ts";
-import { movedGpuCrossover } from "./_report_variants.ts";
+import { movedGpuCrossover, nearlyEqualBackends } from "./_report_variants.ts";
 
 const WASM_MT_KEY = "add f32 wasm→wasm-mt end-to-end";
 
@@ -28,31 +28,6 @@ function costOfMove(base: Report, current: Report, op: string, pair: Crossover["
     current,
     crossoverOf(current, op, pair),
   );
-}
-
-/**
- * The synthetic report with add f32 on wasm-mt measured `ratio` × wasm at every size, and its
- * wasm→wasm-mt crossover (with interval) at `size`.
- */
-function nearlyEqualBackends(ratio: number, size: number): Report {
-  const report = syntheticReport();
-  const wasm = new Map(
-    report.measurements.filter((m) => m.op === "add" && m.backend === "wasm" && m.state === "ok")
-      .map((m) => [m.size, m]),
-  );
-  report.measurements = report.measurements.map((m) => {
-    const twin = wasm.get(m.size);
-    if (m.op !== "add" || m.backend !== "wasm-mt" || m.state !== "ok" || twin?.state !== "ok") {
-      return m;
-    }
-    return { ...m, wall: { ...m.wall, median: twin.wall.median * ratio } };
-  });
-  const c = crossoverOf(report, "add", "wasm→wasm-mt");
-  c.from = "wasm";
-  c.to = "wasm-mt";
-  c.size = size;
-  c.ci = [size * 0.95, size * 1.05];
-  return report;
 }
 
 Deno.test("thresholdChoiceCost() prices a GPU crossover moved 2x at the slowdown between the two sizes", () => {
