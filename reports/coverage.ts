@@ -133,7 +133,11 @@ function seriesKey(m: Pick<Measurement, "op" | "dtype" | "backend" | "residency"
   return `${m.op} ${m.dtype} ${m.backend} ${m.residency}`;
 }
 
-/** Per series, the sizes measured ok, and the first failure or unsupported reason. */
+/**
+ * Per series, the sizes measured ok, the first wrong answer (a failed correctness check: it has a
+ * `maxRelError`), and the first other failure or unsupported reason (a timing that drowned in
+ * noise, a crash).
+ */
 function tally(report: Report) {
   const out = new Map<string, { ok: Set<number>; failed: string | null; other: string | null }>();
   for (const m of report.measurements) {
@@ -141,16 +145,18 @@ function tally(report: Report) {
     const t = out.get(key) ?? { ok: new Set<number>(), failed: null, other: null };
     out.set(key, t);
     if (m.state === "ok") t.ok.add(m.size);
-    else if (m.state === "failed") t.failed ??= `failed at ${m.size}: ${m.error}`;
-    else t.other ??= `${m.state} at ${m.size}: ${m.reason}`;
+    else if (m.state === "failed" && m.maxRelError !== undefined) {
+      t.failed ??= `failed at ${m.size}: ${m.error}`;
+    } else t.other ??= `${m.state} at ${m.size}: ${m.state === "failed" ? m.error : m.reason}`;
   }
   return out;
 }
 
 /**
  * Every series the baseline measured correctly that the current report lost, or in which it
- * now has a failure the baseline did not: a regression unless the current run skipped it on
- * purpose ({@linkcode skipReason}).
+ * now gives a wrong answer the baseline did not: a regression unless the current run skipped it
+ * on purpose ({@linkcode skipReason}); a wrong answer always is. A timing that failed at one size
+ * (drowned in noise) while others were measured is not counted.
  *
  * @param baseline The baseline report.
  * @param current The current report.

@@ -100,3 +100,18 @@ Deno.test("runScope() reads --ops, --dtypes and --backends in either form, and a
   assert.equal(scope.flags, "--ops add --dtypes f32");
   assert.equal(scope.budget, true);
 });
+
+Deno.test("seriesCoverage() does not count a timing that drowned in noise at one size", () => {
+  const current = syntheticReport();
+  const m = current.measurements.find((m) => m.op === "add" && m.backend === "webgpu")!;
+  current.measurements = current.measurements.map((x) =>
+    x === m
+      ? {
+        ...m,
+        state: "failed" as const,
+        error: "No usable sample: the time per dispatch was lost in the synchronisation noise",
+      }
+      : x
+  );
+  assert.deepEqual(seriesCoverage(syntheticReport(), current), []);
+});
