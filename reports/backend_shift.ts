@@ -173,12 +173,20 @@ function hostBound(baseline: Report, current: Report): Set<Backend> {
   return new Set(BACKENDS.filter((b) => b !== "webgpu" || software));
 }
 
-/** A point before its reference is known, with the within-run σ of its ln change. */
-type Paired = Omit<PointChange, "reference" | "ownLogChange"> & { readonly withinSigma: number };
+/**
+ * A point before its reference is known: the within-run σ of its ln change, and whether the
+ * backend's work carries its time in both reports.
+ */
+type Paired = Omit<PointChange, "reference" | "ownLogChange"> & {
+  readonly dtype: string;
+  readonly residency: string;
+  readonly withinSigma: number;
+  readonly worked: boolean;
+};
 
 /**
- * Every work-dominated point of one backend both reports measured: per op, dtype and residency,
- * the best variant's median at each shared size whose time is at least twice the series'
+ * Every point of one backend both reports measured: per op, dtype and residency, the best
+ * variant's median at each shared size; `worked` when its time is at least twice the series'
  * smallest (its fixed cost) in both reports.
  */
 function pointsOf(baseline: Report, current: Report, backend: Backend): Paired[] {
@@ -199,10 +207,12 @@ function pointsOf(baseline: Report, current: Report, backend: Backend): Paired[]
       if (c === undefined || !(b.wall.median > 0 && c.wall.median > 0)) continue;
       const worked = b.wall.median * (1 - WORK_SHARE) >= baseFloor &&
         c.wall.median * (1 - WORK_SHARE) >= curFloor;
-      if (!worked) continue;
       out.push({
         key: `${name} at ${sizeWords(b.size)}`,
         op,
+        dtype,
+        residency,
+        worked,
         backend,
         size: b.size,
         baselineMs: b.wall.median,
@@ -219,14 +229,18 @@ function pointsOf(baseline: Report, current: Report, backend: Backend): Paired[]
  * The common-mode frame of two reports: every work-dominated point both measured, and the
  * references a backend's change is judged against.
  */
-class CommonMode {
+class CommonMode implements HostFrame {
   readonly #bound: ReadonlySet<Backend>;
+  /** Every matched point. */
+  readonly #all: readonly Paired[];
+  /** The work-dominated ones, which carry a backend's speed. */
   readonly #points: readonly Paired[];
   readonly #levels = new Map<Backend, { level: number; se: number }>();
 
   constructor(baseline: Report, current: Report) {
     this.#bound = hostBound(baseline, current);
-    this.#points = BACKENDS.flatMap((b) => pointsOf(baseline, current, b));
+    this.#all = BACKENDS.flatMap((b) => pointsOf(baseline, current, b));
+    this.#points = this.#all.filter((p) => p.worked);
     for (const backend of BACKENDS) {
       const mine = this.#points.filter((p) => p.backend === backend);
       if (mine.length < MIN_POINTS) continue;
@@ -248,10 +262,36 @@ class CommonMode {
 
   /** The pooled points of one backend, with the reference each is judged against. */
   pointsOf(backend: Backend): PointChange[] {
-    return this.#points.filter((p) => p.backend === backend).map(({ withinSigma: _, ...p }) => {
+    return this.#points.filter((p) => p.backend === backend).map((p) => {
       const reference = this.reference(backend, p.op, p.size);
-      return { ...p, reference, ownLogChange: p.logChange - (reference?.logShift ?? 0) };
+      return {
+        key: p.key,
+        op: p.op,
+        backend: p.backend,
+        size: p.size,
+        baselineMs: p.baselineMs,
+        currentMs: p.currentMs,
+        logChange: p.logChange,
+        reference,
+        ownLogChange: p.logChange - (reference?.logShift ?? 0),
+      };
     });
+  }
+
+  pointNoise(
+    backend: Backend,
+    at: { op: string; dtype: string; residency: string; size: number },
+  ): number {
+    const mine = this.#all.filter((p) => p.backend === backend);
+    const here = mine.find((p) =>
+      p.op === at.op && p.dtype === at.dtype && p.size === at.size &&
+      (backend !== "webgpu" || p.residency === at.residency)
+    );
+    const regime = here === undefined ? mine : mine.filter((p) => p.worked === here.worked);
+    const sample = regime.length >= MIN_PROBES ? regime : mine;
+    if (sample.length === 0) return 0;
+    // The spread of the changes is that of a difference of two runs: one run's is 1/√2 of it.
+    return spread(sample.map((p) => p.logChange), sample.map((p) => p.withinSigma)) / Math.SQRT2;
   }
 
   /**
@@ -356,13 +396,41 @@ function driftTerm(
 }
 
 /**
+ * What {@linkcode hostReferences} gives: the host reference of a figure, and how far a second run
+ * of the machine moves one measured point.
+ *
+ * @example
+ * ```ts ignore
+ * import { hostReferences } from "./backend_shift.ts";
+ * const frame = hostReferences(baseline, current);
+ * console.log(frame.pointNoise("wasm", { op: "add", dtype: "f32", residency: "end-to-end", size: 16 }));
+ * ```
+ */
+export interface HostFrame {
+  /**
+   * What a figure of `backend` is judged against: the other host-bound backends' change measured
+   * interleaved with that op and size, else over the run; null for a backend the host's speed
+   * does not set (a hardware GPU) or when no other backend was measured.
+   */
+  reference(backend: Backend, op?: string, size?: number): HostReference | null;
+  /**
+   * One run's σ of ln time of a backend's measured point, from how far the two reports' medians
+   * of its points moved apart: the robust spread of their ln changes (at least their within-run
+   * intervals) over √2, among the points of the same kind (work-dominated, or carried by a fixed
+   * cost) as the one asked about. 0 when the backend has no matched point.
+   */
+  pointNoise(
+    backend: Backend,
+    at: { op: string; dtype: string; residency: string; size: number },
+  ): number;
+}
+
+/**
  * The references figures of two reports are judged against (see {@linkcode backendShifts}).
  *
  * @param baseline The baseline report.
  * @param current The current report of the same machine.
- * @returns `reference(backend, op?, size?)`: the other host-bound backends' change measured
- * interleaved with that op and size, else over the run; null for a backend the host's speed does
- * not set (a hardware GPU) or when no other backend was measured.
+ * @returns The frame: `reference(backend, op?, size?)` and `pointNoise(backend, at)`.
  * @example
  * ```ts ignore
  * import { hostReferences } from "./backend_shift.ts";
@@ -370,10 +438,7 @@ function driftTerm(
  * if (ref) console.log(`host ${((Math.exp(ref.logShift) - 1) * 100).toFixed(0)} % slower`);
  * ```
  */
-export function hostReferences(
-  baseline: Report,
-  current: Report,
-): { reference(backend: Backend, op?: string, size?: number): HostReference | null } {
+export function hostReferences(baseline: Report, current: Report): HostFrame {
   return new CommonMode(baseline, current);
 }
 
@@ -509,7 +574,7 @@ export function backendShifts(
   const frame = new CommonMode(baseline, current);
   const out: BackendShift[] = [];
   for (const backend of BACKENDS) {
-    const paired = pointsOf(baseline, current, backend);
+    const paired = pointsOf(baseline, current, backend).filter((p) => p.worked);
     if (paired.length < MIN_POINTS) continue;
     out.push(judgeBackend(
       backend,

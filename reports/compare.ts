@@ -30,6 +30,7 @@ import type { Backend } from "../kernels/types.ts";
 import {
   type BackendShift,
   backendShifts,
+  type HostFrame,
   type HostReference,
   hostReferences,
   relativeDrifts,
@@ -460,11 +461,16 @@ function choiceCostWords(c: ChoiceCost, unit: string): string {
   const where = c.size === null
     ? ""
     : ` (at ${roundSignificant(c.size, 3)} ${unit}, measured in the ${c.measuredIn} report)`;
+  const noisy = c.withinNoise ?? 0;
+  const within = noisy === 0
+    ? ""
+    : `; at ${noisy === c.sizes ? "all" : noisy} of them the cost is within the two runs' ` +
+      `disagreement there`;
   return `choosing by either threshold is at most ${
     (c.cost * 100).toFixed(1)
   } % slower at the ${c.sizes} measured size${
     c.sizes === 1 ? "" : "s"
-  } where they disagree${where}`;
+  } where they disagree${where}${within}`;
 }
 
 /** A report's drift of a backend, or null when it has no stability data for it. */
@@ -779,8 +785,8 @@ interface Context {
   /** The reports with each backend's drift pooled over both ({@linkcode withPooledDrift}). */
   readonly base: Report;
   readonly cur: Report;
-  /** The host references figures of the current report are judged against. */
-  readonly refs: ReturnType<typeof hostReferences>;
+  /** The host references figures of the current report are judged against, and point noise. */
+  readonly refs: HostFrame;
   /** Each backend's drift against the others, the larger of the two runs'. */
   readonly relative: ReadonlyMap<Backend, number>;
   /** What the current run's command restricted it to. */
@@ -914,7 +920,14 @@ function crossoverRows(ctx: Context): ComparisonRow[] {
     if (!row.regressed) return tied;
     const tie = sharedTie(b, c, ties, ctx.tolerance);
     const tieNote = tie === null ? "" : `; a near-tie, ${tieWords(tie, row.unit)}`;
-    const cost = thresholdChoiceCost(ctx.baseline, b, ctx.current, c);
+    const cost = thresholdChoiceCost(
+      ctx.baseline,
+      b,
+      ctx.current,
+      c,
+      (backend, size) =>
+        ctx.refs.pointNoise(backend, { op: c.op, dtype: c.dtype, residency: c.residency, size }),
+    );
     if (cost === null) {
       return tie === null ? tied : {
         ...tied,
