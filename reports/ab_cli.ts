@@ -36,7 +36,7 @@ Sides (each defaults to this checkout, "deno" on PATH, the current environment):
   --b-env K=V,...            --b-env LP_NUM_THREADS=1 (lavapipe on one thread)
 
 Options:
-  --rounds N                 Rounds after one discarded warm-up round (default 8)
+  --rounds N                 Rounds after one discarded warm-up round (default 12)
   --backends LIST            Backends (default: all): ${BACKENDS.join(",")}
   --ops LIST                 Ops (default: ${AB_OPS.join(",")})
   --tolerance X              Relative change that counts, 10% or 0.1 (default 10%)
@@ -66,7 +66,7 @@ function envFlag(flag: string, value: string | undefined): Record<string, string
 }
 
 function roundsFlag(value: string | undefined): number {
-  if (value === undefined) return 8;
+  if (value === undefined) return 12;
   const n = Number(value);
   if (!Number.isInteger(n) || n < 2 || n > 100) {
     throw new UsageError(`--rounds must be a whole number from 2 to 100, got "${value}"`);

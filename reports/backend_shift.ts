@@ -57,7 +57,7 @@ const BACKENDS: readonly Backend[] = ["webgpu", "wasm", "wasm-mt", "js"];
  * @example
  * ```ts
  * import type { HostReference } from "./backend_shift.ts";
- * const r: HostReference = { backends: ["wasm", "js"], logShift: 0.2, se: 0.05, scope: "run" };
+ * const r: HostReference = { backends: ["wasm", "js"], logShift: 0.2, se: 0.05 };
  * console.log(Math.exp(r.logShift) - 1); // the host was about 22 % slower
  * ```
  */
@@ -68,11 +68,6 @@ export interface HostReference {
   readonly logShift: number;
   /** Standard error of `logShift`, ln units. */
   readonly se: number;
-  /**
-   * `"same size"`: the other backends' points of the same op and size, measured interleaved
-   * with it (round-robin, the same seconds); `"run"`: the median of their changes over the run.
-   */
-  readonly scope: "same size" | "run";
 }
 
 /**
@@ -121,11 +116,8 @@ export interface BackendShift {
   readonly ci: readonly [number, number];
   /** The median own ln change over its standard error. */
   readonly z: number;
-  /**
-   * The backend's drift during a run (σ of ln time) that entered the standard error, and whether
-   * it was against the other backends or its own; null without stability probes.
-   */
-  readonly drift: { readonly sigma: number; readonly source: string } | null;
+  /** The backend's drift during a run (σ of ln time) that entered the standard error. */
+  readonly drift: { readonly sigma: number } | null;
   /** The change exceeds the tolerance and its 99 % interval excludes no change. */
   readonly beyondNoise: boolean;
   /** Beyond noise and slower. */
@@ -263,7 +255,7 @@ class CommonMode implements HostFrame {
   /** The pooled points of one backend, with the reference each is judged against. */
   pointsOf(backend: Backend): PointChange[] {
     return this.#points.filter((p) => p.backend === backend).map((p) => {
-      const reference = this.reference(backend, p.op, p.size);
+      const reference = this.reference(backend);
       return {
         key: p.key,
         op: p.op,
@@ -296,39 +288,25 @@ class CommonMode implements HostFrame {
 
   /**
    * What a figure of `backend` is judged against: the other host-bound backends' common change
-   * over the run (the median of their median changes: one backend that moved as a whole does not
-   * move it), plus, where they were measured interleaved with the figure (same op and size), how
-   * far they strayed from their own run-wide change in those seconds: the host's moment. Null
-   * when the backend is not host-bound or no other backend was measured.
+   * over the run, the median of their median changes (one backend that moved as a whole does not
+   * move it). Null when the backend is not host-bound or no other backend was measured.
+   *
+   * Over the run, not at the figure's own moment: on a 2-core VM shared with other work, how far
+   * a point strayed from its backend's run-wide change and how far the other backends measured
+   * with it (same op and size, round-robin in the same seconds) strayed were uncorrelated
+   * (r = 0.04 over 205 points of 9 back-to-back pairs), so correcting by the latter only added
+   * their noise; the backends' run-wide changes moved together (r = 0.61 over 36).
    */
-  reference(backend: Backend, op?: string, size?: number): HostReference | null {
+  reference(backend: Backend): HostReference | null {
     if (!this.#bound.has(backend)) return null;
     const others = [...this.#levels].filter(([b]) => b !== backend && this.#bound.has(b));
     if (others.length === 0) return null;
     const k = others.length;
-    const runSe = Math.sqrt(others.reduce((s, [, l]) => s + l.se ** 2, 0)) / k;
-    const run: HostReference = {
+    const se = Math.sqrt(others.reduce((s, [, l]) => s + l.se ** 2, 0)) / k;
+    return {
       backends: others.map(([b]) => b),
       logShift: median(others.map(([, l]) => l.level)),
-      se: k >= 3 ? runSe * MEDIAN_EFFICIENCY : runSe,
-      scope: "run",
-    };
-    const strays = new Map<Backend, number[]>();
-    const within: number[] = [];
-    for (const p of this.#points) {
-      const level = this.#levels.get(p.backend)?.level;
-      if (p.backend === backend || level === undefined || !this.#bound.has(p.backend)) continue;
-      if (p.op !== op || p.size !== size) continue;
-      strays.set(p.backend, [...(strays.get(p.backend) ?? []), p.logChange - level]);
-      within.push(p.withinSigma);
-    }
-    if (strays.size === 0) return run;
-    const moment = median([...strays.values()].map(median));
-    return {
-      backends: [...strays.keys()],
-      logShift: run.logShift + moment,
-      se: Math.hypot(run.se, Math.sqrt(within.reduce((s, w) => s + w * w, 0)) / within.length),
-      scope: "same size",
+      se: k >= 3 ? se * MEDIAN_EFFICIENCY : se,
     };
   }
 }
@@ -342,32 +320,20 @@ function spread(changes: readonly number[], withinSigmas: readonly number[]): nu
 }
 
 /**
- * A backend's drift against the other host-bound backends during one run: per probe, its ln time
- * less the median of theirs, and the robust σ of that over the run's probes. Falls back to the
- * backend's own probe drift where no other backend was probed with it.
+ * A backend's drift during one run (its probes' `driftSigma`, σ of ln time) and how many probes
+ * it comes from; null without it.
+ *
+ * Its own drift, not its drift against the other backends: per probe, a backend's time less the
+ * median of the others' carries the others' noise too, and on a 2-core VM shared with other work
+ * that made a steady backend's σ 0.4–0.85 where its own was 0.02–0.18 and its level moved by
+ * σ ≈ 0.12 between back-to-back quick runs. The other backends' noise reaches the estimate
+ * through its references, point by point, and is in the spread between the points.
  */
-function levelDrift(
-  report: Report,
-  backend: Backend,
-  frame: CommonMode,
-): { sigma: number; probes: number; normalized: boolean } | null {
-  const probes = report.stability?.probes ?? [];
-  const relative: number[] = [];
-  for (const p of probes) {
-    const own = p.ms[backend];
-    const others = Object.entries(p.ms)
-      .filter(([b, ms]) => b !== backend && frame.hostBound(b as Backend) && ms !== undefined)
-      .map(([, ms]) => Math.log(ms!));
-    if (own !== undefined && others.length > 0 && frame.hostBound(backend)) {
-      relative.push(Math.log(own) - median(others));
-    }
-  }
-  if (relative.length >= MIN_PROBES) {
-    return { sigma: robustSigma(relative), probes: relative.length, normalized: true };
-  }
-  const own = report.stability?.driftSigma[backend];
-  const count = probes.filter((p) => p.ms[backend] !== undefined).length;
-  return own === undefined ? null : { sigma: own, probes: Math.max(count, 1), normalized: false };
+function ownDrift(report: Report, backend: Backend): { sigma: number; probes: number } | null {
+  const sigma = report.stability?.driftSigma[backend];
+  if (sigma === undefined) return null;
+  const probes = report.stability!.probes.filter((p) => p.ms[backend] !== undefined).length;
+  return { sigma, probes: Math.max(probes, 1) };
 }
 
 /**
@@ -379,20 +345,14 @@ function driftTerm(
   baseline: Report,
   current: Report,
   backend: Backend,
-  frame: CommonMode,
-): { se: number; sigma: number; source: string } | null {
-  const a = levelDrift(baseline, backend, frame);
-  const b = levelDrift(current, backend, frame);
+): { se: number; sigma: number } | null {
+  const a = ownDrift(baseline, backend);
+  const b = ownDrift(current, backend);
   if (a === null && b === null) return null;
   const sigma = Math.max(a?.sigma ?? 0, b?.sigma ?? 0);
   const ka = a?.probes ?? b!.probes;
   const kb = b?.probes ?? a!.probes;
-  const normalized = (a?.normalized ?? true) && (b?.normalized ?? true);
-  return {
-    se: sigma * Math.sqrt(1 / ka + 1 / kb),
-    sigma,
-    source: normalized ? "its drift against the others" : "its own drift",
-  };
+  return { se: sigma * Math.sqrt(1 / ka + 1 / kb), sigma };
 }
 
 /**
@@ -408,11 +368,11 @@ function driftTerm(
  */
 export interface HostFrame {
   /**
-   * What a figure of `backend` is judged against: the other host-bound backends' change measured
-   * interleaved with that op and size, else over the run; null for a backend the host's speed
-   * does not set (a hardware GPU) or when no other backend was measured.
+   * What a figure of `backend` is judged against: the other host-bound backends' common change
+   * over the run; null for a backend the host's speed does not set (a hardware GPU) or when no
+   * other backend was measured.
    */
-  reference(backend: Backend, op?: string, size?: number): HostReference | null;
+  reference(backend: Backend): HostReference | null;
   /**
    * One run's σ of ln time of a backend's measured point, from how far the two reports' medians
    * of its points moved apart: the robust spread of their ln changes (at least their within-run
@@ -430,42 +390,16 @@ export interface HostFrame {
  *
  * @param baseline The baseline report.
  * @param current The current report of the same machine.
- * @returns The frame: `reference(backend, op?, size?)` and `pointNoise(backend, at)`.
+ * @returns The frame: `reference(backend)` and `pointNoise(backend, at)`.
  * @example
  * ```ts ignore
  * import { hostReferences } from "./backend_shift.ts";
- * const ref = hostReferences(baseline, current).reference("wasm", "matmul", 512);
+ * const ref = hostReferences(baseline, current).reference("wasm");
  * if (ref) console.log(`host ${((Math.exp(ref.logShift) - 1) * 100).toFixed(0)} % slower`);
  * ```
  */
 export function hostReferences(baseline: Report, current: Report): HostFrame {
   return new CommonMode(baseline, current);
-}
-
-/**
- * Each host-bound backend's drift against the others during a run, the larger of the two
- * reports' (σ of ln time; see {@linkcode backendShifts}): the run-to-run noise a figure judged
- * against its host reference keeps. Backends without it (fewer than three probes with another
- * host-bound backend) are absent.
- *
- * @param baseline The baseline report.
- * @param current The current report of the same machine.
- * @returns σ per backend.
- * @example
- * ```ts ignore
- * import { relativeDrifts } from "./backend_shift.ts";
- * console.log(relativeDrifts(baseline, current).get("wasm-mt")); // e.g. 0.12
- * ```
- */
-export function relativeDrifts(baseline: Report, current: Report): Map<Backend, number> {
-  const frame = new CommonMode(baseline, current);
-  const out = new Map<Backend, number>();
-  for (const backend of BACKENDS) {
-    const sigmas = [baseline, current].map((r) => levelDrift(r, backend, frame))
-      .filter((d) => d !== null && d.normalized).map((d) => d!.sigma);
-    if (sigmas.length > 0) out.set(backend, Math.max(...sigmas));
-  }
-  return out;
 }
 
 function carriersOf(points: readonly PointChange[], up: boolean, tolerance: number) {
@@ -474,16 +408,10 @@ function carriersOf(points: readonly PointChange[], up: boolean, tolerance: numb
     .sort((a, b) => Math.abs(b.ownLogChange) - Math.abs(a.ownLogChange));
 }
 
-function referenceWords(points: readonly PointChange[]): string {
-  const refs = points.map((p) => p.reference).filter((r): r is HostReference => r !== null);
-  if (refs.length === 0) return "on absolute times";
-  const backends = [...new Set(refs.flatMap((r) => r.backends))].sort();
-  const local = refs.filter((r) => r.scope === "same size").length;
-  return `against ${backends.join(", ")} measured ${
-    local === points.length
-      ? "at the same sizes"
-      : `at the same sizes (${local} of ${points.length})`
-  } (host ${percent(Math.exp(median(refs.map((r) => r.logShift))) - 1)})`;
+function referenceWords(r: HostReference | null): string {
+  return r === null
+    ? "on absolute times"
+    : `against ${r.backends.join(", ")} (host ${percent(Math.exp(r.logShift) - 1)} over the run)`;
 }
 
 function carrierWords(carriers: readonly PointChange[], of: number): string {
@@ -497,14 +425,14 @@ function judgeBackend(
   backend: Backend,
   points: readonly PointChange[],
   withinSigmas: readonly number[],
-  drift: { se: number; sigma: number; source: string } | null,
+  drift: { se: number; sigma: number } | null,
   tolerance: number,
 ): BackendShift {
   const own = points.map((p) => p.ownLogChange);
   const shift = median(own);
-  // The references differ point by point, so their errors are in the spread between points.
+  const reference = points[0]?.reference ?? null;
   const pointsSe = MEDIAN_EFFICIENCY * spread(own, withinSigmas) / Math.sqrt(points.length);
-  const se = Math.hypot(pointsSe, drift?.se ?? 0);
+  const se = Math.hypot(pointsSe, reference?.se ?? 0, drift?.se ?? 0);
   const change = Math.exp(shift) - 1;
   const ci = [Math.exp(shift - BACKEND_Z * se) - 1, Math.exp(shift + BACKEND_Z * se) - 1] as const;
   const z = se > 0 ? shift / se : shift === 0 ? 0 : Math.sign(shift) * Infinity;
@@ -512,8 +440,8 @@ function judgeBackend(
   const carriers = beyondNoise ? carriersOf(points, shift > 0, tolerance) : [];
   const driftNote = drift === null
     ? "no drift probes: a run-wide drift of the backend is not allowed for"
-    : `${drift.source} σ ${(drift.sigma * 100).toFixed(0)} %`;
-  const head = `${percent(change)} time ${referenceWords(points)} over ${points.length} ` +
+    : `its run-to-run drift σ ${(drift.sigma * 100).toFixed(0)} %`;
+  const head = `${percent(change)} time ${referenceWords(reference)} over ${points.length} ` +
     `figures, 99 % interval [${percent(ci[0])}, ${percent(ci[1])}]`;
   const note = beyondNoise
     ? `${head}: ${shift > 0 ? "slower" : "faster"} beyond noise; ${
@@ -530,7 +458,7 @@ function judgeBackend(
     change,
     ci,
     z,
-    drift: drift === null ? null : { sigma: drift.sigma, source: drift.source },
+    drift: drift === null ? null : { sigma: drift.sigma },
     beyondNoise,
     regressed: beyondNoise && shift > 0,
     carriers,
@@ -542,13 +470,12 @@ function judgeBackend(
  * Tests each backend as a whole: did its times, at the sizes both reports measured and where
  * its work (not a fixed cost) carries the time, move together beyond noise?
  *
- * Each point's ln change is taken relative to its host reference: the median change of the
- * other host-bound backends' points of the same op and size (measured round-robin with it, in
- * the same seconds), or where there are none, their median change over the run. The estimate is
+ * Each point's ln change is taken relative to the backend's host reference: the other
+ * host-bound backends' common change over the run ({@linkcode hostReferences}). The estimate is
  * the median of those own changes. Its standard error adds in quadrature the spread between the
- * points (robust, over √n; at least their within-run intervals) and the backend's drift against
- * the others during a run (from the `stability` probes: per probe its ln time less the others'
- * median; the larger σ of the two runs, times √(1/k₁ + 1/k₂) for k probes per run). A backend
+ * points (robust, over √n; at least their within-run intervals), the reference's own error, and
+ * the backend's drift during a run (its `stability.driftSigma`, the larger of the two runs', times √(1/k₁ + 1/k₂) for k probes
+ * per run: how well each run's probes pin down its level). A backend
  * moved beyond noise when the change exceeds the tolerance and its 99 % interval excludes zero;
  * slower is a regression, and the points that moved that way beyond the tolerance are named as
  * carrying it.
@@ -580,7 +507,7 @@ export function backendShifts(
       backend,
       frame.pointsOf(backend),
       paired.map((p) => p.withinSigma),
-      driftTerm(baseline, current, backend, frame),
+      driftTerm(baseline, current, backend),
       tolerance,
     ));
   }

@@ -33,7 +33,6 @@ import {
   type HostFrame,
   type HostReference,
   hostReferences,
-  relativeDrifts,
 } from "./backend_shift.ts";
 import { type RunScope, runScope, seriesCoverage, skipReason } from "./coverage.ts";
 import { nearTie, type Tie } from "./near_tie.ts";
@@ -262,15 +261,15 @@ function againstReference(sample: Sample, better: Better, ref: HostReference): S
 }
 
 /**
- * "(−12.0 % against the host: js, wasm-mt time +40.0 % at the same size)", or "" when the host
- * did not move.
+ * "(−12.0 % against the host: js, wasm-mt time +40.0 % over the run)", or "" when the host did
+ * not move.
  */
 function ownWords(own: number, ref: HostReference): string {
   const host = Math.exp(ref.logShift) - 1;
   if (Math.abs(host) < 0.005) return "";
-  return ` (${percent(own)} against the host: ${ref.backends.join(", ")} time ${percent(host)} ${
-    ref.scope === "same size" ? "at the same size" : "over the run"
-  })`;
+  return ` (${percent(own)} against the host: ${ref.backends.join(", ")} time ${
+    percent(host)
+  } over the run)`;
 }
 
 /** A value that disappeared, or appeared; `better: "unchanged"` means a threshold. */
@@ -787,8 +786,6 @@ interface Context {
   readonly cur: Report;
   /** The host references figures of the current report are judged against, and point noise. */
   readonly refs: HostFrame;
-  /** Each backend's drift against the others, the larger of the two runs'. */
-  readonly relative: ReadonlyMap<Backend, number>;
   /** What the current run's command restricted it to. */
   readonly scope: RunScope;
   readonly tolerance: number;
@@ -808,22 +805,6 @@ function widened(
   return report.stability && value !== null
     ? { driftCi: widen(value, ci, d, amplification), drift: d }
     : {};
-}
-
-/**
- * The drift a figure of `backend` is widened by: its drift against the other backends when it is
- * judged against them (its host reference), else its own.
- */
-function driftFor(
-  ctx: Context,
-  report: Report,
-  backend: Backend,
-  ref: HostReference | null,
-): Drift | null {
-  const relative = ctx.relative.get(backend);
-  return ref !== null && relative !== undefined
-    ? { backend, sigma: relative }
-    : driftOf(report, backend);
 }
 
 /** Whether a figure only the baseline has is a regression: unless the current run skipped it. */
@@ -958,14 +939,13 @@ function rateRows(ctx: Context): ComparisonRow[] {
     [ctx.base, baseRates],
     [ctx.cur, currentRates],
     (r, report) => {
-      const ref = ctx.refs.reference(r.fit.backend, r.fit.op, r.at);
-      const drift = driftFor(ctx, report, r.fit.backend, ref);
+      const ref = ctx.refs.reference(r.fit.backend);
       return {
         unit: r.unit,
         sample: {
           value: r.value,
           ci: r.ci,
-          ...widened(report, r.value, r.ci, drift, r.amplification),
+          ...widened(report, r.value, r.ci, r.drift, r.amplification),
           ...(report === ctx.cur ? { reference: ref } : {}),
         },
         better: "higher",
@@ -1011,13 +991,12 @@ function systemRows(ctx: Context): ComparisonRow[] {
     [ctx.cur, systemMap(ctx.cur)],
     (s, report) => {
       const ref = s.hostBound && s.backend !== null ? ctx.refs.reference(s.backend) : null;
-      const drift = s.backend === null ? s.drift : driftFor(ctx, report, s.backend, ref);
       return {
         unit: s.figure.unit,
         sample: {
           value: s.figure.value,
           ci: s.figure.ci ?? null,
-          ...widened(report, s.figure.value, s.figure.ci ?? null, drift),
+          ...widened(report, s.figure.value, s.figure.ci ?? null, s.drift),
           ...(s.figure.reason !== undefined ? { reason: s.figure.reason } : {}),
           ...(report === ctx.cur ? { reference: ref, skip: skipReason(ctx.scope, s.scope) } : {}),
         },
@@ -1088,7 +1067,6 @@ export function compareReports(
     base,
     cur,
     refs: hostReferences(baseline, current),
-    relative: relativeDrifts(baseline, current),
     scope: runScope(current),
     tolerance,
   };

@@ -225,7 +225,7 @@ function markdown(c: Comparison, labels: ComparisonLabels): string {
   if (c.backends.length > 0) {
     lines.push(
       "",
-      "**Backends**, each judged as a whole: the median change of its figures against the other backends measured at the same sizes, with a 99 % interval that allows for its drift against them.",
+      "**Backends**, each judged as a whole: the median change of its figures less the other backends' common change over the run, with a 99 % interval that allows for its run-to-run drift.",
       "",
       markdownTable(BACKEND_HEADER, c.backends.map(backendCells)),
     );
