@@ -7,8 +7,8 @@
  * such as lavapipe) alike. Judged one at a time against that drift, thirty figures of one backend
  * that all moved −50 % are each "within noise". Here each backend's figures are pooled into one
  * estimate (the median change of the times it measured at the sizes both runs share), and the
- * common-mode change of the *other* backends, measured interleaved in the same runs, is taken off
- * it: what is left is the backend's own change, tested as one hypothesis with its own
+ * common-mode change of the *other* backends over the same runs (measured round-robin with it,
+ * size by size) is taken off it: what is left is the backend's own change, tested as one hypothesis with its own
  * false-alarm rate. Pure.
  *
  * @example

@@ -20,8 +20,8 @@ the best variant's GFLOP/s and GB/s, the system figures and peaks, each backend 
 which series (op, dtype, backend, residency) the current report lost. A figure moved beyond
 noise when it changed by more than the tolerance AND its two 95 % intervals do not overlap
 (without intervals, the tolerance alone decides). Rates and host-bound system figures are judged
-against the other backends measured at the same time, so a host that was slower all run is not a
-regression; absolute values are shown. A report calibrated with drift probes (its "stability"
+against the other backends' common change over the same runs, so a host that was slower all run
+is not a regression; absolute values are shown. A report calibrated with drift probes (its "stability"
 section) widens its intervals by each backend's measured run-to-run drift, so a move that a
 second run of the same machine would also show is reported as "within run-to-run drift of
 <backend>", not flagged. Each backend is also judged as a whole: the median change of its

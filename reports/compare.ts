@@ -6,7 +6,7 @@
  * with it), unless it moved within a near-tie of its two backends (`near_tie.ts`); a rate falling
  * or a time rising is a regression, the opposite an improvement; a figure that disappeared is a
  * regression unless the current run's command skipped it. Rates and the host-bound system figures
- * are judged against the other backends measured interleaved with them, so a host that was
+ * are judged against the other backends' common change over the same runs, so a host that was
  * slower for the whole run does not read as a regression; their absolute values are shown. When
  * a report carries `stability` (the machine's measured run-to-run drift per backend), intervals
  * are widened by that drift, so a move another run of the same machine would also show is not

@@ -213,7 +213,7 @@ function markdown(c: Comparison, labels: ComparisonLabels): string {
     "",
     `Current \`${escapeCell(labels.current)}\` against baseline \`${
       escapeCell(labels.baseline)
-    }\`. A figure moved beyond noise when it changed by more than the tolerance and its 95 % intervals do not overlap (widened by each report's measured run-to-run drift when it has one); rates and host-bound system figures are judged against the other backends measured at the same time, absolute values shown. Crossover thresholds count as regressions in either direction, except within a near-tie of their backends; a series or figure that disappeared counts unless the current run's command skipped it.`,
+    }\`. A figure moved beyond noise when it changed by more than the tolerance and its 95 % intervals do not overlap (widened by each report's measured run-to-run drift when it has one); rates and host-bound system figures are judged against the other backends' common change over the same runs, absolute values shown. Crossover thresholds count as regressions in either direction, except within a near-tie of their backends; a series or figure that disappeared counts unless the current run's command skipped it.`,
   ];
   if (c.reasons.length > 0) lines.push("", ...c.reasons.map((r) => `- ${r}`));
   if (!c.comparable) return lines.join("\n");

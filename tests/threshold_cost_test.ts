@@ -88,3 +88,19 @@ Deno.test("compareReports() still flags the same move when the backends differ b
   assert.equal(row?.regressed, true);
   assert.match(row.note, /at most 30\.0 % slower/);
 });
+
+Deno.test("thresholdChoiceCost() does not count a cost within the two runs' disagreement at that size", () => {
+  const base = nearlyEqualBackends(1.3, 1e6);
+  const current = nearlyEqualBackends(1.3, 1e3);
+  const plain = costOfMove(base, current, "add", "wasm→wasm-mt");
+  assert.ok(plain !== null && plain.cost > 0.25);
+  const pair = (r: Report) => crossoverOf(r, "add", "wasm→wasm-mt");
+  // Two runs that disagree by σ 0.3 in ln time per backend cannot establish a 30 % cost.
+  const noisy = thresholdChoiceCost(base, pair(base), current, pair(current), () => 0.3);
+  assert.equal(noisy?.cost, 0);
+  assert.equal(noisy.withinNoise, noisy.sizes);
+  // Runs that agree to 2 % do.
+  const calm = thresholdChoiceCost(base, pair(base), current, pair(current), () => 0.02);
+  assert.ok(Math.abs(calm!.cost - plain.cost) < 1e-12);
+  assert.ok(calm!.withinNoise! < calm!.sizes);
+});
