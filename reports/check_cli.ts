@@ -17,13 +17,20 @@ const USAGE =
 const HELP = `${USAGE}
 
 Compares a calibration report with a baseline report of the same machine: crossover thresholds,
-the best variant's fitted GFLOP/s and GB/s, and the system figures and peaks. A figure moved
-beyond noise when it changed by more than the tolerance AND its two 95 % intervals do not
-overlap (without intervals, the tolerance alone decides). A report calibrated with drift
-probes (its "stability" section) widens its intervals by each backend's measured run-to-run
-drift, so a move that a second run of the same machine would also show is reported as "within
-run-to-run drift of <backend>", not flagged. A crossover moving either way is a regression
-(programs decide with it); a rate falling or a time rising is a regression.
+the best variant's GFLOP/s and GB/s, the system figures and peaks, each backend as a whole, and
+which series (op, dtype, backend, residency) the current report lost. A figure moved beyond
+noise when it changed by more than the tolerance AND its two 95 % intervals do not overlap
+(without intervals, the tolerance alone decides). Rates and host-bound system figures are judged
+against the other backends' common change over the same runs, so a host that was slower all run
+is not a regression; absolute values are shown. A report calibrated with drift probes (its "stability"
+section) widens its intervals by each backend's measured run-to-run drift, so a move that a
+second run of the same machine would also show is reported as "within run-to-run drift of
+<backend>", not flagged. Each backend is also judged as a whole: the median change of its
+figures against the others, with a 99 % interval that allows for its drift; the figures that
+carry a verdict are named. A crossover moving either way is a regression (programs decide with
+it), unless it moved within a near-tie of its two backends ("either; within x %"); a rate
+falling or a time rising is a regression; a series or figure that disappeared is a regression
+unless the current run's command skipped it (--ops, --dtypes, --backends).
 
 Options:
   --baseline PATH            The reference report (required)
@@ -38,7 +45,19 @@ Exit codes: 0 nothing regressed, 1 a regression beyond noise, 2 unusable input (
 invalid or unreadable report, a report whose crossovers, thresholds or fits contradict its own
 measurements, different schema versions, different machines without --allow-different-machine).`;
 
-function toleranceFlag(value: string | undefined): number | undefined {
+/**
+ * Reads `--tolerance`: a percentage (`10%`) or a fraction up to 1 (`0.1`).
+ *
+ * @param value The raw value, or undefined when absent.
+ * @returns The fraction, or undefined when absent.
+ * @throws {UsageError} When it is not positive, or a bare number above 1 (ambiguous).
+ * @example
+ * ```ts
+ * import { toleranceFlag } from "./check_cli.ts";
+ * console.log(toleranceFlag("15%")); // 0.15
+ * ```
+ */
+export function toleranceFlag(value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
   const pct = value.trim().endsWith("%");
   const n = Number(pct ? value.trim().slice(0, -1) : value);

@@ -1,10 +1,16 @@
 /**
  * Noise-aware comparison of two calibration reports of the same machine: which crossovers,
- * effective rates and system figures moved, by how much, and whether the move is beyond noise.
- * A crossover moving in either direction is a regression (other programs decide with it); a rate
- * falling or a time rising is a regression, the opposite an improvement. When a report carries
- * `stability` (the machine's measured run-to-run drift per backend), its intervals are widened
- * by that drift, so a move another run of the same machine would also show is not flagged.
+ * effective rates and system figures moved, by how much, and whether the move is beyond noise;
+ * which backends moved as a whole (`backend_shift.ts`); and which series the current report lost
+ * (`coverage.ts`). A crossover moving in either direction is a regression (other programs decide
+ * with it), unless it moved within a near-tie of its two backends (`near_tie.ts`); a rate falling
+ * or a time rising is a regression, the opposite an improvement; a figure that disappeared is a
+ * regression unless the current run's command skipped it. Rates and the host-bound system figures
+ * are judged against the other backends' common change over the same runs, so a host that was
+ * slower for the whole run does not read as a regression; their absolute values are shown. When
+ * a report carries `stability` (the machine's measured run-to-run drift per backend), intervals
+ * are widened by that drift, so a move another run of the same machine would also show is not
+ * flagged.
  *
  * @example
  * ```ts ignore
@@ -21,6 +27,15 @@ import { bestPerSize } from "../calibrate/analyze.ts";
 import { predictMs } from "../core/costmodel.ts";
 import { OPS } from "../kernels/catalog.ts";
 import type { Backend } from "../kernels/types.ts";
+import {
+  type BackendShift,
+  backendShifts,
+  type HostFrame,
+  type HostReference,
+  hostReferences,
+} from "./backend_shift.ts";
+import { type RunScope, runScope, seriesCoverage, skipReason } from "./coverage.ts";
+import { nearTie, type Tie } from "./near_tie.ts";
 import type { CostFit, Crossover, Figure, Report } from "../core/schema.ts";
 import { type ChoiceCost, thresholdChoiceCost } from "./threshold_cost.ts";
 
@@ -51,8 +66,11 @@ export type Interval = readonly [number, number];
  * ```
  */
 export interface ComparisonRow {
-  /** A crossover threshold, a fitted effective rate, or a machine-wide figure. */
-  readonly kind: "crossover" | "rate" | "system";
+  /**
+   * A crossover threshold, an effective rate, a machine-wide figure, or a series (op × dtype ×
+   * backend × residency) the current report lost or now fails.
+   */
+  readonly kind: "crossover" | "rate" | "system" | "series";
   /** What the figure is, e.g. `"matmul f32 cpu→webgpu end-to-end"`. */
   readonly key: string;
   /** Unit of `baseline` and `current`. */
@@ -87,6 +105,13 @@ export interface ComparisonRow {
    * threshold is on the other's measurements. Within the tolerance, the move is not a regression.
    */
   readonly choiceCost?: ChoiceCost;
+  /**
+   * For a rate or system figure judged against its host reference: the change left once the
+   * reference's is taken off (`change` stays the absolute one), and the reference.
+   */
+  readonly own?: { readonly change: number; readonly reference: HostReference };
+  /** For a crossover: the near-tie each report's crossing falls in, when it does. */
+  readonly ties?: { readonly baseline: Tie | null; readonly current: Tie | null };
 }
 
 /**
@@ -99,9 +124,11 @@ export interface ComparisonRow {
  * ```
  */
 export interface Comparison {
-  /** Every compared figure, crossovers first, then rates, then system figures. */
+  /** Every compared figure: lost series first, then crossovers, rates and system figures. */
   readonly rows: readonly ComparisonRow[];
-  /** Whether any row regressed. */
+  /** Each backend judged as a whole, against the others ({@linkcode backendShifts}). */
+  readonly backends: readonly BackendShift[];
+  /** Whether any row or backend regressed. */
   readonly regressed: boolean;
   /** False when the reports must not be compared (different schema or machine); rows is empty. */
   readonly comparable: boolean;
@@ -155,6 +182,10 @@ interface Sample {
   readonly outOfRange?: number;
   /** Why the value is missing, when it is. */
   readonly reason?: string;
+  /** The current value's host reference, when it is judged against one. */
+  readonly reference?: HostReference | null;
+  /** Why the current run skipped this figure on purpose, or null when it did not. */
+  readonly skip?: string | null;
 }
 
 /** Drift replicates leaving the range above this share make a vanishing threshold plausible. */
@@ -206,78 +237,145 @@ function driftWords(d: Drift): string {
   return `run-to-run drift of ${d.backend} (σ ${(d.sigma * 100).toFixed(0)} %)`;
 }
 
-/** The verdict on one pair of values; `better: "unchanged"` means any move is a regression. */
+/**
+ * A value and its intervals judged against a host reference: a rate scaled up by the host's
+ * slowdown, a time scaled down, and both intervals widened by the reference's own error.
+ */
+function againstReference(sample: Sample, better: Better, ref: HostReference): Sample {
+  const factor = Math.exp(better === "higher" ? ref.logShift : -ref.logShift);
+  const extra = Z95 * ref.se;
+  const move = (ci: Interval | null | undefined): Interval | null => {
+    if (ci == null) return null;
+    const scaled: Interval = [ci[0] * factor, ci[1] * factor];
+    if (!(scaled[0] > 0 && scaled[1] >= scaled[0])) return scaled;
+    const centre = Math.sqrt(scaled[0] * scaled[1]);
+    const half = Math.hypot(Math.log(scaled[1] / scaled[0]) / 2, extra);
+    return [centre * Math.exp(-half), centre * Math.exp(half)];
+  };
+  return {
+    ...sample,
+    value: sample.value === null ? null : sample.value * factor,
+    ci: move(sample.ci),
+    ...(sample.driftCi !== undefined ? { driftCi: move(sample.driftCi) } : {}),
+  };
+}
+
+/**
+ * "(−12.0 % against the host: js, wasm-mt time +40.0 % over the run)", or "" when the host did
+ * not move.
+ */
+function ownWords(own: number, ref: HostReference): string {
+  const host = Math.exp(ref.logShift) - 1;
+  if (Math.abs(host) < 0.005) return "";
+  return ` (${percent(own)} against the host: ${ref.backends.join(", ")} time ${
+    percent(host)
+  } over the run)`;
+}
+
+/** A value that disappeared, or appeared; `better: "unchanged"` means a threshold. */
+function judgeMissing(
+  common: Pick<ComparisonRow, "kind" | "key" | "unit" | "baseline" | "current">,
+  cis: Pick<
+    ComparisonRow,
+    "baselineCi" | "currentCi" | "baselineDriftCi" | "currentDriftCi" | "drift"
+  >,
+  base: Sample,
+  cur: Sample,
+  better: Better,
+): ComparisonRow {
+  const row = { ...common, ...cis, change: null };
+  if (base.value === null && cur.value === null) {
+    return {
+      ...row,
+      beyondNoise: false,
+      regressed: false,
+      note: `not obtained in either report (${cur.reason ?? base.reason ?? "no value"})`,
+    };
+  }
+  const note = base.value === null
+    ? `appeared (baseline: ${base.reason ?? "no value"})`
+    : `disappeared (current: ${cur.reason ?? "no value"})`;
+  if (better !== "unchanged") {
+    // A figure that disappeared is a regression unless the current run skipped it on purpose.
+    const lost = base.value !== null && cur.skip === null;
+    const why = base.value === null ? "" : lost ? ": regression" : `: ${cur.skip ?? ""}`;
+    return { ...row, beyondNoise: lost, regressed: lost, note: `${note}${why}` };
+  }
+  // A threshold appearing or vanishing changes decisions as much as one moving, unless the
+  // report that has it says drift alone often moves it out of the measured range.
+  const present = base.value === null ? cur : base;
+  const plausible = (present.outOfRange ?? 0) > OUT_OF_RANGE_PLAUSIBLE && cis.drift !== null;
+  return {
+    ...row,
+    beyondNoise: !plausible,
+    regressed: !plausible,
+    note: !plausible
+      ? `threshold ${note}`
+      : `${note}: within ${driftWords(cis.drift!)}, which moves it out of the measured sizes in ${
+        Math.round(present.outOfRange! * 100)
+      } % of replicates`,
+  };
+}
+
+/**
+ * The verdict on one pair of values; `better: "unchanged"` means any move is a regression. When
+ * the current sample carries a host reference, the verdict is on the value judged against it
+ * (shown in the note); the row keeps the absolute values.
+ */
 function judge(
   kind: ComparisonRow["kind"],
   key: string,
   unit: string,
   base: Sample,
-  cur: Sample,
+  absolute: Sample,
   better: Better,
   tolerance: number,
 ): ComparisonRow {
-  const common = { kind, key, unit, baseline: base.value, current: cur.value };
-  const drift = larger(base.drift, cur.drift);
+  const common = { kind, key, unit, baseline: base.value, current: absolute.value };
+  const drift = larger(base.drift, absolute.drift);
   const cis = {
     baselineCi: base.ci,
-    currentCi: cur.ci,
+    currentCi: absolute.ci,
     baselineDriftCi: base.driftCi ?? null,
-    currentDriftCi: cur.driftCi ?? null,
+    currentDriftCi: absolute.driftCi ?? null,
     drift,
   };
-  if (base.value === null || cur.value === null) {
-    if (base.value === null && cur.value === null) {
-      return {
-        ...common,
-        ...cis,
-        change: null,
-        beyondNoise: false,
-        regressed: false,
-        note: `not obtained in either report (${cur.reason ?? base.reason ?? "no value"})`,
-      };
-    }
-    // A threshold appearing or vanishing changes decisions as much as one moving, unless the
-    // report that has it says drift alone often moves it out of the measured range.
-    const present = base.value === null ? cur : base;
-    const plausible = (present.outOfRange ?? 0) > OUT_OF_RANGE_PLAUSIBLE && drift !== null;
-    const threshold = better === "unchanged" && !plausible;
-    const note = base.value === null
-      ? `appeared (baseline: ${base.reason ?? "no value"})`
-      : `disappeared (current: ${cur.reason ?? "no value"})`;
-    return {
-      ...common,
-      ...cis,
-      change: null,
-      beyondNoise: threshold,
-      regressed: threshold,
-      note: threshold
-        ? `threshold ${note}`
-        : plausible
-        ? `${note}: within ${driftWords(drift)}, which moves it out of the measured sizes in ${
-          Math.round(present.outOfRange! * 100)
-        } % of replicates`
-        : note,
-    };
+  if (base.value === null || absolute.value === null) {
+    return judgeMissing(common, cis, base, absolute, better);
   }
-  const change = base.value === 0 ? null : cur.value / base.value - 1;
-  const overTolerance = change === null ? cur.value !== 0 : Math.abs(change) > tolerance;
-  const within = separation(base.value, base.ci, cur.value, cur.ci, false);
+  const ref = better !== "unchanged" ? absolute.reference ?? null : null;
+  const cur = ref === null ? absolute : againstReference(absolute, better, ref);
+  const change = base.value === 0 ? null : absolute.value / base.value - 1;
+  const own = base.value === 0 ? null : cur.value! / base.value - 1;
+  const judged = ref === null ? change : own;
+  const overTolerance = judged === null ? cur.value !== 0 : Math.abs(judged) > tolerance;
+  const within = separation(base.value, base.ci, cur.value!, cur.ci, false);
   const hasDrift = base.driftCi != null || cur.driftCi != null;
   const withDrift = hasDrift
-    ? separation(base.value, base.driftCi ?? base.ci, cur.value, cur.driftCi ?? cur.ci, true)
+    ? separation(base.value, base.driftCi ?? base.ci, cur.value!, cur.driftCi ?? cur.ci, true)
     : null;
   const verdict = withDrift ?? within;
   const beyondNoise = overTolerance && verdict.separated;
-  const moved = change === null ? "changed from 0" : percent(change);
+  const moved = (change === null ? "changed from 0" : percent(change)) +
+    (ref !== null && own !== null ? ownWords(own, ref) : "");
+  const extra = ref !== null && own !== null ? { own: { change: own, reference: ref } } : {};
   if (!beyondNoise) {
     const why = !overTolerance
       ? `within the ${percent(tolerance).slice(1)} tolerance`
       : within.separated && drift !== null
       ? `within ${driftWords(drift)}`
       : within.how;
-    return { ...common, ...cis, change, beyondNoise, regressed: false, note: `${moved}: ${why}` };
+    return {
+      ...common,
+      ...cis,
+      ...extra,
+      change,
+      beyondNoise,
+      regressed: false,
+      note: `${moved}: ${why}`,
+    };
   }
-  const up = cur.value > base.value;
+  const up = cur.value! > base.value;
   const regressed = better === "unchanged" || (better === "higher" ? !up : up);
   const word = better === "unchanged"
     ? `threshold moved ${up ? "up" : "down"}`
@@ -287,6 +385,7 @@ function judge(
   return {
     ...common,
     ...cis,
+    ...extra,
     change,
     beyondNoise,
     regressed,
@@ -294,14 +393,20 @@ function judge(
   };
 }
 
-/** A row for a figure only one report has: coverage, not a regression. */
+/**
+ * A row for a figure only one report has. One the current report gained is coverage; one it
+ * lost is a regression unless the current run skipped it on purpose (`lost` says whether, and
+ * why), or it is a fitted figure whose series is still measured.
+ */
 function onlyIn(
   kind: ComparisonRow["kind"],
   key: string,
   unit: string,
   side: "baseline" | "current",
   sample: Sample,
+  lost?: { regressed: boolean; note: string },
 ): ComparisonRow {
+  const regressed = side === "baseline" && (lost?.regressed ?? false);
   return {
     kind,
     key,
@@ -314,15 +419,18 @@ function onlyIn(
     currentDriftCi: side === "current" ? sample.driftCi ?? null : null,
     drift: sample.drift ?? null,
     change: null,
-    beyondNoise: false,
-    regressed: false,
-    note: `not measured in the ${side === "baseline" ? "current report" : "baseline"}`,
+    beyondNoise: regressed,
+    regressed,
+    note: side === "current"
+      ? "not measured in the baseline"
+      : `not measured in the current report${lost ? `: ${lost.note}` : ""}`,
   };
 }
 
 /**
  * Pairs entries of the two reports by key and judges each pair; keys keep the baseline's order.
- * `describe` is told which report an entry came from (for its stability data).
+ * `describe` is told which report an entry came from (for its stability data); `lost` says
+ * whether an entry only the baseline has is a regression.
  */
 function pairUp<T>(
   kind: ComparisonRow["kind"],
@@ -330,6 +438,7 @@ function pairUp<T>(
   [curReport, current]: readonly [Report, ReadonlyMap<string, T>],
   describe: (item: T, report: Report) => { unit: string; sample: Sample; better: Better },
   tolerance: number,
+  lost?: (item: T) => { regressed: boolean; note: string },
 ): ComparisonRow[] {
   const keys = [...baseline.keys(), ...[...current.keys()].filter((k) => !baseline.has(k))];
   return keys.map((key) => {
@@ -340,7 +449,7 @@ function pairUp<T>(
       return onlyIn(kind, key, d.unit, "current", d.sample);
     }
     const db = describe(b, baseReport);
-    if (c === undefined) return onlyIn(kind, key, db.unit, "baseline", db.sample);
+    if (c === undefined) return onlyIn(kind, key, db.unit, "baseline", db.sample, lost?.(b));
     const dc = describe(c, curReport);
     return judge(kind, key, db.unit, db.sample, dc.sample, db.better, tolerance);
   });
@@ -351,11 +460,16 @@ function choiceCostWords(c: ChoiceCost, unit: string): string {
   const where = c.size === null
     ? ""
     : ` (at ${roundSignificant(c.size, 3)} ${unit}, measured in the ${c.measuredIn} report)`;
+  const noisy = c.withinNoise ?? 0;
+  const within = noisy === 0
+    ? ""
+    : `; at ${noisy === c.sizes ? "all" : noisy} of them the cost is within the two runs' ` +
+      `disagreement there`;
   return `choosing by either threshold is at most ${
     (c.cost * 100).toFixed(1)
   } % slower at the ${c.sizes} measured size${
     c.sizes === 1 ? "" : "s"
-  } where they disagree${where}`;
+  } where they disagree${where}${within}`;
 }
 
 /** A report's drift of a backend, or null when it has no stability data for it. */
@@ -568,6 +682,15 @@ interface SystemFigure {
   readonly figure: Figure;
   readonly better: Better;
   readonly drift: Drift | null;
+  /** The backend whose speed the figure is, or null when unknown. */
+  readonly backend: Backend | null;
+  /**
+   * Whether the figure is work the host does (judged against the host reference) rather than a
+   * wait: the synchronisation round trip is mostly the runtime's polling interval.
+   */
+  readonly hostBound: boolean;
+  /** What the figure needs measured, to tell whether the current run skipped it. */
+  readonly scope: { op?: string; dtype?: string; backends: readonly Backend[] };
 }
 
 const BACKEND_NAMES: readonly Backend[] = ["webgpu", "wasm", "wasm-mt", "js"];
@@ -575,35 +698,50 @@ const BACKEND_NAMES: readonly Backend[] = ["webgpu", "wasm", "wasm-mt", "js"];
 function systemMap(report: Report): Map<string, SystemFigure> {
   const s = report.system;
   // Synchronisation, transfer and compile figures are the WebGPU backend's.
-  const gpu = driftOf(report, "webgpu");
+  const gpu = (figure: Figure, better: Better, hostBound = true): SystemFigure => ({
+    figure,
+    better,
+    drift: driftOf(report, "webgpu"),
+    backend: "webgpu",
+    hostBound,
+    scope: { backends: ["webgpu"] },
+  });
   const map = new Map<string, SystemFigure>([
-    ["dispatch round trip", { figure: s.dispatchRoundTripMs, better: "lower", drift: gpu }],
-    ["per dispatch", { figure: s.perDispatchUs, better: "lower", drift: gpu }],
+    ["dispatch round trip", gpu(s.dispatchRoundTripMs, "lower", false)],
+    ["per dispatch", gpu(s.perDispatchUs, "lower")],
     ...(s.encodePerDispatchUs
-      ? [
-        ["host encode per dispatch", {
-          figure: s.encodePerDispatchUs,
-          better: "lower",
-          drift: gpu,
-        }] as const,
-      ]
+      ? [["host encode per dispatch", gpu(s.encodePerDispatchUs, "lower")] as const]
       : []),
-    ["upload", { figure: s.uploadGBps, better: "higher", drift: gpu }],
-    ["readback", { figure: s.readbackGBps, better: "higher", drift: gpu }],
-    ["device copy", { figure: s.copyGBps, better: "higher", drift: gpu }],
-    ["pipeline compile", { figure: s.compileMs, better: "lower", drift: gpu }],
+    ["upload", gpu(s.uploadGBps, "higher")],
+    ["readback", gpu(s.readbackGBps, "higher")],
+    ["device copy", gpu(s.copyGBps, "higher")],
+    ["pipeline compile", gpu(s.compileMs, "lower")],
   ]);
   for (const [dtype, figure] of Object.entries(s.peakGflops)) {
     if (figure === undefined) continue;
     // A peak's source names the measurement ("matmul f32 wasm-mt …"); its third word the backend.
-    const backend = BACKEND_NAMES.find((b) => figure.source?.split(" ")[2] === b);
-    const drift = backend ? driftOf(report, backend) : maxDrift(report, BACKEND_NAMES);
-    map.set(`peak compute ${dtype}`, { figure, better: "higher", drift });
+    const [op, , named] = figure.source?.split(" ") ?? [];
+    const backend = BACKEND_NAMES.find((b) => named === b) ?? null;
+    map.set(`peak compute ${dtype}`, {
+      figure,
+      better: "higher",
+      drift: backend ? driftOf(report, backend) : maxDrift(report, BACKEND_NAMES),
+      backend,
+      hostBound: true,
+      scope: { ...(op ? { op } : {}), dtype, backends: backend ? [backend] : [] },
+    });
   }
-  for (const [backend, figure] of Object.entries(s.peakGbps)) {
+  for (const [name, figure] of Object.entries(s.peakGbps)) {
     if (figure === undefined) continue;
-    const drift = driftOf(report, backend as Backend);
-    map.set(`peak bandwidth ${backend}`, { figure, better: "higher", drift });
+    const backend = name as Backend;
+    map.set(`peak bandwidth ${backend}`, {
+      figure,
+      better: "higher",
+      drift: driftOf(report, backend),
+      backend,
+      hostBound: true,
+      scope: { backends: [backend] },
+    });
   }
   return map;
 }
@@ -636,6 +774,238 @@ function caveats(baseline: Report, current: Report, allowDifferentMachine: boole
     );
   }
   return out;
+}
+
+/** What the row builders share. */
+interface Context {
+  /** The reports as given. */
+  readonly baseline: Report;
+  readonly current: Report;
+  /** The reports with each backend's drift pooled over both ({@linkcode withPooledDrift}). */
+  readonly base: Report;
+  readonly cur: Report;
+  /** The host references figures of the current report are judged against, and point noise. */
+  readonly refs: HostFrame;
+  /** What the current run's command restricted it to. */
+  readonly scope: RunScope;
+  readonly tolerance: number;
+}
+
+/**
+ * A sample's interval widened by run-to-run drift, when its report has stability data: one
+ * without keeps the old verdicts.
+ */
+function widened(
+  report: Report,
+  value: number | null,
+  ci: Interval | null,
+  d: Drift | null,
+  amplification = 1,
+): Pick<Sample, "driftCi" | "drift"> {
+  return report.stability && value !== null
+    ? { driftCi: widen(value, ci, d, amplification), drift: d }
+    : {};
+}
+
+/** Whether a figure only the baseline has is a regression: unless the current run skipped it. */
+function lostUnlessSkipped(
+  ctx: Context,
+  what: { op?: string; dtype?: string; backends: readonly Backend[] },
+  gone: string,
+): { regressed: boolean; note: string } {
+  const skip = skipReason(ctx.scope, what);
+  return skip === null ? { regressed: true, note: `${gone}: regression` } : {
+    regressed: false,
+    note: skip,
+  };
+}
+
+/** One row per series the current report lost or now fails ({@linkcode seriesCoverage}). */
+function seriesRows(ctx: Context): ComparisonRow[] {
+  return seriesCoverage(ctx.baseline, ctx.current).map((s) => ({
+    kind: "series",
+    key: s.key,
+    unit: "sizes",
+    baseline: s.baselineSizes,
+    current: s.currentSizes,
+    baselineCi: null,
+    currentCi: null,
+    baselineDriftCi: null,
+    currentDriftCi: null,
+    drift: null,
+    change: null,
+    beyondNoise: s.regressed,
+    regressed: s.regressed,
+    note: s.note,
+  }));
+}
+
+/** "either from 4 to 48 n, within 6.0 %". */
+function tieWords(t: Tie, unit: string): string {
+  return `either from ${roundSignificant(t.from, 3)} to ${roundSignificant(t.to, 3)} ${unit}, ` +
+    `within ${(t.within * 100).toFixed(1)} %`;
+}
+
+/**
+ * The near-tie within the tolerance that holds both reports' crossings, if any: then the move is
+ * the noise of two level curves, not a threshold that moved.
+ */
+function sharedTie(
+  b: Crossover,
+  c: Crossover,
+  ties: { baseline: Tie | null; current: Tie | null },
+  tolerance: number,
+): Tie | null {
+  const span = (x: Crossover, t: Tie | null): [number, number] | null =>
+    t !== null ? [t.from, t.to] : x.size !== null ? [x.size, x.size] : null;
+  const [sb, sc] = [span(b, ties.baseline), span(c, ties.current)];
+  if (sb === null || sc === null) return null;
+  for (const t of [ties.baseline, ties.current]) {
+    if (t === null || t.within > tolerance) continue;
+    const holds = (s: [number, number]) => s[1] >= t.from && s[0] <= t.to;
+    if (holds(sb) && holds(sc)) return t;
+  }
+  return null;
+}
+
+function crossoverRows(ctx: Context): ComparisonRow[] {
+  const ownDrift = (r: Report) =>
+    (r === ctx.base ? ctx.baseline : ctx.current).stability?.driftSigma;
+  const baseCrossovers = crossoverMap(ctx.baseline);
+  const currentCrossovers = crossoverMap(ctx.current);
+  return pairUp(
+    "crossover",
+    [ctx.base, baseCrossovers],
+    [ctx.cur, currentCrossovers],
+    (c, report) => ({
+      unit: c.unit,
+      sample: crossoverSample(report, c, ownDrift(report)),
+      better: "unchanged",
+    }),
+    ctx.tolerance,
+    (c) =>
+      lostUnlessSkipped(
+        ctx,
+        { op: c.op, dtype: c.dtype, backends: [c.from, c.to] },
+        "gone",
+      ),
+  ).map((row) => {
+    const b = baseCrossovers.get(row.key);
+    const c = currentCrossovers.get(row.key);
+    if (b === undefined || c === undefined) return row;
+    const ties = {
+      baseline: nearTie(ctx.baseline, b, ctx.tolerance),
+      current: nearTie(ctx.current, c, ctx.tolerance),
+    };
+    const tied = ties.baseline !== null || ties.current !== null ? { ...row, ties } : row;
+    if (!row.regressed) return tied;
+    const tie = sharedTie(b, c, ties, ctx.tolerance);
+    const tieNote = tie === null ? "" : `; a near-tie, ${tieWords(tie, row.unit)}`;
+    const cost = thresholdChoiceCost(
+      ctx.baseline,
+      b,
+      ctx.current,
+      c,
+      (backend, size) =>
+        ctx.refs.pointNoise(backend, { op: c.op, dtype: c.dtype, residency: c.residency, size }),
+    );
+    if (cost === null) {
+      return tie === null ? tied : {
+        ...tied,
+        regressed: false,
+        note: `${row.note}; no effect: ${tieNote.slice(2)}`,
+      };
+    }
+    const words = choiceCostWords(cost, row.unit);
+    return cost.cost <= ctx.tolerance || tie !== null
+      ? {
+        ...tied,
+        regressed: false,
+        choiceCost: cost,
+        note: `${row.note}; no effect: ${words}${tieNote}`,
+      }
+      : { ...tied, choiceCost: cost, note: `${row.note}; ${words}` };
+  });
+}
+
+function rateRows(ctx: Context): ComparisonRow[] {
+  const baseRates = rateMap(ctx.base, ctx.cur);
+  const currentRates = rateMap(ctx.cur, ctx.base);
+  const measured = (r: Rate) =>
+    bestPerSize(ctx.current.measurements, r.fit.op, r.fit.dtype, r.fit.backend, r.fit.residency)
+      .length > 0;
+  return pairUp(
+    "rate",
+    [ctx.base, baseRates],
+    [ctx.cur, currentRates],
+    (r, report) => {
+      const ref = ctx.refs.reference(r.fit.backend);
+      return {
+        unit: r.unit,
+        sample: {
+          value: r.value,
+          ci: r.ci,
+          ...widened(report, r.value, r.ci, r.drift, r.amplification),
+          ...(report === ctx.cur ? { reference: ref } : {}),
+        },
+        better: "higher",
+      };
+    },
+    ctx.tolerance,
+    (r) =>
+      measured(r)
+        ? { regressed: false, note: "the current fit does not identify it; its series is measured" }
+        : lostUnlessSkipped(
+          ctx,
+          { op: r.fit.op, dtype: r.fit.dtype, backends: [r.fit.backend] },
+          "its series is gone",
+        ),
+  ).map((row) => {
+    const b = baseRates.get(row.key);
+    const c = currentRates.get(row.key);
+    if (b === undefined || c === undefined) return row;
+    const share = Math.min(b.share, c.share);
+    const variants = [
+      ...(b.at !== undefined && b.at === c.at ? [`measured at ${roundSignificant(b.at, 3)}`] : []),
+      ...(b.variant !== c.variant ? [`best variant ${b.variant} → ${c.variant}`] : []),
+    ];
+    if (share >= DETERMINED_SHARE) return { ...row, note: [row.note, ...variants].join("; ") };
+    const undetermined = `not judged: the rate explains ${percent(share).slice(1)} of the ` +
+      `time at the largest size fitted, too little to determine it`;
+    return {
+      ...row,
+      beyondNoise: false,
+      regressed: false,
+      note: [
+        `${row.change === null ? "moved" : percent(row.change)}: ${undetermined}`,
+        ...variants,
+      ].join("; "),
+    };
+  });
+}
+
+function systemRows(ctx: Context): ComparisonRow[] {
+  return pairUp(
+    "system",
+    [ctx.base, systemMap(ctx.base)],
+    [ctx.cur, systemMap(ctx.cur)],
+    (s, report) => {
+      const ref = s.hostBound && s.backend !== null ? ctx.refs.reference(s.backend) : null;
+      return {
+        unit: s.figure.unit,
+        sample: {
+          value: s.figure.value,
+          ci: s.figure.ci ?? null,
+          ...widened(report, s.figure.value, s.figure.ci ?? null, s.drift),
+          ...(s.figure.reason !== undefined ? { reason: s.figure.reason } : {}),
+          ...(report === ctx.cur ? { reference: ref, skip: skipReason(ctx.scope, s.scope) } : {}),
+        },
+        better: s.better,
+      };
+    },
+    ctx.tolerance,
+    (s) => lostUnlessSkipped(ctx, s.scope, "gone"),
+  );
 }
 
 /**
@@ -673,6 +1043,7 @@ export function compareReports(
   const allowDifferentMachine = options.allowDifferentMachine ?? false;
   const refuse = (reasons: string[]): Comparison => ({
     rows: [],
+    backends: [],
     regressed: false,
     comparable: false,
     reasons,
@@ -689,96 +1060,27 @@ export function compareReports(
     ]);
   }
 
-  // Only a report with stability data has drift intervals: one without keeps the old verdicts.
-  const widened = (
-    report: Report,
-    value: number | null,
-    ci: Interval | null,
-    d: Drift | null,
-    amplification = 1,
-  ) =>
-    report.stability && value !== null
-      ? { driftCi: widen(value, ci, d, amplification), drift: d }
-      : {};
-
   const [base, cur] = withPooledDrift(baseline, current);
-  const ownDrift = (r: Report) => (r === base ? baseline : current).stability?.driftSigma;
-  const baseCrossovers = crossoverMap(baseline);
-  const currentCrossovers = crossoverMap(current);
-  const crossoverRows = pairUp(
-    "crossover",
-    [base, baseCrossovers],
-    [cur, currentCrossovers],
-    (c, report) => ({
-      unit: c.unit,
-      sample: crossoverSample(report, c, ownDrift(report)),
-      better: "unchanged",
-    }),
+  const context: Context = {
+    baseline,
+    current,
+    base,
+    cur,
+    refs: hostReferences(baseline, current),
+    scope: runScope(current),
     tolerance,
-  ).map((row) => {
-    const b = baseCrossovers.get(row.key);
-    const c = currentCrossovers.get(row.key);
-    if (!row.regressed || b === undefined || c === undefined) return row;
-    const cost = thresholdChoiceCost(baseline, b, current, c);
-    if (cost === null) return row;
-    const words = choiceCostWords(cost, row.unit);
-    return cost.cost <= tolerance
-      ? { ...row, regressed: false, choiceCost: cost, note: `${row.note}; no effect: ${words}` }
-      : { ...row, choiceCost: cost, note: `${row.note}; ${words}` };
-  });
-
-  const baseRates = rateMap(base, cur);
-  const currentRates = rateMap(cur, base);
-  const rateRows = pairUp("rate", [base, baseRates], [cur, currentRates], (r, report) => ({
-    unit: r.unit,
-    sample: {
-      value: r.value,
-      ci: r.ci,
-      ...widened(report, r.value, r.ci, r.drift, r.amplification),
-    },
-    better: "higher",
-  }), tolerance).map((row) => {
-    const b = baseRates.get(row.key);
-    const c = currentRates.get(row.key);
-    if (b === undefined || c === undefined) return row;
-    const share = Math.min(b.share, c.share);
-    const variants = [
-      ...(b.at !== undefined && b.at === c.at ? [`measured at ${roundSignificant(b.at, 3)}`] : []),
-      ...(b.variant !== c.variant ? [`best variant ${b.variant} → ${c.variant}`] : []),
-    ];
-    if (share >= DETERMINED_SHARE) return { ...row, note: [row.note, ...variants].join("; ") };
-    const undetermined = `not judged: the rate explains ${percent(share).slice(1)} of the ` +
-      `time at the largest size fitted, too little to determine it`;
-    return {
-      ...row,
-      beyondNoise: false,
-      regressed: false,
-      note: [`${row.change === null ? "moved" : percent(row.change)}: ${undetermined}`, ...variants]
-        .join("; "),
-    };
-  });
-
-  const systemRows = pairUp(
-    "system",
-    [base, systemMap(base)],
-    [cur, systemMap(cur)],
-    (s, report) => ({
-      unit: s.figure.unit,
-      sample: {
-        value: s.figure.value,
-        ci: s.figure.ci ?? null,
-        ...widened(report, s.figure.value, s.figure.ci ?? null, s.drift),
-        ...(s.figure.reason !== undefined ? { reason: s.figure.reason } : {}),
-      },
-      better: s.better,
-    }),
-    tolerance,
-  );
-
-  const rows = [...crossoverRows, ...rateRows, ...systemRows];
+  };
+  const rows = [
+    ...seriesRows(context),
+    ...crossoverRows(context),
+    ...rateRows(context),
+    ...systemRows(context),
+  ];
+  const backends = backendShifts(baseline, current, { tolerance });
   return {
     rows,
-    regressed: rows.some((r) => r.regressed),
+    backends,
+    regressed: rows.some((r) => r.regressed) || backends.some((b) => b.regressed),
     comparable: true,
     reasons: caveats(baseline, current, allowDifferentMachine),
     tolerance,

@@ -5,7 +5,9 @@
  * @module
  */
 import { textTable } from "../core/format.ts";
+import type { BackendShift } from "./backend_shift.ts";
 import type { Comparison, ComparisonRow, Interval } from "./compare.ts";
+import type { Tie } from "./near_tie.ts";
 
 /**
  * The output formats of {@linkcode formatComparison}.
@@ -49,6 +51,7 @@ function num(x: number | null): string {
   if (x === null) return "—";
   if (x === 0) return "0";
   const a = Math.abs(x);
+  if (Number.isInteger(x) && a < 1e5) return String(x);
   return a >= 1e5 || a < 1e-2 ? x.toExponential(2) : x.toPrecision(3);
 }
 
@@ -65,9 +68,27 @@ function change(r: ComparisonRow): string {
 
 function verdict(r: ComparisonRow): string {
   if (r.baseline === null && r.current === null) return "n/a";
-  if (r.regressed) return r.kind === "crossover" ? "threshold moved" : "regressed";
+  if (r.kind === "series") return r.regressed ? "regressed" : "skipped";
+  if (r.regressed) {
+    return r.kind === "crossover" && r.current !== null ? "threshold moved" : "regressed";
+  }
   if (r.beyondNoise) return r.kind === "crossover" ? "no effect" : "improved";
+  if (r.kind !== "crossover" && r.baseline !== null && r.current === null) return "not judged";
   return "within noise";
+}
+
+/** A value, or the near-tie that stands for a crossover's value. */
+function valueCell(value: number | null, unit: string, tie: Tie | null | undefined): string {
+  if (tie) return `either ${num(tie.from)}–${num(tie.to)} ${unit} (within ${pct(tie.within)})`;
+  return `${num(value)} ${unit}`.trim();
+}
+
+function pct(x: number): string {
+  return `${(x * 100).toFixed(1)} %`;
+}
+
+function signedPct(x: number): string {
+  return `${x >= 0 ? "+" : ""}${pct(x)}`;
 }
 
 /**
@@ -77,7 +98,7 @@ function verdict(r: ComparisonRow): string {
 function moved(c: Comparison): ComparisonRow[] {
   const within = new Set(excused(c));
   return c.rows.filter((r) =>
-    r.beyondNoise ||
+    r.beyondNoise || r.kind === "series" ||
     ((r.baseline === null) !== (r.current === null) && r.change === null && !within.has(r))
   );
 }
@@ -106,10 +127,31 @@ function headline(c: Comparison): string {
   const regressions = c.rows.filter((r) => r.regressed).length;
   const improvements = c.rows.filter((r) => r.beyondNoise && !r.regressed && r.kind !== "crossover")
     .length;
+  const slower = c.backends.filter((b) => b.regressed).map((b) => b.backend);
   const tol = `${(c.tolerance * 100).toFixed(0)} %`;
+  const backends = slower.length === 0
+    ? ""
+    : `; ${slower.join(", ")} slower as a whole beyond noise`;
   return c.regressed
-    ? `${regressions} of ${c.rows.length} figures regressed beyond noise (tolerance ${tol}), ${improvements} improved`
-    : `No regression beyond noise in ${c.rows.length} figures (tolerance ${tol}), ${improvements} improved`;
+    ? `${regressions} of ${c.rows.length} figures regressed beyond noise (tolerance ${tol}), ${improvements} improved${backends}`
+    : `No regression beyond noise in ${c.rows.length} figures and ${c.backends.length} backends (tolerance ${tol}), ${improvements} improved`;
+}
+
+const BACKEND_HEADER = ["backend", "figures", "own change", "99% interval", "verdict", "note"];
+
+function backendVerdict(b: BackendShift): string {
+  return b.regressed ? "slower" : b.beyondNoise ? "faster" : "within noise";
+}
+
+function backendCells(b: BackendShift): string[] {
+  return [
+    b.backend,
+    String(b.points.length),
+    signedPct(b.change),
+    `[${signedPct(b.ci[0])}, ${signedPct(b.ci[1])}]`,
+    backendVerdict(b),
+    b.note,
+  ];
 }
 
 const HEADER = ["kind", "figure", "baseline", "current", "change", "verdict", "note"];
@@ -118,8 +160,8 @@ function cells(r: ComparisonRow): string[] {
   return [
     r.kind,
     r.key,
-    `${num(r.baseline)} ${r.unit}`.trim(),
-    `${num(r.current)} ${r.unit}`.trim(),
+    valueCell(r.baseline, r.unit, r.ties?.baseline),
+    valueCell(r.current, r.unit, r.ties?.current),
     change(r),
     verdict(r),
     r.note,
@@ -138,6 +180,10 @@ function text(c: Comparison, labels: ComparisonLabels): string {
   lines.push(
     rows.length === 0 ? "Nothing moved beyond noise." : textTable(HEADER, rows.map(cells)),
   );
+  if (c.backends.length > 0) {
+    lines.push("", "Backends, each judged as a whole against the others:");
+    lines.push(textTable(BACKEND_HEADER, c.backends.map(backendCells)));
+  }
   const within = excused(c);
   if (within.length > 0) {
     lines.push("", "Moved more than the tolerance, but within noise:");
@@ -167,7 +213,7 @@ function markdown(c: Comparison, labels: ComparisonLabels): string {
     "",
     `Current \`${escapeCell(labels.current)}\` against baseline \`${
       escapeCell(labels.baseline)
-    }\`. A figure moved beyond noise when it changed by more than the tolerance and its 95 % intervals do not overlap (widened by each report's measured run-to-run drift when it has one); crossover thresholds count as regressions in either direction.`,
+    }\`. A figure moved beyond noise when it changed by more than the tolerance and its 95 % intervals do not overlap (widened by each report's measured run-to-run drift when it has one); rates and host-bound system figures are judged against the other backends' common change over the same runs, absolute values shown. Crossover thresholds count as regressions in either direction, except within a near-tie of their backends; a series or figure that disappeared counts unless the current run's command skipped it.`,
   ];
   if (c.reasons.length > 0) lines.push("", ...c.reasons.map((r) => `- ${r}`));
   if (!c.comparable) return lines.join("\n");
@@ -176,6 +222,14 @@ function markdown(c: Comparison, labels: ComparisonLabels): string {
     "",
     rows.length === 0 ? "_Nothing moved beyond noise._" : markdownTable(HEADER, rows.map(cells)),
   );
+  if (c.backends.length > 0) {
+    lines.push(
+      "",
+      "**Backends**, each judged as a whole: the median change of its figures less the other backends' common change over the run, with a 99 % interval that allows for its run-to-run drift.",
+      "",
+      markdownTable(BACKEND_HEADER, c.backends.map(backendCells)),
+    );
+  }
   const within = excused(c);
   if (within.length > 0) {
     lines.push(
@@ -198,9 +252,9 @@ function markdown(c: Comparison, labels: ComparisonLabels): string {
       c.rows.map((r) => [
         r.kind,
         r.key,
-        `${num(r.baseline)} ${r.unit}`.trim(),
+        valueCell(r.baseline, r.unit, r.ties?.baseline),
         verdictCi(r.baselineCi, r.baselineDriftCi),
-        `${num(r.current)} ${r.unit}`.trim(),
+        valueCell(r.current, r.unit, r.ties?.current),
         verdictCi(r.currentCi, r.currentDriftCi),
         change(r),
         verdict(r),
@@ -227,7 +281,7 @@ function markdown(c: Comparison, labels: ComparisonLabels): string {
  * @example
  * ```ts
  * import { formatComparison } from "./compare_format.ts";
- * const c = { rows: [], regressed: false, comparable: true, reasons: [], tolerance: 0.1 };
+ * const c = { rows: [], backends: [], regressed: false, comparable: true, reasons: [], tolerance: 0.1 };
  * console.log(formatComparison(c, "markdown", { baseline: "a.json", current: "b.json" }));
  * ```
  */

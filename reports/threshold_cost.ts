@@ -25,7 +25,10 @@ import type { Crossover, Report } from "../core/schema.ts";
  * ```
  */
 export interface ChoiceCost {
-  /** `t(other threshold's pick) / t(own threshold's pick) - 1`, at worst; 0 when never slower. */
+  /**
+   * `t(other threshold's pick) / t(own threshold's pick) - 1`, at worst; 0 when never slower.
+   * With a noise model, only sizes where it exceeds the two runs' disagreement count.
+   */
   readonly cost: number;
   /** The size of the worst case, op axis units (null when `cost` is 0). */
   readonly size: number | null;
@@ -33,7 +36,24 @@ export interface ChoiceCost {
   readonly measuredIn: "baseline" | "current" | null;
   /** Measured sizes, in both reports together, where the two thresholds disagree. */
   readonly sizes: number;
+  /** Of those, the ones whose cost is within the noise of the two runs' medians there. */
+  readonly withinNoise?: number;
 }
+
+/**
+ * One run's σ of ln time of a backend's measured point at a size (see `HostFrame.pointNoise` in
+ * `backend_shift.ts`), for the crossover's op, dtype and residency.
+ *
+ * @example
+ * ```ts
+ * import type { PointNoise } from "./threshold_cost.ts";
+ * const flat: PointNoise = () => 0.1;
+ * ```
+ */
+export type PointNoise = (backend: Backend, size: number) => number;
+
+/** z of the 95 % test a cost must pass against the runs' noise. */
+const Z95 = 1.96;
 
 const CPU: readonly Backend[] = ["js", "wasm", "wasm-mt"];
 
@@ -48,24 +68,59 @@ function sides(c: Crossover): readonly [readonly Backend[], readonly Backend[]] 
   return [[first], [second]];
 }
 
-/** Per measured size of `report`, the best median of each side of the pair (both present). */
-function sideTimes(report: Report, c: Crossover): Map<number, readonly [number, number]> {
+/**
+ * One side of a crossover's pair at one measured size: the best median (ms per run) and its
+ * relative 95 % half-width.
+ *
+ * @example
+ * ```ts
+ * import type { SideTime } from "./threshold_cost.ts";
+ * const t: SideTime = { ms: 1.2, relCi: 0.03, backend: "wasm" };
+ * ```
+ */
+export interface SideTime {
+  readonly ms: number;
+  readonly relCi: number;
+  /** The backend the time is of (the fastest CPU backend, for the CPU side of `cpu→webgpu`). */
+  readonly backend: Backend;
+}
+
+/**
+ * Per measured size of a report where both sides of a crossover's pair were measured, each
+ * side's best median: the pair's first side (as its name orders it: `wasm→wasm-mt`: wasm) then
+ * its second; the CPU side of `cpu→webgpu` is the fastest CPU backend at that size.
+ *
+ * @param report The report whose measurements are read.
+ * @param c One of its crossovers.
+ * @returns Sizes in ascending order, each with both sides' times.
+ * @example
+ * ```ts ignore
+ * import { pairTimes } from "./threshold_cost.ts";
+ * for (const [size, [first, second]] of pairTimes(report, crossover)) console.log(size, first.ms / second.ms);
+ * ```
+ */
+export function pairTimes(
+  report: Report,
+  c: Crossover,
+): Map<number, readonly [SideTime, SideTime]> {
   const best = (backends: readonly Backend[]) => {
-    const out = new Map<number, number>();
+    const out = new Map<number, SideTime>();
     for (const b of backends) {
       for (const m of bestPerSize(report.measurements, c.op, c.dtype, b, c.residency)) {
-        out.set(m.size, Math.min(out.get(m.size) ?? Infinity, m.wall.median));
+        const prior = out.get(m.size);
+        if (prior === undefined || m.wall.median < prior.ms) {
+          out.set(m.size, { ms: m.wall.median, relCi: m.wall.relCi, backend: b });
+        }
       }
     }
     return out;
   };
   const [firstSide, secondSide] = sides(c);
-  const first = best(firstSide);
   const second = best(secondSide);
-  const both = new Map<number, readonly [number, number]>();
-  for (const [size, ms] of first) {
+  const both = new Map<number, readonly [SideTime, SideTime]>();
+  for (const [size, t] of [...best(firstSide)].sort(([a], [b]) => a - b)) {
     const other = second.get(size);
-    if (other !== undefined) both.set(size, [ms, other]);
+    if (other !== undefined) both.set(size, [t, other]);
   }
   return both;
 }
@@ -75,13 +130,13 @@ function sideTimes(report: Report, c: Crossover): Map<number, readonly [number, 
  * without one (the curves never cross in range), whichever side its own measurements show faster
  * at most sizes.
  */
-function rule(c: Crossover, times: ReadonlyMap<number, readonly [number, number]>) {
+function rule(c: Crossover, times: ReadonlyMap<number, readonly [SideTime, SideTime]>) {
   if (c.size !== null) {
     const threshold = c.size;
     const secondAbove = sides(c)[1].includes(c.to);
     return (size: number) => (size >= threshold) === secondAbove;
   }
-  const wins = [...times.values()].filter(([first, second]) => second < first).length;
+  const wins = [...times.values()].filter(([first, second]) => second.ms < first.ms).length;
   const always = wins * 2 > times.size;
   return () => always;
 }
@@ -91,10 +146,16 @@ function rule(c: Crossover, times: ReadonlyMap<number, readonly [number, number]
  * slower the other report's threshold would choose, at worst. Null when no measured size of
  * either report lies between the two thresholds (nothing to judge the move on).
  *
+ * Given the runs' noise, a disputed size counts only where the cost exceeds it: ln(1 + cost) over
+ * 1.96 × the σ of the ln ratio of the two backends' times in one run (their σ in quadrature).
+ * At sizes of a few elements, where a call's fixed cost carries the time, two runs of a shared
+ * machine were seen to disagree 2× about which backend is faster.
+ *
  * @param baseline The baseline report.
  * @param base The baseline's crossover.
  * @param current The current report.
  * @param cur The current report's crossover of the same op, dtype, residency and pair.
+ * @param noise One run's σ of ln time of a backend's point at a size; none: every size counts.
  * @returns The worst slowdown and where it was measured, or null.
  * @example
  * ```ts ignore
@@ -108,23 +169,31 @@ export function thresholdChoiceCost(
   base: Crossover,
   current: Report,
   cur: Crossover,
+  noise?: PointNoise,
 ): ChoiceCost | null {
   let worst: ChoiceCost = { cost: 0, size: null, measuredIn: null, sizes: 0 };
   let disputed = 0;
+  let withinNoise = 0;
   const judge = (own: Report, ownC: Crossover, otherC: Crossover, name: "baseline" | "current") => {
-    const times = sideTimes(own, ownC);
+    const times = pairTimes(own, ownC);
     const ownPick = rule(ownC, times);
-    const otherPick = rule(otherC, sideTimes(name === "current" ? baseline : current, otherC));
+    const otherPick = rule(otherC, pairTimes(name === "current" ? baseline : current, otherC));
     for (const [size, [first, second]] of times) {
       const mine = ownPick(size);
       if (mine === otherPick(size)) continue;
       disputed++;
       // The other threshold picks the side this report's threshold does not.
-      const cost = Math.max(0, (mine ? first / second : second / first) - 1);
+      const cost = Math.max(0, (mine ? first.ms / second.ms : second.ms / first.ms) - 1);
+      const sigma = noise ? Math.hypot(noise(first.backend, size), noise(second.backend, size)) : 0;
+      if (Math.log(1 + cost) <= Z95 * sigma) {
+        withinNoise++;
+        continue;
+      }
       if (cost > worst.cost) worst = { cost, size, measuredIn: name, sizes: 0 };
     }
   };
   judge(current, cur, base, "current");
   judge(baseline, base, cur, "baseline");
-  return disputed === 0 ? null : { ...worst, sizes: disputed };
+  if (disputed === 0) return null;
+  return { ...worst, sizes: disputed, ...(noise ? { withinNoise } : {}) };
 }

@@ -191,3 +191,150 @@ export function cpuOnlyReport(overrides: Partial<Report> = {}): Report {
     ...overrides,
   };
 }
+
+/**
+ * The report with every correct measurement of the given backends `factor`× slower: wall and GPU
+ * times multiplied (their relative intervals kept), rates divided. Crossovers and fits are left
+ * as they are, as when every median in a report file is edited.
+ *
+ * @param report The report to change (in place, and returned).
+ * @param backends The backends to slow down.
+ * @param factor How much slower, e.g. 2.
+ * @returns The same report.
+ * @example
+ * ```ts
+ * import { slowedBackends } from "./_report_variants.ts";
+ * import { syntheticReport } from "./_fixtures.ts";
+ * const r = slowedBackends(syntheticReport(), ["webgpu"], 2);
+ * console.log(r.measurements.length > 0); // true
+ * ```
+ */
+export function slowedBackends(
+  report: Report,
+  backends: readonly string[],
+  factor: number,
+): Report {
+  const scale = <T extends { median: number; p10: number; p90: number; min: number; max: number }>(
+    s: T,
+  ): T => ({
+    ...s,
+    median: s.median * factor,
+    p10: s.p10 * factor,
+    p90: s.p90 * factor,
+    min: s.min * factor,
+    max: s.max * factor,
+  });
+  report.measurements = report.measurements.map((m) =>
+    m.state === "ok" && backends.includes(m.backend)
+      ? {
+        ...m,
+        wall: {
+          ...scale(m.wall),
+          mad: m.wall.mad * factor,
+          ciHalfWidth: m.wall.ciHalfWidth * factor,
+        },
+        ...(m.gpu ? { gpu: scale(m.gpu) } : {}),
+        gflops: m.gflops / factor,
+        gbps: m.gbps / factor,
+      }
+      : m
+  );
+  return report;
+}
+
+/**
+ * The report with every measurement's relative 95 % interval set to `relCi`, as on a noisy
+ * machine where one figure alone cannot tell a 20 % move from noise.
+ *
+ * @param report The report to change (in place, and returned).
+ * @param relCi Relative half-width, e.g. 0.15.
+ * @returns The same report.
+ * @example
+ * ```ts
+ * import { withRelCi } from "./_report_variants.ts";
+ * import { syntheticReport } from "./_fixtures.ts";
+ * console.log(withRelCi(syntheticReport(), 0.15).measurements.length > 0); // true
+ * ```
+ */
+export function withRelCi(report: Report, relCi: number): Report {
+  report.measurements = report.measurements.map((m) =>
+    m.state === "ok" ? { ...m, wall: { ...m.wall, relCi, ciHalfWidth: m.wall.median * relCi } } : m
+  );
+  return report;
+}
+
+/**
+ * Stability probes of every backend, `count` of them, each backend's ln time wandering by ±`sigma`
+ * on its own (not in common with the others), times `factor` (a host that was slower all run).
+ *
+ * @param sigma Spread of each backend's probe against the others, ln units.
+ * @param factor Common-mode slowdown of every probe.
+ * @param count Probes.
+ * @returns A `stability` section.
+ * @example
+ * ```ts
+ * import { probesWith } from "./_report_variants.ts";
+ * console.log(probesWith(0.05).probes.length); // 9
+ * ```
+ */
+export function probesWith(
+  sigma: number,
+  factor = 1,
+  count = 9,
+): NonNullable<Report["stability"]> {
+  const base = { webgpu: 0.2, wasm: 0.015, "wasm-mt": 0.012, js: 0.06 } as const;
+  const probes = Array.from({ length: count }, (_, i) => ({
+    atS: 10 * i,
+    ms: Object.fromEntries(
+      Object.entries(base).map(([b, ms], j) => [
+        b,
+        ms * factor * Math.exp(sigma * Math.sin(1.7 * i + 2.3 * j)),
+      ]),
+    ),
+  }));
+  return {
+    op: "add",
+    dtype: "f32",
+    shape: { n: 65536 },
+    residency: "device-resident",
+    probes,
+    driftSigma: { webgpu: sigma, wasm: sigma, "wasm-mt": sigma, js: sigma },
+  };
+}
+
+/**
+ * The synthetic report with add f32 on wasm-mt measured `ratio` × wasm at every size, and its
+ * wasm→wasm-mt crossover (with interval) at `size`.
+ *
+ * @param ratio wasm-mt's time over wasm's at every size.
+ * @param size Where the report puts the crossover.
+ * @returns A fresh report.
+ * @example
+ * ```ts
+ * import { nearlyEqualBackends } from "./_report_variants.ts";
+ * console.log(nearlyEqualBackends(1.04, 1000).crossovers.length > 0); // true
+ * ```
+ */
+export function nearlyEqualBackends(ratio: number, size: number): Report {
+  const report = syntheticReport();
+  const wasm = new Map(
+    report.measurements.filter((m) => m.op === "add" && m.backend === "wasm" && m.state === "ok")
+      .map((m) => [m.size, m]),
+  );
+  report.measurements = report.measurements.map((m) => {
+    const twin = wasm.get(m.size);
+    if (m.op !== "add" || m.backend !== "wasm-mt" || m.state !== "ok" || twin?.state !== "ok") {
+      return m;
+    }
+    return { ...m, wall: { ...m.wall, median: twin.wall.median * ratio } };
+  });
+  const c = report.crossovers.find((c) =>
+    c.op === "add" && c.dtype === "f32" && c.pair === "wasm→wasm-mt" && c.residency === "end-to-end"
+  );
+  if (c === undefined) throw new RangeError("Fixture has no add wasm→wasm-mt crossover");
+  c.from = "wasm";
+  c.to = "wasm-mt";
+  c.size = size;
+  c.ci = [size * 0.95, size * 1.05];
+  return report;
+}

@@ -3,7 +3,14 @@ import { main } from "../reports/check_cli.ts";
 import type { Report } from "../core/schema.ts";
 import { captureCli } from "./_console.ts";
 import { syntheticReport } from "./_fixtures.ts";
-import { jittered, MATMUL_WASM, movedGpuCrossover, slowedSeries } from "./_report_variants.ts";
+import {
+  jittered,
+  MATMUL_WASM,
+  movedGpuCrossover,
+  probesWith,
+  slowedBackends,
+  slowedSeries,
+} from "./_report_variants.ts";
 
 /** Runs the CLI with console output captured. */
 const run = (args: string[]) => captureCli(() => main(args));
@@ -191,5 +198,40 @@ Deno.test("check --format markdown lists a move excused by run-to-run drift, and
       /\| rate \| matmul f32 wasm end-to-end compute \| .* \| -20\.0 % \| within noise \| -20\.0 %: within run-to-run drift of wasm \(σ 22 %\); measured at 512 \|/,
     );
     assert.match(out, /with drift/);
+  });
+});
+
+Deno.test("check exits 1 when every WebGPU median doubled, naming the backend", async () => {
+  const stability = probesWith(0.1);
+  const current = { ...slowedBackends(syntheticReport(), ["webgpu"], 2), stability };
+  await withReports({ a: { ...BASE, stability }, b: current }, async (p) => {
+    const { code, out } = await run(["--baseline", p("a"), "--current", p("b")]);
+    assert.equal(code, 1);
+    assert.match(out, /webgpu slower as a whole beyond noise/);
+    assert.match(
+      out,
+      /^webgpu +\d+ +\+100\.0 % .* slower +\+100\.0 % time against wasm, wasm-mt, js \(host/m,
+    );
+  });
+});
+
+Deno.test("check exits 1 when an op disappeared, and 0 when the current run skipped it with --ops", async () => {
+  const without = (command: string[]) => {
+    const r = syntheticReport();
+    r.measurements = r.measurements.filter((m) => m.op !== "matmul");
+    r.crossovers = r.crossovers.filter((c) => c.op !== "matmul");
+    r.fits = r.fits.filter((f) => f.op !== "matmul");
+    r.provenance.command = command;
+    return r;
+  };
+  const lost = without(["deno", "task", "calibrate"]);
+  const skipped = without(["deno", "task", "calibrate", "--ops", "add,gemv"]);
+  await withReports({ a: BASE, b: lost, c: skipped }, async (p) => {
+    const gone = await run(["--baseline", p("a"), "--current", p("b")]);
+    assert.equal(gone.code, 1);
+    assert.match(gone.out, /series +matmul f32 wasm end-to-end +6 sizes +0 sizes +regressed/);
+    const ok = await run(["--baseline", p("a"), "--current", p("c")]);
+    assert.equal(ok.code, 0);
+    assert.match(ok.out, /skipped: the current run was made with --ops add,gemv/);
   });
 });

@@ -132,13 +132,25 @@ Deno.test("compareReports() reports a crossover that disappeared as a moved thre
   assert.match(row.note, /threshold disappeared \(current: webgpu never wins/);
 });
 
-Deno.test("compareReports() lists a crossover only one report has without calling it a regression", () => {
+Deno.test("compareReports() calls a crossover the current report lost a regression", () => {
   const current = syntheticReport();
   current.crossovers = current.crossovers.filter((c) => c.op !== "add");
   const result = compareReports(syntheticReport(), current);
+  assert.equal(result.regressed, true);
+  const row = result.rows.find((r) => r.key === "add f32 js→wasm end-to-end");
+  assert.equal(row?.regressed, true);
+  assert.match(row.note, /not measured in the current report: gone: regression/);
+});
+
+Deno.test("compareReports() lists a crossover the current run skipped with --ops without calling it a regression", () => {
+  const current = syntheticReport();
+  current.crossovers = current.crossovers.filter((c) => c.op !== "add");
+  current.provenance.command = ["deno", "task", "calibrate", "--ops", "matmul,gemv"];
+  const result = compareReports(syntheticReport(), current);
   assert.equal(result.regressed, false);
   const row = result.rows.find((r) => r.key === "add f32 js→wasm end-to-end");
-  assert.match(row?.note ?? "", /not measured in the current report/);
+  assert.equal(row?.regressed, false);
+  assert.match(row.note, /skipped: the current run was made with --ops matmul,gemv/);
 });
 
 Deno.test("compareReports() refuses reports of different machines unless allowed", () => {

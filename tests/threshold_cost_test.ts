@@ -3,7 +3,7 @@ import { compareReports } from "../reports/compare.ts";
 import type { Crossover, Report } from "../core/schema.ts";
 import { thresholdChoiceCost } from "../reports/threshold_cost.ts";
 import { syntheticReport } from "./_fixtures.ts";
-import { movedGpuCrossover } from "./_report_variants.ts";
+import { movedGpuCrossover, nearlyEqualBackends } from "./_report_variants.ts";
 
 const WASM_MT_KEY = "add f32 wasm→wasm-mt end-to-end";
 
@@ -28,31 +28,6 @@ function costOfMove(base: Report, current: Report, op: string, pair: Crossover["
     current,
     crossoverOf(current, op, pair),
   );
-}
-
-/**
- * The synthetic report with add f32 on wasm-mt measured `ratio` × wasm at every size, and its
- * wasm→wasm-mt crossover (with interval) at `size`.
- */
-function nearlyEqualBackends(ratio: number, size: number): Report {
-  const report = syntheticReport();
-  const wasm = new Map(
-    report.measurements.filter((m) => m.op === "add" && m.backend === "wasm" && m.state === "ok")
-      .map((m) => [m.size, m]),
-  );
-  report.measurements = report.measurements.map((m) => {
-    const twin = wasm.get(m.size);
-    if (m.op !== "add" || m.backend !== "wasm-mt" || m.state !== "ok" || twin?.state !== "ok") {
-      return m;
-    }
-    return { ...m, wall: { ...m.wall, median: twin.wall.median * ratio } };
-  });
-  const c = crossoverOf(report, "add", "wasm→wasm-mt");
-  c.from = "wasm";
-  c.to = "wasm-mt";
-  c.size = size;
-  c.ci = [size * 0.95, size * 1.05];
-  return report;
 }
 
 Deno.test("thresholdChoiceCost() prices a GPU crossover moved 2x at the slowdown between the two sizes", () => {
@@ -112,4 +87,20 @@ Deno.test("compareReports() still flags the same move when the backends differ b
   const row = result.rows.find((r) => r.key === WASM_MT_KEY);
   assert.equal(row?.regressed, true);
   assert.match(row.note, /at most 30\.0 % slower/);
+});
+
+Deno.test("thresholdChoiceCost() does not count a cost within the two runs' disagreement at that size", () => {
+  const base = nearlyEqualBackends(1.3, 1e6);
+  const current = nearlyEqualBackends(1.3, 1e3);
+  const plain = costOfMove(base, current, "add", "wasm→wasm-mt");
+  assert.ok(plain !== null && plain.cost > 0.25);
+  const pair = (r: Report) => crossoverOf(r, "add", "wasm→wasm-mt");
+  // Two runs that disagree by σ 0.3 in ln time per backend cannot establish a 30 % cost.
+  const noisy = thresholdChoiceCost(base, pair(base), current, pair(current), () => 0.3);
+  assert.equal(noisy?.cost, 0);
+  assert.equal(noisy.withinNoise, noisy.sizes);
+  // Runs that agree to 2 % do.
+  const calm = thresholdChoiceCost(base, pair(base), current, pair(current), () => 0.02);
+  assert.ok(Math.abs(calm!.cost - plain.cost) < 1e-12);
+  assert.ok(calm!.withinNoise! < calm!.sizes);
 });

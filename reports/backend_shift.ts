@@ -1,0 +1,515 @@
+/**
+ * Whether a backend as a whole got slower or faster between two runs of one machine, judged
+ * against the rest of the machine rather than figure by figure.
+ *
+ * On a shared or virtual machine the host speeds up and slows down by tens of percent from one
+ * minute to the next, and that hits every backend that runs on the CPU (and a software adapter
+ * such as lavapipe) alike. Judged one at a time against that drift, thirty figures of one backend
+ * that all moved −50 % are each "within noise". Here each backend's figures are pooled into one
+ * estimate (the median change of the times it measured at the sizes both runs share), and the
+ * common-mode change of the *other* backends over the same runs (measured round-robin with it,
+ * size by size) is taken off it: what is left is the backend's own change, tested as one hypothesis with its own
+ * false-alarm rate. Pure.
+ *
+ * @example
+ * ```ts ignore
+ * import { backendShifts } from "./backend_shift.ts";
+ * for (const s of backendShifts(baseline, current)) console.log(s.backend, s.note);
+ * ```
+ *
+ * @module
+ */
+import { bestPerSize } from "../calibrate/analyze.ts";
+import { median } from "../core/stats.ts";
+import type { Backend } from "../kernels/types.ts";
+import type { Report } from "../core/schema.ts";
+
+/** z of the backend-wide test: two-sided 99 %, as several backends are tested at once. */
+export const BACKEND_Z = 2.576;
+
+/**
+ * A point carries its backend's speed when the work is at least this share of its time in both
+ * runs: below it, the series' fixed cost (Deno's ~11 ms WebGPU synchronisation, a call's
+ * overhead) carries the time, and that moves with other things than the backend's speed.
+ */
+const WORK_SHARE = 0.5;
+
+/** Fewest points from which a backend's change is estimated. */
+const MIN_POINTS = 2;
+
+/** Fewest probes from which a backend's drift against the others is estimated. */
+const MIN_PROBES = 3;
+
+/** Scales a median absolute deviation to a normal distribution's standard deviation. */
+const MAD_TO_SIGMA = 1.4826;
+
+/** Standard error of a sample median relative to that of a mean, for normal data: √(π/2). */
+const MEDIAN_EFFICIENCY = 1.2533;
+
+/** z of the within-run 95 % intervals the measurements carry. */
+const Z95 = 1.96;
+
+const BACKENDS: readonly Backend[] = ["webgpu", "wasm", "wasm-mt", "js"];
+
+/**
+ * The common-mode change of a run against the baseline, as the other backends saw it.
+ *
+ * @example
+ * ```ts
+ * import type { HostReference } from "./backend_shift.ts";
+ * const r: HostReference = { backends: ["wasm", "js"], logShift: 0.2, se: 0.05 };
+ * console.log(Math.exp(r.logShift) - 1); // the host was about 22 % slower
+ * ```
+ */
+export interface HostReference {
+  /** The backends whose figures set the reference. */
+  readonly backends: readonly Backend[];
+  /** ln of their common time change. */
+  readonly logShift: number;
+  /** Standard error of `logShift`, ln units. */
+  readonly se: number;
+}
+
+/**
+ * One measured point both runs share: its times and how much it moved.
+ *
+ * @example
+ * ```ts
+ * import type { PointChange } from "./backend_shift.ts";
+ * const slower = (p: PointChange) => p.ownLogChange > 0;
+ * ```
+ */
+export interface PointChange {
+  /** What was measured, e.g. `"matmul f32 device-resident at 111"` (the backend is implied). */
+  readonly key: string;
+  readonly op: string;
+  readonly backend: Backend;
+  readonly size: number;
+  /** Median ms per run in the baseline (best variant at this size). */
+  readonly baselineMs: number;
+  /** Median ms per run in the current report. */
+  readonly currentMs: number;
+  /** ln(current / baseline) of the time: positive is slower. */
+  readonly logChange: number;
+  /** What it was judged against; null when on absolute times. */
+  readonly reference: HostReference | null;
+  /** `logChange` less the reference's: the backend's own change at this point. */
+  readonly ownLogChange: number;
+}
+
+/**
+ * The verdict on one backend as a whole.
+ *
+ * @example
+ * ```ts
+ * import type { BackendShift } from "./backend_shift.ts";
+ * const names = (s: BackendShift) => s.carriers.map((p) => p.key);
+ * ```
+ */
+export interface BackendShift {
+  readonly backend: Backend;
+  /** Every point pooled, in the baseline's order, with the reference each was judged against. */
+  readonly points: readonly PointChange[];
+  /** The backend's own time change `exp(median own ln change) - 1`: positive is slower. */
+  readonly change: number;
+  /** 99 % interval of `change`. */
+  readonly ci: readonly [number, number];
+  /** The median own ln change over its standard error. */
+  readonly z: number;
+  /** The backend's drift during a run (σ of ln time) that entered the standard error. */
+  readonly drift: { readonly sigma: number } | null;
+  /** The change exceeds the tolerance and its 99 % interval excludes no change. */
+  readonly beyondNoise: boolean;
+  /** Beyond noise and slower. */
+  readonly regressed: boolean;
+  /** The points that moved the verdict's way by more than the tolerance, largest first. */
+  readonly carriers: readonly PointChange[];
+  /** How the verdict was reached, in words. */
+  readonly note: string;
+}
+
+/**
+ * Options of {@linkcode backendShifts}.
+ *
+ * @example
+ * ```ts
+ * import type { BackendShiftOptions } from "./backend_shift.ts";
+ * const o: BackendShiftOptions = { tolerance: 0.1 };
+ * ```
+ */
+export interface BackendShiftOptions {
+  /** Relative change a backend must exceed to count; 0.1 by default. */
+  readonly tolerance?: number;
+}
+
+function percent(x: number): string {
+  return `${x >= 0 ? "+" : ""}${(x * 100).toFixed(1)} %`;
+}
+
+function sizeWords(size: number): string {
+  return Number.isInteger(size) ? String(size) : size.toPrecision(3);
+}
+
+/** 1.4826 × the median absolute deviation from the median: a robust σ. */
+function robustSigma(values: readonly number[]): number {
+  const centre = median(values);
+  return MAD_TO_SIGMA * median(values.map((v) => Math.abs(v - centre)));
+}
+
+/**
+ * The backends whose speed follows the host's in both reports: the CPU backends, and WebGPU when
+ * the adapter is a software one running on the same CPU (lavapipe, SwiftShader, WARP).
+ */
+function hostBound(baseline: Report, current: Report): Set<Backend> {
+  const software = baseline.adapter?.software === true && current.adapter?.software === true;
+  return new Set(BACKENDS.filter((b) => b !== "webgpu" || software));
+}
+
+/**
+ * A point before its reference is known: the within-run σ of its ln change, and whether the
+ * backend's work carries its time in both reports.
+ */
+type Paired = Omit<PointChange, "reference" | "ownLogChange"> & {
+  readonly dtype: string;
+  readonly residency: string;
+  readonly withinSigma: number;
+  readonly worked: boolean;
+};
+
+/**
+ * Every point of one backend both reports measured: per op, dtype and residency, the best
+ * variant's median at each shared size; `worked` when its time is at least twice the series'
+ * smallest (its fixed cost) in both reports.
+ */
+function pointsOf(baseline: Report, current: Report, backend: Backend): Paired[] {
+  const series = new Map(
+    baseline.measurements.filter((m) => m.backend === backend && m.state === "ok")
+      .map((m) => [`${m.op} ${m.dtype} ${m.residency}`, m] as const),
+  );
+  const out: Paired[] = [];
+  for (const [name, { op, dtype, residency }] of series) {
+    const base = bestPerSize(baseline.measurements, op, dtype, backend, residency);
+    const cur = bestPerSize(current.measurements, op, dtype, backend, residency);
+    const floor = (ms: readonly { wall: { median: number } }[]) =>
+      Math.min(...ms.map((m) => m.wall.median));
+    const [baseFloor, curFloor] = [floor(base), floor(cur)];
+    const bySize = new Map(cur.map((m) => [m.size, m]));
+    for (const b of base) {
+      const c = bySize.get(b.size);
+      if (c === undefined || !(b.wall.median > 0 && c.wall.median > 0)) continue;
+      const worked = b.wall.median * (1 - WORK_SHARE) >= baseFloor &&
+        c.wall.median * (1 - WORK_SHARE) >= curFloor;
+      out.push({
+        key: `${name} at ${sizeWords(b.size)}`,
+        op,
+        dtype,
+        residency,
+        worked,
+        backend,
+        size: b.size,
+        baselineMs: b.wall.median,
+        currentMs: c.wall.median,
+        logChange: Math.log(c.wall.median / b.wall.median),
+        withinSigma: Math.hypot(b.wall.relCi, c.wall.relCi) / Z95,
+      });
+    }
+  }
+  return out;
+}
+
+/**
+ * The common-mode frame of two reports: every work-dominated point both measured, and the
+ * references a backend's change is judged against.
+ */
+class CommonMode implements HostFrame {
+  readonly #bound: ReadonlySet<Backend>;
+  /** Every matched point. */
+  readonly #all: readonly Paired[];
+  /** The work-dominated ones, which carry a backend's speed. */
+  readonly #points: readonly Paired[];
+  readonly #levels = new Map<Backend, { level: number; se: number }>();
+
+  constructor(baseline: Report, current: Report) {
+    this.#bound = hostBound(baseline, current);
+    this.#all = BACKENDS.flatMap((b) => pointsOf(baseline, current, b));
+    this.#points = this.#all.filter((p) => p.worked);
+    for (const backend of BACKENDS) {
+      const mine = this.#points.filter((p) => p.backend === backend);
+      if (mine.length < MIN_POINTS) continue;
+      this.#levels.set(backend, {
+        level: median(mine.map((p) => p.logChange)),
+        se: MEDIAN_EFFICIENCY * spread(
+          mine.map((p) => p.logChange),
+          mine.map((p) => p.withinSigma),
+        ) /
+          Math.sqrt(mine.length),
+      });
+    }
+  }
+
+  /** Whether the host's speed sets this backend's speed in both reports. */
+  hostBound(backend: Backend): boolean {
+    return this.#bound.has(backend);
+  }
+
+  /** The pooled points of one backend, with the reference each is judged against. */
+  pointsOf(backend: Backend): PointChange[] {
+    return this.#points.filter((p) => p.backend === backend).map((p) => {
+      const reference = this.reference(backend);
+      return {
+        key: p.key,
+        op: p.op,
+        backend: p.backend,
+        size: p.size,
+        baselineMs: p.baselineMs,
+        currentMs: p.currentMs,
+        logChange: p.logChange,
+        reference,
+        ownLogChange: p.logChange - (reference?.logShift ?? 0),
+      };
+    });
+  }
+
+  pointNoise(
+    backend: Backend,
+    at: { op: string; dtype: string; residency: string; size: number },
+  ): number {
+    const mine = this.#all.filter((p) => p.backend === backend);
+    const here = mine.find((p) =>
+      p.op === at.op && p.dtype === at.dtype && p.size === at.size &&
+      (backend !== "webgpu" || p.residency === at.residency)
+    );
+    const regime = here === undefined ? mine : mine.filter((p) => p.worked === here.worked);
+    const sample = regime.length >= MIN_PROBES ? regime : mine;
+    if (sample.length === 0) return 0;
+    // The spread of the changes is that of a difference of two runs: one run's is 1/√2 of it.
+    return spread(sample.map((p) => p.logChange), sample.map((p) => p.withinSigma)) / Math.SQRT2;
+  }
+
+  /**
+   * What a figure of `backend` is judged against: the other host-bound backends' common change
+   * over the run, the median of their median changes (one backend that moved as a whole does not
+   * move it). Null when the backend is not host-bound or no other backend was measured.
+   *
+   * Over the run, not at the figure's own moment: on a 2-core VM shared with other work, how far
+   * a point strayed from its backend's run-wide change and how far the other backends measured
+   * with it (same op and size, round-robin in the same seconds) strayed were uncorrelated
+   * (r = 0.04 over 205 points of 9 back-to-back pairs), so correcting by the latter only added
+   * their noise; the backends' run-wide changes moved together (r = 0.61 over 36).
+   */
+  reference(backend: Backend): HostReference | null {
+    if (!this.#bound.has(backend)) return null;
+    const others = [...this.#levels].filter(([b]) => b !== backend && this.#bound.has(b));
+    if (others.length === 0) return null;
+    const k = others.length;
+    const se = Math.sqrt(others.reduce((s, [, l]) => s + l.se ** 2, 0)) / k;
+    return {
+      backends: others.map(([b]) => b),
+      logShift: median(others.map(([, l]) => l.level)),
+      se: k >= 3 ? se * MEDIAN_EFFICIENCY : se,
+    };
+  }
+}
+
+/**
+ * The σ of a set of ln changes: their robust spread, at least the typical within-run σ (a handful
+ * of points can agree by chance).
+ */
+function spread(changes: readonly number[], withinSigmas: readonly number[]): number {
+  return Math.max(robustSigma(changes), median(withinSigmas));
+}
+
+/**
+ * A backend's drift during one run (its probes' `driftSigma`, σ of ln time) and how many probes
+ * it comes from; null without it.
+ *
+ * Its own drift, not its drift against the other backends: per probe, a backend's time less the
+ * median of the others' carries the others' noise too, and on a 2-core VM shared with other work
+ * that made a steady backend's σ 0.4–0.85 where its own was 0.02–0.18 and its level moved by
+ * σ ≈ 0.12 between back-to-back quick runs. The other backends' noise reaches the estimate
+ * through its references, point by point, and is in the spread between the points.
+ */
+function ownDrift(report: Report, backend: Backend): { sigma: number; probes: number } | null {
+  const sigma = report.stability?.driftSigma[backend];
+  if (sigma === undefined) return null;
+  const probes = report.stability!.probes.filter((p) => p.ms[backend] !== undefined).length;
+  return { sigma, probes: Math.max(probes, 1) };
+}
+
+/**
+ * The drift term of a backend's standard error: the larger of the two runs' σ (both are of one
+ * machine, and a σ from a handful of probes is itself uncertain), scaled to the difference of
+ * two run averages, √(1/k₁ + 1/k₂) for k probes per run.
+ */
+function driftTerm(
+  baseline: Report,
+  current: Report,
+  backend: Backend,
+): { se: number; sigma: number } | null {
+  const a = ownDrift(baseline, backend);
+  const b = ownDrift(current, backend);
+  if (a === null && b === null) return null;
+  const sigma = Math.max(a?.sigma ?? 0, b?.sigma ?? 0);
+  const ka = a?.probes ?? b!.probes;
+  const kb = b?.probes ?? a!.probes;
+  return { se: sigma * Math.sqrt(1 / ka + 1 / kb), sigma };
+}
+
+/**
+ * What {@linkcode hostReferences} gives: the host reference of a figure, and how far a second run
+ * of the machine moves one measured point.
+ *
+ * @example
+ * ```ts ignore
+ * import { hostReferences } from "./backend_shift.ts";
+ * const frame = hostReferences(baseline, current);
+ * console.log(frame.pointNoise("wasm", { op: "add", dtype: "f32", residency: "end-to-end", size: 16 }));
+ * ```
+ */
+export interface HostFrame {
+  /**
+   * What a figure of `backend` is judged against: the other host-bound backends' common change
+   * over the run; null for a backend the host's speed does not set (a hardware GPU) or when no
+   * other backend was measured.
+   */
+  reference(backend: Backend): HostReference | null;
+  /**
+   * One run's σ of ln time of a backend's measured point, from how far the two reports' medians
+   * of its points moved apart: the robust spread of their ln changes (at least their within-run
+   * intervals) over √2, among the points of the same kind (work-dominated, or carried by a fixed
+   * cost) as the one asked about. 0 when the backend has no matched point.
+   */
+  pointNoise(
+    backend: Backend,
+    at: { op: string; dtype: string; residency: string; size: number },
+  ): number;
+}
+
+/**
+ * The references figures of two reports are judged against (see {@linkcode backendShifts}).
+ *
+ * @param baseline The baseline report.
+ * @param current The current report of the same machine.
+ * @returns The frame: `reference(backend)` and `pointNoise(backend, at)`.
+ * @example
+ * ```ts ignore
+ * import { hostReferences } from "./backend_shift.ts";
+ * const ref = hostReferences(baseline, current).reference("wasm");
+ * if (ref) console.log(`host ${((Math.exp(ref.logShift) - 1) * 100).toFixed(0)} % slower`);
+ * ```
+ */
+export function hostReferences(baseline: Report, current: Report): HostFrame {
+  return new CommonMode(baseline, current);
+}
+
+function carriersOf(points: readonly PointChange[], up: boolean, tolerance: number) {
+  const limit = Math.log(1 + tolerance);
+  return points.filter((p) => up ? p.ownLogChange > limit : p.ownLogChange < -limit)
+    .sort((a, b) => Math.abs(b.ownLogChange) - Math.abs(a.ownLogChange));
+}
+
+function referenceWords(r: HostReference | null): string {
+  return r === null
+    ? "on absolute times"
+    : `against ${r.backends.join(", ")} (host ${percent(Math.exp(r.logShift) - 1)} over the run)`;
+}
+
+function carrierWords(carriers: readonly PointChange[], of: number): string {
+  const most = carriers.slice(0, 3).map((p) => `${p.key} ${percent(Math.exp(p.ownLogChange) - 1)}`);
+  return `carried by ${carriers.length} of ${of} figures${
+    most.length > 0 ? `, most by ${most.join(", ")}` : ""
+  }`;
+}
+
+function judgeBackend(
+  backend: Backend,
+  points: readonly PointChange[],
+  withinSigmas: readonly number[],
+  drift: { se: number; sigma: number } | null,
+  tolerance: number,
+): BackendShift {
+  const own = points.map((p) => p.ownLogChange);
+  const shift = median(own);
+  const reference = points[0]?.reference ?? null;
+  const pointsSe = MEDIAN_EFFICIENCY * spread(own, withinSigmas) / Math.sqrt(points.length);
+  const se = Math.hypot(pointsSe, reference?.se ?? 0, drift?.se ?? 0);
+  const change = Math.exp(shift) - 1;
+  const ci = [Math.exp(shift - BACKEND_Z * se) - 1, Math.exp(shift + BACKEND_Z * se) - 1] as const;
+  const z = se > 0 ? shift / se : shift === 0 ? 0 : Math.sign(shift) * Infinity;
+  const beyondNoise = Math.abs(z) > BACKEND_Z && Math.abs(change) > tolerance;
+  const carriers = beyondNoise ? carriersOf(points, shift > 0, tolerance) : [];
+  const driftNote = drift === null
+    ? "no drift probes: a run-wide drift of the backend is not allowed for"
+    : `its run-to-run drift σ ${(drift.sigma * 100).toFixed(0)} %`;
+  const head = `${percent(change)} time ${referenceWords(reference)} over ${points.length} ` +
+    `figures, 99 % interval [${percent(ci[0])}, ${percent(ci[1])}]`;
+  const note = beyondNoise
+    ? `${head}: ${shift > 0 ? "slower" : "faster"} beyond noise; ${
+      carrierWords(carriers, points.length)
+    }`
+    : `${head}: ${
+      Math.abs(change) <= tolerance
+        ? `within the ${percent(tolerance).slice(1)} tolerance`
+        : `within noise (${driftNote})`
+    }`;
+  return {
+    backend,
+    points,
+    change,
+    ci,
+    z,
+    drift: drift === null ? null : { sigma: drift.sigma },
+    beyondNoise,
+    regressed: beyondNoise && shift > 0,
+    carriers,
+    note,
+  };
+}
+
+/**
+ * Tests each backend as a whole: did its times, at the sizes both reports measured and where
+ * its work (not a fixed cost) carries the time, move together beyond noise?
+ *
+ * Each point's ln change is taken relative to the backend's host reference: the other
+ * host-bound backends' common change over the run ({@linkcode hostReferences}). The estimate is
+ * the median of those own changes. Its standard error adds in quadrature the spread between the
+ * points (robust, over √n; at least their within-run intervals), the reference's own error, and
+ * the backend's drift during a run (its `stability.driftSigma`, the larger of the two runs', times √(1/k₁ + 1/k₂) for k probes
+ * per run: how well each run's probes pin down its level). A backend
+ * moved beyond noise when the change exceeds the tolerance and its 99 % interval excludes zero;
+ * slower is a regression, and the points that moved that way beyond the tolerance are named as
+ * carrying it.
+ *
+ * @param baseline The baseline report.
+ * @param current The current report of the same machine.
+ * @param options The tolerance (default 10 %).
+ * @returns One verdict per backend with at least two pooled points, in the order webgpu, wasm,
+ * wasm-mt, js.
+ * @example
+ * ```ts ignore
+ * import { backendShifts } from "./backend_shift.ts";
+ * const slower = backendShifts(baseline, current).filter((s) => s.regressed);
+ * for (const s of slower) console.log(s.backend, s.carriers.map((p) => p.key));
+ * ```
+ */
+export function backendShifts(
+  baseline: Report,
+  current: Report,
+  options: BackendShiftOptions = {},
+): BackendShift[] {
+  const tolerance = options.tolerance ?? 0.1;
+  const frame = new CommonMode(baseline, current);
+  const out: BackendShift[] = [];
+  for (const backend of BACKENDS) {
+    const paired = pointsOf(baseline, current, backend).filter((p) => p.worked);
+    if (paired.length < MIN_POINTS) continue;
+    out.push(judgeBackend(
+      backend,
+      frame.pointsOf(backend),
+      paired.map((p) => p.withinSigma),
+      driftTerm(baseline, current, backend),
+      tolerance,
+    ));
+  }
+  return out;
+}
