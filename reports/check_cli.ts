@@ -92,9 +92,11 @@ async function load(flag: string, path: string | undefined): Promise<Report> {
   } catch (e) {
     throw new UsageError(`${flag}: cannot use "${path}": ${e instanceof Error ? e.message : e}`);
   }
-  // A report contradicting its own measurements is no ground to judge a regression on.
+  // A baseline contradicting its own measurements is no ground to judge a regression on. A
+  // current report that does is judged all the same (its medians carry the comparison), and the
+  // contradiction fails the check as a regression of its own (see `main`).
   const findings = checkConsistency(report);
-  if (findings.length > 0) {
+  if (findings.length > 0 && flag === "--baseline") {
     throw new UsageError(
       `${flag}: "${path}" contradicts its own measurements: ${summariseIssues(findings, 1)}`,
     );
@@ -150,6 +152,15 @@ export async function main(args: readonly string[]): Promise<number> {
         : "";
       console.error(`error: ${comparison.reasons.join("; ")}${hint}`);
       return 2;
+    }
+    const contradictions = checkConsistency(current);
+    if (contradictions.length > 0) {
+      console.error(
+        `error: --current "${values.current}" contradicts its own measurements: ${
+          summariseIssues(contradictions, 3)
+        }`,
+      );
+      return 1;
     }
     return comparison.regressed ? 1 : 0;
   } catch (e) {
