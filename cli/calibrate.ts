@@ -45,9 +45,11 @@ Options:
   --out PATH           Report path (default: the --resume report, else reports/<machine-slug>.json)
   --resume PATH        Continue a partial report of this machine without redoing its measurements;
                        the result is written back to PATH unless --out says otherwise
-  --force              Replace a report at the output path that holds more measurements than
-                       this run starts from (a fresh run saves after every op, so it would shrink
-                       a full calibration to the ops done so far)
+  --force              Replace an --out report that holds more measurements than this run
+                       starts from (a fresh run saves after every op, so it would shrink a full
+                       calibration to the ops done so far). This machine's report at the default
+                       path needs no --force: the run saves beside it (<slug>.partial.json) and
+                       replaces it once complete
   --no-llm             Skip the LLM decode validation (a synthetic WebGPU decode, ~1 min;
                        --quick skips it unless --llm is given)
   --llm                Run the LLM decode validation even with --quick
@@ -74,6 +76,8 @@ path that cannot or should not be written, 130 interrupted.`;
  */
 export async function main(args: string[]): Promise<number> {
   let options: CalibrateOptions;
+  /** The report this run replaces once complete, when it saves beside it until then. */
+  let replaces: string | null = null;
   let json = false;
   try {
     const { values } = parseFlags(args, {
@@ -113,6 +117,7 @@ export async function main(args: string[]): Promise<number> {
       force: values.force ?? false,
       args,
     });
+    replaces = out.replaces;
     options = {
       quick: values.quick ?? false,
       mode: values.quick ? "quick" : values.thorough ? "thorough" : "default",
@@ -121,7 +126,7 @@ export async function main(args: string[]): Promise<number> {
       ...(backends ? { backends } : {}),
       ...(budgetS !== undefined ? { budgetS } : {}),
       ...(passes !== undefined ? { passes } : {}),
-      out,
+      out: out.path,
       ...(resume ? { resume, resumePath: values.resume! } : {}),
       ...(values["no-llm"] ? { llm: false } : values.llm ? { llm: true } : {}),
       command: ["deno", "task", "calibrate", ...args],
@@ -146,11 +151,24 @@ export async function main(args: string[]): Promise<number> {
   const signals: Deno.Signal[] = Deno.build.os === "windows" ? ["SIGINT"] : ["SIGINT", "SIGTERM"];
   for (const signal of signals) Deno.addSignalListener(signal, onSigint);
   try {
-    const { report, path } = await calibrate({
+    const result = await calibrate({
       ...options,
       signal: interrupt.signal,
       onProgress: progressPrinter(mode),
     });
+    const { report } = result;
+    let path = result.path;
+    if (replaces !== null) {
+      if (report.provenance.complete) {
+        await Deno.rename(path, replaces);
+        path = replaces;
+      } else {
+        console.error(
+          `The report at "${replaces}" is kept: this run is not complete; continue it with ` +
+            `deno task calibrate --resume ${path}`,
+        );
+      }
+    }
     if (json) {
       console.log(JSON.stringify({ kind: "done", path, complete: report.provenance.complete }));
     } else {
@@ -196,18 +214,35 @@ async function prepareOutput(
   resumePath: string | undefined,
   resume: Report | undefined,
   run: { backends: CalibrateOptions["backends"]; force: boolean; args: readonly string[] },
-): Promise<string> {
+): Promise<{ path: string; replaces: string | null }> {
   const choice = await chooseOutput(out, resumePath, run.backends);
   await checkWritable(choice, run.args);
-  await checkReplaceable(choice, {
+  const replace = {
     ...(resumePath === undefined ? {} : { resumePath }),
     startsWith: resume?.measurements.length ?? 0,
     force: run.force,
-  });
-  for (const temp of await removeStaleTemps(choice.path)) {
+  };
+  // Recalibrating a machine whose report is already in reports/ is what the main command is
+  // for: the run saves its progress beside that report and replaces it only once complete, so
+  // an interrupted run leaves it as it was. An explicit --out is never replaced unasked.
+  const staged = choice.flag === "the default path" &&
+    await checkReplaceable(choice, replace).then(() => false, () => true);
+  const path = staged ? partialPath(choice.path) : choice.path;
+  if (staged) await checkReplaceable({ path, flag: "the partial path" }, replace);
+  else await checkReplaceable(choice, replace);
+  for (const temp of await removeStaleTemps(path)) {
     console.error(`Removed ${temp}, left by a run that was killed while saving`);
   }
-  return choice.path;
+  // Resuming a staged run: once complete, it replaces the report it was staged beside.
+  const resumedStage = choice.flag === "--resume" && path.endsWith(".partial.json")
+    ? path.slice(0, -".partial.json".length) + ".json"
+    : null;
+  return { path, replaces: staged ? choice.path : resumedStage };
+}
+
+/** Where a run staged beside `path` saves until it is complete: `x.json` → `x.partial.json`. */
+function partialPath(path: string): string {
+  return path.replace(/(\.json)?$/, ".partial.json");
 }
 
 function passesFlag(text: string | undefined): number | undefined {

@@ -73,26 +73,16 @@ Deno.test("calibrate --resume R completes R and leaves the machine's full report
   });
 });
 
-Deno.test("calibrate refuses to replace a report holding more measurements, before measuring", async () => {
+Deno.test("calibrate refuses to replace an --out report holding more measurements, before measuring", async () => {
   await inTempDir(async () => {
     const machinePath = await defaultReportPath(["js"]);
     await Deno.mkdir("reports");
     const full = JSON.stringify(syntheticReport());
-    const held = syntheticReport().measurements.length;
     await Deno.writeTextFile(machinePath, full);
     await Deno.writeTextFile("other.json", full);
     await Deno.writeTextFile("notes.json", "my notes");
 
-    const fresh = await captureCli(() => main(QUICK));
-    assert.equal(fresh.code, 2);
-    assert.equal(fresh.out, "");
-    assert.match(
-      fresh.err,
-      new RegExp(
-        `^error: the default path "${machinePath}" holds a complete report with ${held} measurements, .*; pass --force to replace it, or --out another path`,
-      ),
-    );
-    assert.doesNotMatch(fresh.err, /measured|==/, "refused before measuring");
+    // An explicit --out that holds more is refused before anything is measured.
 
     const out = await captureCli(() => main([...QUICK, "--out", "other.json"]));
     assert.equal(out.code, 2);
@@ -271,5 +261,39 @@ Deno.test("SIGTERM stops calibrate like Ctrl-C: a valid partial report, exit 130
     assert.equal(report.provenance.complete, false);
     assert.equal(report.provenance.stopReason, "interrupted");
     assert.deepEqual(tempsIn(dir), []);
+  });
+});
+
+Deno.test("calibrate of a machine whose report exists saves beside it and replaces it only once complete", async () => {
+  await inTempDir(async () => {
+    const machinePath = await defaultReportPath(["js"]);
+    const staged = machinePath.replace(/\.json$/, ".partial.json");
+    await Deno.mkdir("reports");
+    const full = JSON.stringify(syntheticReport());
+    await Deno.writeTextFile(machinePath, full);
+
+    // A staged run cut short leaves the machine's report as it was; resumed, it replaces it.
+    await partialReport(staged);
+    assert.equal(await Deno.readTextFile(machinePath), full);
+    const resumed = await captureCli(() => main(["--resume", staged, ...QUICK]));
+    assert.equal(resumed.code, 0, resumed.err);
+    assert.equal(
+      parseReport(JSON.parse(await Deno.readTextFile(machinePath))).provenance.complete,
+      true,
+    );
+    assert.equal(
+      await Deno.stat(staged).catch(() => null),
+      null,
+      "the staged file became the report",
+    );
+
+    // A fresh run does the same in one go.
+    await Deno.writeTextFile(machinePath, full);
+    const fresh = await captureCli(() => main(QUICK));
+    assert.equal(fresh.code, 0, fresh.err);
+    const replaced = parseReport(JSON.parse(await Deno.readTextFile(machinePath)));
+    assert.equal(replaced.provenance.complete, true);
+    assert.notEqual(JSON.stringify(replaced), full);
+    assert.equal(await Deno.stat(staged).catch(() => null), null);
   });
 });
