@@ -118,7 +118,12 @@ Deno.test("wasm runner reports a near-zero compile time for a kernel it already 
     first.dispose();
     const second = await runner.prepare(add, shape, "f32", variant, inputs, "end-to-end");
     second.dispose();
-    assert.ok(second.compileMs <= first.compileMs, `${second.compileMs} > ${first.compileMs}`);
+    // Another test of this process may have compiled the module already, so the first prepare
+    // can be as near zero as the second: two sub-millisecond readings are noise to each other.
+    assert.ok(
+      second.compileMs <= Math.max(first.compileMs, 1),
+      `${second.compileMs} > ${first.compileMs}`,
+    );
   } finally {
     await runner.close();
   }
