@@ -12,7 +12,7 @@
  *
  * @module
  */
-import { parseFlags, UsageError } from "../core/cli_args.ts";
+import { oneLineFailure, parseFlags, UsageError } from "../core/cli_args.ts";
 import { openGpu } from "../calibrate/device.ts";
 import { describeMachine, machineFingerprint } from "../calibrate/machine.ts";
 import type { Prepared, Runner } from "../calibrate/runner.ts";
@@ -812,22 +812,14 @@ async function main(args: string[]): Promise<number> {
     }
     options = parsed;
   } catch (e) {
-    if (e instanceof UsageError) {
-      console.error(`error: ${e.message}`);
-      return 2;
-    }
-    throw e;
+    return oneLineFailure(e);
   }
   const log = (line: string) => options.json ? console.error(line) : console.log(line);
   let reports: Report[];
   try {
     reports = await loadReports(options.reportsDir);
   } catch (e) {
-    if (e instanceof UsageError) {
-      console.error(`error: ${e.message}`);
-      return 2;
-    }
-    throw e;
+    return oneLineFailure(e);
   }
   const [correct, wrong] = choosePriors(reports, await thisFingerprint());
   const runners = await openRunners(log);

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { listFlag, parseFlags, UsageError } from "../core/cli_args.ts";
+import { listFlag, oneLineFailure, parseFlags, UsageError } from "../core/cli_args.ts";
 import { openGpu } from "../calibrate/device.ts";
 import { measureMany, type RunnerSource } from "../calibrate/measure.ts";
 import type { MeasureOk, MeasureResult } from "../core/result.ts";
@@ -141,11 +141,7 @@ async function main(args: string[]): Promise<number> {
     }
     withPeers = !values["no-peers"];
   } catch (e) {
-    if (e instanceof UsageError) {
-      console.error(`error: ${e.message}`);
-      return 2;
-    }
-    throw e;
+    return oneLineFailure(e);
   }
 
   const gpu = backends.includes("webgpu") ? await openGpu() : null;

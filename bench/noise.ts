@@ -11,7 +11,7 @@
  *
  * @module
  */
-import { parseFlags, positiveNumberFlag, UsageError } from "../core/cli_args.ts";
+import { oneLineFailure, parseFlags, positiveNumberFlag, UsageError } from "../core/cli_args.ts";
 import { measureMany, type RunnerSource } from "../calibrate/measure.ts";
 import type { MeasureRequest } from "../core/result.ts";
 import type { Runner } from "../calibrate/runner.ts";
@@ -285,11 +285,7 @@ export async function main(args: string[]): Promise<number> {
     }
     options = parsed;
   } catch (e) {
-    if (e instanceof UsageError) {
-      console.error(`error: ${e.message}`);
-      return 2;
-    }
-    throw e;
+    return oneLineFailure(e);
   }
   const groups = groupsOf(options.backends);
   const runners = new Map<Backend, Promise<Runner | string>>();

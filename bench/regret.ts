@@ -9,7 +9,7 @@
  *
  * @module
  */
-import { parseFlags, UsageError } from "../core/cli_args.ts";
+import { oneLineFailure, parseFlags, UsageError } from "../core/cli_args.ts";
 import {
   measureMany,
   pooledResult,
@@ -767,11 +767,7 @@ async function main(args: string[]): Promise<number> {
     }
     json = values.json ?? false;
   } catch (e) {
-    if (e instanceof UsageError) {
-      console.error(`error: ${e.message}`);
-      return 2;
-    }
-    throw e;
+    return oneLineFailure(e);
   }
   let report;
   try {

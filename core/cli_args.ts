@@ -124,3 +124,23 @@ export function usageFailure(error: unknown, usage: string): number {
   console.error(`error: ${error.message}\n\n${usage} (see --help)`);
   return 2;
 }
+
+/**
+ * The end of a bench's `main` for a failure: a {@linkcode UsageError} becomes one line on stderr
+ * and exit code 2 (a bench has no usage line to repeat: `--help` describes it); anything else is
+ * rethrown.
+ *
+ * @param error What was thrown.
+ * @returns 2, for a usage error.
+ * @throws {unknown} `error` itself when it is not a usage error.
+ * @example
+ * ```ts
+ * import { oneLineFailure, UsageError } from "./cli_args.ts";
+ * console.log(oneLineFailure(new UsageError("--rounds must be an integer"))); // 2
+ * ```
+ */
+export function oneLineFailure(error: unknown): number {
+  if (!(error instanceof UsageError)) throw error;
+  console.error(`error: ${error.message}`);
+  return 2;
+}

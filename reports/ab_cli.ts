@@ -11,6 +11,7 @@ import { isAbsolute, join, resolve } from "node:path";
 import { fileURLToPath as fromFileUrl, pathToFileURL } from "node:url";
 import { listFlag, parseFlags, UsageError, usageFailure } from "../core/cli_args.ts";
 import { type Backend, BACKENDS } from "../kernels/types.ts";
+import { lines } from "./_lines.ts";
 import { AB_OPS, type AbCase, abCases, type AbRound, formatAb, judgeAb } from "./ab.ts";
 import { toleranceFlag } from "./check_cli.ts";
 import { COMPARISON_FORMATS, type ComparisonFormat } from "./compare_format.ts";
@@ -106,21 +107,6 @@ class SideFailure extends Error {
     this.name = "SideFailure";
     this.side = side;
   }
-}
-
-/** The lines of a byte stream, as they arrive. */
-async function* lines(stream: ReadableStream<Uint8Array>): AsyncGenerator<string> {
-  const decoder = new TextDecoder();
-  let buffer = "";
-  for await (const chunk of stream) {
-    buffer += decoder.decode(chunk, { stream: true });
-    let newline;
-    while ((newline = buffer.indexOf("\n")) >= 0) {
-      yield buffer.slice(0, newline);
-      buffer = buffer.slice(newline + 1);
-    }
-  }
-  if (buffer.trim() !== "") yield buffer;
 }
 
 /** One side's long-lived worker process (`ab_worker.ts`), measuring on request. */

@@ -11,6 +11,7 @@
  *
  * @module
  */
+import { lines } from "./_lines.ts";
 
 /** The part of `mod.ts` the worker uses. */
 interface Gpucal {
@@ -82,21 +83,6 @@ async function keptRunners(
   }
 }
 
-/** The lines of standard input, as they arrive. */
-async function* stdinLines(): AsyncGenerator<string> {
-  const decoder = new TextDecoder();
-  let buffer = "";
-  for await (const chunk of Deno.stdin.readable) {
-    buffer += decoder.decode(chunk, { stream: true });
-    let newline;
-    while ((newline = buffer.indexOf("\n")) >= 0) {
-      yield buffer.slice(0, newline);
-      buffer = buffer.slice(newline + 1);
-    }
-  }
-  if (buffer.trim() !== "") yield buffer;
-}
-
 if (import.meta.main) {
   const [modUrl] = Deno.args;
   if (modUrl === undefined) {
@@ -106,7 +92,7 @@ if (import.meta.main) {
   const gpucal = await import(modUrl) as Gpucal;
   const runners = await keptRunners(modUrl);
   console.log("ready");
-  for await (const line of stdinLines()) {
+  for await (const line of lines(Deno.stdin.readable)) {
     if (line.trim() !== "") console.log(await measureLine(gpucal, line, runners));
   }
   // Runner pools (wasm-mt workers, the GPU device) would keep the process alive.
