@@ -198,3 +198,64 @@ Deno.test("a planner measures a matmul job's off-axis shapes on every backend it
   const onAxis = planner.measurements.filter((m) => !m.offAxis);
   for (const m of onAxis) assert.ok(m.shape.m === m.shape.k && m.shape.k === m.shape.n);
 });
+
+Deno.test("a budgeted grid measures the smallest, the middle and the largest size before any between", () => {
+  const clock = { s: 0 };
+  const plan = planFor({
+    quick: false,
+    mode: "default",
+    ops: [getOp("add")],
+    dtypes: ["f32"],
+    backends: ["js", "wasm"],
+  });
+  const planner = new Planner({ plan, llm: false, clock: () => clock.s });
+  // A cache step at 10⁵ elements: the rate halves, so the gaps around it bend and get filled.
+  drive(planner, (r) => {
+    const n = r.shape.n!;
+    return 0.001 + n * (r.backend === "js" ? 1e-5 : 2e-6) * (n > 1e5 ? 2 : 1);
+  }, clock);
+  const { sizes, anchors } = plan.jobs[0]!;
+  const order = [...new Set(planner.measurements.filter((m) => !m.offAxis).map((m) => m.size))];
+  const ends = [sizes[0]!, sizes[Math.floor((sizes.length - 1) / 2)]!, sizes.at(-1)!];
+  const firstBetween = order.findIndex((s) => !ends.includes(s) && !anchors.includes(s));
+  assert.ok(
+    ends.every((s) => order.indexOf(s) >= 0 && order.indexOf(s) < firstBetween),
+    `measured in the order ${order.join(", ")} (the variant search at ${anchors.join(", ")})`,
+  );
+  const largest = (b: string) =>
+    Math.max(...planner.measurements.filter((m) => m.backend === b).map((m) => m.size));
+  assert.equal(largest("js"), sizes.at(-1), "js reaches the top");
+  assert.equal(largest("wasm"), sizes.at(-1), "wasm reaches the top");
+});
+
+Deno.test("a budgeted grid takes each series to its own ceiling: the largest size whose run fits", () => {
+  const clock = { s: 0 };
+  const plan = planFor({
+    quick: false,
+    mode: "default",
+    ops: [getOp("matmul")],
+    dtypes: ["f32"],
+    backends: ["js", "wasm"],
+  });
+  const planner = new Planner({ plan, llm: false, clock: () => clock.s });
+  // 0.1 GFLOP/s on js, 10 on wasm: a 2048³ run would take minutes on js, 1.7 s on wasm.
+  drive(planner, (r) => {
+    const flops = 2 * r.shape.m! * r.shape.k! * r.shape.n!;
+    return 0.001 + flops / (r.backend === "js" ? 1e5 : 1e7);
+  }, clock);
+  const onAxis = (b: string) =>
+    planner.measurements.flatMap((m) =>
+      m.backend === b && !m.offAxis && m.state === "ok" ? [{ size: m.size, ms: m.wall.median }] : []
+    );
+  for (const b of ["js", "wasm"]) {
+    const top = onAxis(b).reduce((a, m) => (m.size > a.size ? m : a));
+    assert.ok(top.ms <= plan.maxCaseMs, `${b} ran ${top.ms} ms at ${top.size}`);
+    const next = plan.jobs[0]!.sizes.find((s) => s > top.size);
+    if (next !== undefined) {
+      assert.ok(
+        top.ms * (next / top.size) ** 3 > plan.maxCaseMs,
+        `${b} stopped at ${top.size} though ${next} would fit`,
+      );
+    }
+  }
+});
