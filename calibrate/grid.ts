@@ -81,6 +81,24 @@ const MIN_GRID_SIZES = 3;
  */
 const BEND_RATE_RATIO = 1.1;
 
+/**
+ * A budgeted run's case-time cap shares the job's remaining grid time among its series: a run of
+ * `t` ms costs about this many runs' time to measure (warm-up, samples, a second window), so the
+ * ceiling of a job that started late is a smaller size, not an overrun of the whole plan. (With
+ * the plan's cap alone, the sixteen ceilings of a default run took 70 s more than its plan.)
+ */
+const RUNS_PER_MEASUREMENT = 10;
+
+/**
+ * A run mostly fixed cost (a WebGPU sync, a worker wake-up) says little about how its time grows:
+ * from such a point a series climbs at most this factor of work per step. (From matmul 64³ on
+ * WebGPU end to end, 11 ms of sync, a linear scaling put 2048³ under the cap; it ran 2.2 s.)
+ */
+const BLIND_STEP_WORK = 16;
+
+/** The cap never falls below this: a WebGPU end-to-end run costs ~11 ms of synchronisation alone. */
+const MIN_CASE_MS = 25;
+
 /** An unsupported reason that a larger size of the same series would hit too. */
 const OVER_LIMITS = /over the adapter|exceeds max|over max|Out of device memory/i;
 
@@ -134,7 +152,12 @@ function* rangeFirstGrid(grid: GridState): Steps {
   const first = [...new Set([sizes[0]!, sizes[Math.floor((sizes.length - 1) / 2)]!])];
   for (const size of first) yield* gridSize(grid, size);
   yield* confirmSlowness(grid, sizes.at(-1)!);
-  for (const [size, series] of grid.ceilings()) yield* gridSize(grid, size, series);
+  // The first climb is measured however late the job is: every series gets its range.
+  for (let climb = 0; climb === 0 || !state.time.past(state.time.gridDeadline()); climb++) {
+    const ceilings = grid.ceilings();
+    if (ceilings.size === 0) break;
+    for (const [size, series] of ceilings) yield* gridSize(grid, size, series);
+  }
   for (;;) {
     if (state.time.past(state.time.gridDeadline())) return;
     const size = grid.widestBendingGap();
@@ -243,7 +266,16 @@ class GridState {
     const times = this.seen.get(key)!;
     const fixedMs = Math.min(...times.values());
     const variable = Math.max(times.get(from)! - fixedMs, 0);
-    return fixedMs + variable * (this.work(size) / this.work(from)) > this.state.plan.maxCaseMs;
+    return fixedMs + variable * (this.work(size) / this.work(from)) > this.caseCapMs();
+  }
+
+  /** The longest run worth measuring now: the plan's cap, or less when the job's time is short. */
+  caseCapMs(): number {
+    const { plan, time } = this.state;
+    if (plan.mode === "thorough") return plan.maxCaseMs;
+    const leftMs = 1000 * Math.max(0, time.gridDeadline() - time.now());
+    const share = leftMs / (Math.max(1, this.active().length) * RUNS_PER_MEASUREMENT);
+    return Math.min(plan.maxCaseMs, Math.max(MIN_CASE_MS, share));
   }
 
   /** Notes a measured time of a series at `size` (the fastest of several is kept). */
@@ -262,8 +294,9 @@ class GridState {
   }
 
   /**
-   * Per size, the series whose ceiling it is: the largest grid size predicted to fit the plan's
-   * case time from what the series measured, among those above its largest measured size.
+   * Per size, the series whose next ceiling it is: the largest grid size above the series'
+   * largest measured one that is predicted to fit the case-time cap, and, while the series' time
+   * is mostly fixed cost, within {@linkcode BLIND_STEP_WORK} of its work.
    */
   ceilings(): Map<number, Set<string>> {
     const out = new Map<number, Set<string>>();
@@ -271,9 +304,12 @@ class GridState {
       const times = this.seen.get(key);
       if (times === undefined) continue;
       const largest = Math.max(...times.keys());
+      const fixedMs = Math.min(...times.values());
+      const scalable = times.get(largest)! >= 2 * fixedMs;
       const [backend, residency] = key.split("|") as [Backend, Residency];
       const ceiling = this.job.sizes.filter((s) =>
-        s > largest && !this.tooLong(backend, residency, s)
+        s > largest && !this.tooLong(backend, residency, s) &&
+        (scalable || this.work(s) <= BLIND_STEP_WORK * this.work(largest))
       ).at(-1);
       if (ceiling === undefined) continue;
       out.set(ceiling, (out.get(ceiling) ?? new Set()).add(key));

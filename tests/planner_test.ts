@@ -259,3 +259,27 @@ Deno.test("a budgeted grid takes each series to its own ceiling: the largest siz
     }
   }
 });
+
+Deno.test("a budgeted grid climbs in bounded steps while a series' time is mostly fixed cost", () => {
+  const clock = { s: 0 };
+  const plan = planFor({
+    quick: false,
+    mode: "default",
+    ops: [getOp("matmul")],
+    dtypes: ["f32"],
+    backends: ["webgpu"],
+  });
+  const planner = new Planner({ plan, llm: false, clock: () => clock.s });
+  // 11 ms of sync, flat until the device fills at 10⁸ flops, then 1 GFLOP/s: from the flat sizes
+  // a linear scaling would put 2048³ (17 s) under the cap.
+  drive(planner, (r) => {
+    const flops = 2 * r.shape.m! * r.shape.k! * r.shape.n!;
+    return 11 + Math.max(0, flops - 1e8) / 1e6;
+  }, clock);
+  const runs = planner.measurements.flatMap((m) =>
+    m.state === "ok" && !m.offAxis ? [{ size: m.size, ms: m.wall.median }] : []
+  );
+  const longest = runs.reduce((a, r) => (r.ms > a.ms ? r : a));
+  assert.ok(longest.ms < 16 * plan.maxCaseMs, `ran ${longest.ms} ms at ${longest.size}`);
+  assert.ok(runs.some((r) => r.ms > 2 * 11), "it climbed past the flat sizes");
+});
