@@ -13,7 +13,7 @@ import { median } from "./stats.ts";
 import { type Loss, robustLeastSquares } from "./numeric.ts";
 
 /**
- * Exponent of the p-norm smooth maximum (fixed: {@linkcode smoothMax} computes it with squares).
+ * Exponent of the p-norm smooth maximum (fixed: {@linkcode smoothMaxValue} computes the 4th powers by products).
  * With p = 4 the model overshoots the hard maximum by at most 2^(1/4) − 1 ≈ 19 % where both terms
  * are equal and by < 1 % once one term is 3× the other:
  * a smooth ridge, as cache and overlap effects make real machines, while staying close to the
