@@ -6,7 +6,7 @@
  * @module
  */
 import { listFlag, oneLineFailure, parseFlags, UsageError } from "../core/cli_args.ts";
-import { openGpu } from "../calibrate/device.ts";
+import { type GpuHandle, openGpu } from "../calibrate/device.ts";
 import { measureMany, type RunnerSource } from "../calibrate/measure.ts";
 import type { MeasureOk, MeasureResult } from "../core/result.ts";
 import type { Runner } from "../calibrate/runner.ts";
@@ -115,8 +115,17 @@ interface Row {
   result: MeasureResult | { state: "skipped"; reason: string };
 }
 
-async function main(args: string[]): Promise<number> {
-  let ops: OpSpec[], backends: Backend[], dtypes: Dtype[], json: boolean, withPeers: boolean;
+/** What to bench, from the command line. */
+interface BenchArgs {
+  readonly ops: OpSpec[];
+  readonly backends: Backend[];
+  readonly dtypes: Dtype[];
+  readonly json: boolean;
+  readonly withPeers: boolean;
+}
+
+/** The command line's choices, or the exit code when it asked for help or was wrong. */
+function parseBenchArgs(args: string[]): BenchArgs | number {
   try {
     const { values } = parseFlags(args, {
       ops: { type: "string" },
@@ -132,155 +141,192 @@ async function main(args: string[]): Promise<number> {
       return 0;
     }
     const opNames = listFlag("--ops", values.ops, OPS.map((o) => o.name));
-    ops = OPS.filter((o) => !opNames || opNames.includes(o.name));
-    backends = listFlag("--backends", values.backends, BACKENDS) ?? [...BACKENDS];
-    dtypes = listFlag("--dtypes", values.dtypes, DTYPES) ?? [...DTYPES];
-    json = values.json ?? false;
+    const ops = OPS.filter((o) => !opNames || opNames.includes(o.name));
+    const backends = listFlag("--backends", values.backends, BACKENDS) ?? [...BACKENDS];
+    const dtypes = listFlag("--dtypes", values.dtypes, DTYPES) ?? [...DTYPES];
+    const json = values.json ?? false;
     if (values.peers && values["no-peers"]) {
       throw new UsageError("Give --peers or --no-peers, not both");
     }
-    withPeers = !values["no-peers"];
+    return { ops, backends, dtypes, json, withPeers: !values["no-peers"] };
   } catch (e) {
     return oneLineFailure(e);
   }
+}
 
-  const gpu = backends.includes("webgpu") ? await openGpu() : null;
+/** Runners opened on first use, one per backend, and closed together. */
+interface Runners {
+  readonly source: RunnerSource;
+  readonly close: () => Promise<void>;
+}
+
+function openRunners(gpu: GpuHandle | null): Runners {
   const runners = new Map<Backend, Promise<Runner | string>>();
-  const source: RunnerSource = (b) => {
-    let r = runners.get(b);
-    if (!r) {
-      r = b === "webgpu"
-        ? Promise.resolve(gpu ? createWebGpuRunner(gpu) : "No WebGPU adapter on this machine")
-        : openRunner(b);
-      runners.set(b, r);
-    }
-    return r;
+  return {
+    source: (b) => {
+      let r = runners.get(b);
+      if (!r) {
+        r = b === "webgpu"
+          ? Promise.resolve(gpu ? createWebGpuRunner(gpu) : "No WebGPU adapter on this machine")
+          : openRunner(b);
+        runners.set(b, r);
+      }
+      return r;
+    },
+    close: async () => {
+      for (const r of runners.values()) {
+        const runner = await r;
+        if (typeof runner !== "string") await runner.close();
+      }
+    },
   };
+}
+
+/** Measures and prints the WebGPU system figures. */
+async function printSystem(gpu: GpuHandle, json: boolean, log: (s: string) => void) {
+  log(`adapter: ${gpu.info.description} via ${gpu.info.backend}`);
+  const sys = await measureSystem(gpu);
+  const lines = [
+    `sync round trip  ${formatFigure(sys.dispatchRoundTripMs)}`,
+    `per dispatch     ${formatFigure(sys.perDispatchUs)}`,
+    `upload           ${formatFigure(sys.uploadGBps)}`,
+    `readback         ${formatFigure(sys.readbackGBps)}`,
+    `device copy      ${formatFigure(sys.copyGBps)}`,
+    `compile          ${formatFigure(sys.compileMs)}`,
+  ];
+  if (json) console.log(JSON.stringify({ kind: "system", ...sys }));
+  else console.log(["WebGPU system figures:", ...lines.map((l) => `  ${l}`), ""].join("\n"));
+}
+
+/** One result's progress line. */
+function resultLine(op: OpSpec, row: Row, r: MeasureResult): string {
+  return `${op.name} ${row.dtype} ${row.shape} ${row.backend} ${row.residency}: ${
+    r.state === "ok"
+      ? `${rate(op, r)}  (${r.variant}, ${r.wall.median.toPrecision(3)} ms ±${
+        (r.wall.relCi * 100).toFixed(1)
+      } %)`
+      : r.state === "failed"
+      ? `FAILED ${r.error}`
+      : `unsupported: ${r.reason}`
+  }`;
+}
+
+/**
+ * Measures one op and dtype at its bench sizes on every backend and residency, in rows. A case
+ * whose time, scaled from the same backend's last size, would pass {@linkcode MAX_RUN_MS} is
+ * skipped.
+ */
+async function benchOp(
+  op: OpSpec,
+  dtype: Dtype,
+  backends: readonly Backend[],
+  source: RunnerSource,
+  log: (s: string) => void,
+): Promise<Row[]> {
+  const rows: Row[] = [];
+  const lastMs = new Map<string, { work: number; ms: number }>();
+  for (const size of sizesOf(op)) {
+    const shape = op.axis.shape(size);
+    const work = Math.max(op.flops(shape), op.bytes(shape, dtype));
+    for (const backend of backends) {
+      if (!implOf(op, backend)) continue;
+      const residencies: Residency[] = backend === "webgpu"
+        ? ["device-resident", "end-to-end"]
+        : ["end-to-end"];
+      for (const residency of residencies) {
+        const key = `${backend}|${residency}`;
+        const last = lastMs.get(key);
+        const row = { op: op.name, dtype, shape: formatShape(op, shape), backend, residency };
+        if (last && last.ms * work / last.work > MAX_RUN_MS) {
+          const reason = `~${(last.ms * work / last.work / 1000).toFixed(1)} s per run`;
+          rows.push({ ...row, result: { state: "skipped", reason } });
+          continue;
+        }
+        const variant = await chooseVariant(op, dtype, backend, source);
+        const result = (await measureMany(
+          [{ op: op.name, shape, dtype, backend, variant, residency }],
+          { runners: source, stopping: STOPPING },
+        ))[0]!;
+        if (result.state === "ok") lastMs.set(key, { work, ms: result.wall.median });
+        const measured = { ...row, result };
+        rows.push(measured);
+        log(resultLine(op, measured, result));
+      }
+    }
+  }
+  return rows;
+}
+
+/** A row's cells in the results table (without the peers' columns). */
+function rowCells(row: Row): string[] {
+  const { op, dtype, shape, backend, residency, result: r } = row;
+  const spec = OPS.find((o) => o.name === op)!;
+  return r.state === "ok"
+    ? [
+      op,
+      dtype,
+      shape,
+      backend,
+      residency,
+      rate(spec, r),
+      r.wall.median.toPrecision(3),
+      `${(r.wall.relCi * 100).toFixed(1)} %`,
+      r.variant,
+    ]
+    : [
+      op,
+      dtype,
+      shape,
+      backend,
+      residency,
+      r.state,
+      "",
+      "",
+      r.state === "failed" ? r.error.slice(0, 60) : r.reason.slice(0, 60),
+    ];
+}
+
+/** Prints the results: JSON lines, or a table and the gpucal/TF.js ratios. */
+function printResults(rows: readonly Row[], peers: TfjsReport | null, json: boolean): void {
+  if (json) {
+    console.log(JSON.stringify({ kind: "results", rows }));
+    if (peers) console.log(JSON.stringify({ kind: "peers", ...peers }));
+    return;
+  }
+  console.log(textTable(
+    ["op", "dtype", "shape", "backend", "residency", "rate", "median ms", "±CI", "variant"]
+      .concat(peers ? ["TF.js", "gpucal/TF.js"] : []),
+    rows.map((row) => peers ? rowCells(row).concat(peerColumns(row, peers)) : rowCells(row)),
+  ));
+  const ratios = peers ? ratioLines(rows, peers) : [];
+  if (peers && ratios.length > 0) {
+    console.log(`\ngpucal vs TF.js ${peers.tfjsVersion} (same run):`);
+    for (const line of ratios) console.log(`  ${line}`);
+  }
+}
+
+async function main(args: string[]): Promise<number> {
+  const parsed = parseBenchArgs(args);
+  if (typeof parsed === "number") return parsed;
+  const { ops, backends, dtypes, json, withPeers } = parsed;
+  const gpu = backends.includes("webgpu") ? await openGpu() : null;
+  const runners = openRunners(gpu);
   const log = (s: string) => json || console.error(s);
   const rows: Row[] = [];
   try {
-    if (gpu) {
-      log(`adapter: ${gpu.info.description} via ${gpu.info.backend}`);
-      const sys = await measureSystem(gpu);
-      const lines = [
-        `sync round trip  ${formatFigure(sys.dispatchRoundTripMs)}`,
-        `per dispatch     ${formatFigure(sys.perDispatchUs)}`,
-        `upload           ${formatFigure(sys.uploadGBps)}`,
-        `readback         ${formatFigure(sys.readbackGBps)}`,
-        `device copy      ${formatFigure(sys.copyGBps)}`,
-        `compile          ${formatFigure(sys.compileMs)}`,
-      ];
-      if (json) console.log(JSON.stringify({ kind: "system", ...sys }));
-      else console.log(["WebGPU system figures:", ...lines.map((l) => `  ${l}`), ""].join("\n"));
-    }
+    if (gpu) await printSystem(gpu, json, log);
     for (const op of ops) {
       for (const dtype of op.dtypes.filter((d) => dtypes.includes(d))) {
-        const lastMs = new Map<string, { work: number; ms: number }>();
-        for (const size of sizesOf(op)) {
-          const shape = op.axis.shape(size);
-          const work = Math.max(op.flops(shape), op.bytes(shape, dtype));
-          for (const backend of backends) {
-            const impl = implOf(op, backend);
-            if (!impl) continue;
-            const residencies: Residency[] = backend === "webgpu"
-              ? ["device-resident", "end-to-end"]
-              : ["end-to-end"];
-            for (const residency of residencies) {
-              const key = `${backend}|${residency}`;
-              const last = lastMs.get(key);
-              const row = { op: op.name, dtype, shape: formatShape(op, shape), backend, residency };
-              if (last && last.ms * work / last.work > MAX_RUN_MS) {
-                rows.push({
-                  ...row,
-                  result: {
-                    state: "skipped",
-                    reason: `~${(last.ms * work / last.work / 1000).toFixed(1)} s per run`,
-                  },
-                });
-                continue;
-              }
-              const variant = await chooseVariant(op, dtype, backend, source);
-              const result = (await measureMany([{
-                op: op.name,
-                shape,
-                dtype,
-                backend,
-                variant,
-                residency,
-              }], {
-                runners: source,
-                stopping: STOPPING,
-              }))[0]!;
-              if (result.state === "ok") lastMs.set(key, { work, ms: result.wall.median });
-              rows.push({ ...row, result });
-              const r = result;
-              log(
-                `${op.name} ${dtype} ${row.shape} ${backend} ${residency}: ${
-                  r.state === "ok"
-                    ? `${rate(op, r)}  (${r.variant}, ${r.wall.median.toPrecision(3)} ms ±${
-                      (r.wall.relCi * 100).toFixed(1)
-                    } %)`
-                    : r.state === "failed"
-                    ? `FAILED ${r.error}`
-                    : `unsupported: ${r.reason}`
-                }`,
-              );
-            }
-          }
-        }
+        rows.push(...await benchOp(op, dtype, backends, runners.source, log));
       }
     }
   } finally {
-    for (const r of runners.values()) {
-      const runner = await r;
-      if (typeof runner !== "string") await runner.close();
-    }
+    await runners.close();
     gpu?.device.destroy();
   }
   // After gpucal's device is gone, so the two never hold the adapter at once.
   const peers = withPeers && dtypes.includes("f32") ? await measurePeers(ops, backends, log) : null;
-  if (json) {
-    console.log(JSON.stringify({ kind: "results", rows }));
-    if (peers) console.log(JSON.stringify({ kind: "peers", ...peers }));
-  } else {
-    console.log(textTable(
-      ["op", "dtype", "shape", "backend", "residency", "rate", "median ms", "±CI", "variant"]
-        .concat(peers ? ["TF.js", "gpucal/TF.js"] : []),
-      rows.map((row) => {
-        const { op, dtype, shape, backend, residency, result: r } = row;
-        const spec = OPS.find((o) => o.name === op)!;
-        const cells = r.state === "ok"
-          ? [
-            op,
-            dtype,
-            shape,
-            backend,
-            residency,
-            rate(spec, r),
-            r.wall.median.toPrecision(3),
-            `${(r.wall.relCi * 100).toFixed(1)} %`,
-            r.variant,
-          ]
-          : [
-            op,
-            dtype,
-            shape,
-            backend,
-            residency,
-            r.state,
-            "",
-            "",
-            r.state === "failed" ? r.error.slice(0, 60) : r.reason.slice(0, 60),
-          ];
-        return peers ? cells.concat(peerColumns(row, peers)) : cells;
-      }),
-    ));
-    const ratios = peers ? ratioLines(rows, peers) : [];
-    if (peers && ratios.length > 0) {
-      console.log(`\ngpucal vs TF.js ${peers.tfjsVersion} (same run):`);
-      for (const line of ratios) console.log(`  ${line}`);
-    }
-  }
+  printResults(rows, peers, json);
   return 0;
 }
 

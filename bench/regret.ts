@@ -739,8 +739,17 @@ function printText(
   console.log(`\nreport ${reportPath}; ${results.length} workloads in ${seconds.toFixed(0)} s`);
 }
 
-async function main(args: string[]): Promise<number> {
-  let reportPath: string, limit: number, json: boolean, rounds: number;
+/** What to run, from the command line. */
+interface RegretArgs {
+  readonly reportPath: string;
+  /** Most workloads to run (Infinity: all). */
+  readonly limit: number;
+  readonly json: boolean;
+  readonly rounds: number;
+}
+
+/** The command line's choices, or the exit code when it asked for help or was wrong. */
+function parseRegretArgs(args: string[]): RegretArgs | number {
   try {
     const { values } = parseFlags(args, {
       report: { type: "string" },
@@ -754,30 +763,27 @@ async function main(args: string[]): Promise<number> {
       return 0;
     }
     if (values.report === undefined) throw new UsageError("--report is required: see --help");
-    reportPath = values.report;
-    limit = values.workloads === undefined ? Infinity : Number(values.workloads);
+    const limit = values.workloads === undefined ? Infinity : Number(values.workloads);
     if (!(Number.isSafeInteger(limit) && limit > 0) && limit !== Infinity) {
       throw new UsageError(`--workloads must be a positive integer, got "${values.workloads}"`);
     }
-    rounds = values.rounds === undefined ? DEFAULT_ROUNDS : Number(values.rounds);
+    const rounds = values.rounds === undefined ? DEFAULT_ROUNDS : Number(values.rounds);
     if (!Number.isInteger(rounds) || rounds < 1 || rounds > MAX_ROUNDS) {
       throw new UsageError(
         `--rounds must be an integer from 1 to ${MAX_ROUNDS}, got "${values.rounds}"`,
       );
     }
-    json = values.json ?? false;
+    return { reportPath: values.report, limit, json: values.json ?? false, rounds };
   } catch (e) {
     return oneLineFailure(e);
   }
-  let report;
-  try {
-    report = await loadReport(reportPath);
-  } catch (e) {
-    if (!(e instanceof ReportError)) throw e;
-    console.error(`error: --report: ${e.message}`);
-    return 2;
-  }
-  const selector = BackendSelector.fromReport(report);
+}
+
+/** The held-out workloads the report did not measure, and a line for each one it did. */
+function heldOutWorkloads(
+  report: Report,
+  limit: number,
+): { workloads: Workload[]; excluded: string[] } {
   const excluded: string[] = [];
   const workloads = heldOut().filter((w) => {
     const near = measuredNear(report, w);
@@ -788,72 +794,109 @@ async function main(args: string[]): Promise<number> {
     );
     return false;
   }).slice(0, limit);
+  return { workloads, excluded };
+}
 
+/** Runners opened on first use, one per backend, and closed together. */
+function openRunners(): { source: RunnerSource; close: () => Promise<void> } {
   const runners = new Map<Backend, Promise<Runner | string>>();
-  const source: RunnerSource = (b) => {
-    let r = runners.get(b);
-    if (!r) runners.set(b, r = openRunner(b));
-    return r;
-  };
-  const log = (s: string) => json || console.error(s);
-  const started = performance.now();
-  let remeasured = 0;
-  const results: WorkloadResult[] = [];
-  const pools = workloads.map((): Pools => new Map());
-  const budgetMs = Math.max(MIN_WINDOW_MS, Math.round(BUDGET_MS / rounds));
-  try {
-    for (let round = 1; round <= rounds; round++) {
-      for (const [i, w] of workloads.entries()) {
-        const r = await runWorkload(report, selector, w, source, pools[i]!, budgetMs);
-        results[i] = r;
-        log(
-          `[round ${round}/${rounds}] ${r.op} ${r.dtype} ${r.shape}: fastest ${r.best ?? "none"}; ${
-            BACKENDS.map((b) => `${b} ${cell(r.backends[b], [])}`).join(", ")
-          }`,
-        );
+  return {
+    source: (b) => {
+      let r = runners.get(b);
+      if (!r) runners.set(b, r = openRunner(b));
+      return r;
+    },
+    close: async () => {
+      for (const r of runners.values()) {
+        const runner = await r;
+        if (typeof runner !== "string") await runner.close();
       }
-    }
-    // The measured truth gets the calibrator's care: a time whose windows disagree gets one more
-    // window, after every workload, so that a stalled window does not set it.
+    },
+  };
+}
+
+/** What a measuring pass needs: the runners, each workload's pooled windows, a window's budget. */
+interface Measuring {
+  readonly source: RunnerSource;
+  readonly pools: readonly Pools[];
+  readonly budgetMs: number;
+}
+
+/** Every workload measured once per round, its windows pooled, the last round's result kept. */
+async function measureRounds(
+  report: Report,
+  selector: BackendSelector,
+  workloads: readonly Workload[],
+  rounds: number,
+  { source, pools, budgetMs }: Measuring,
+  log: (s: string) => void,
+): Promise<WorkloadResult[]> {
+  const results: WorkloadResult[] = [];
+  for (let round = 1; round <= rounds; round++) {
     for (const [i, w] of workloads.entries()) {
-      const r = results[i]!;
-      const unsure = BACKENDS.filter((b) => {
-        const o = r.backends[b];
-        const pool = pools[i]!.get(poolKey(b, "end-to-end"));
-        if (o?.state !== "ok" || pool === undefined) return false;
-        // One round: the calibrator's stall rule for CPU times. Several: their disagreement.
-        return pool.windows.length === 1
-          ? b !== "webgpu" && o.relCi > UNSURE_REL_CI
-          : windowsDisagree(pool.windows);
-      });
-      if (unsure.length === 0) continue;
-      const again = await measureMany(
-        unsure.map((b) => requestOf(w, b, r.predicted[b]?.variant)),
-        {
-          runners: source,
-          stopping: { budgetMs, minSamples: 5 },
-          onSamples: (m, samples) => addWindow(pools[i]!, m, samples),
-        },
+      const r = await runWorkload(report, selector, w, source, pools[i]!, budgetMs);
+      results[i] = r;
+      log(
+        `[round ${round}/${rounds}] ${r.op} ${r.dtype} ${r.shape}: fastest ${r.best ?? "none"}; ${
+          BACKENDS.map((b) => `${b} ${cell(r.backends[b], [])}`).join(", ")
+        }`,
       );
-      const backends = { ...r.backends };
-      again.forEach((m) => (backends[m.backend] = pooledOutcome(pools[i]!, m)));
-      results[i] = {
-        ...r,
-        backends,
-        best: fastest(backends, BACKENDS),
-        bestOfThree: fastest(backends, ["js", "wasm", "webgpu"]),
-      };
-      remeasured += unsure.length;
-    }
-    log(`${remeasured} unsure times given one more window`);
-  } finally {
-    for (const r of runners.values()) {
-      const runner = await r;
-      if (typeof runner !== "string") await runner.close();
     }
   }
-  const seconds = (performance.now() - started) / 1000;
+  return results;
+}
 
+/**
+ * The measured truth gets the calibrator's care: a time whose windows disagree gets one more
+ * window, after every workload, so that a stalled window does not set it. Updates `results` in
+ * place and returns how many times were measured again.
+ */
+async function remeasureUnsure(
+  workloads: readonly Workload[],
+  results: WorkloadResult[],
+  { source, pools, budgetMs }: Measuring,
+): Promise<number> {
+  let remeasured = 0;
+  for (const [i, w] of workloads.entries()) {
+    const r = results[i]!;
+    const unsure = BACKENDS.filter((b) => {
+      const o = r.backends[b];
+      const pool = pools[i]!.get(poolKey(b, "end-to-end"));
+      if (o?.state !== "ok" || pool === undefined) return false;
+      // One round: the calibrator's stall rule for CPU times. Several: their disagreement.
+      return pool.windows.length === 1
+        ? b !== "webgpu" && o.relCi > UNSURE_REL_CI
+        : windowsDisagree(pool.windows);
+    });
+    if (unsure.length === 0) continue;
+    const again = await measureMany(
+      unsure.map((b) => requestOf(w, b, r.predicted[b]?.variant)),
+      {
+        runners: source,
+        stopping: { budgetMs, minSamples: 5 },
+        onSamples: (m, samples) => addWindow(pools[i]!, m, samples),
+      },
+    );
+    const backends = { ...r.backends };
+    again.forEach((m) => (backends[m.backend] = pooledOutcome(pools[i]!, m)));
+    results[i] = {
+      ...r,
+      backends,
+      best: fastest(backends, BACKENDS),
+      bestOfThree: fastest(backends, ["js", "wasm", "webgpu"]),
+    };
+    remeasured += unsure.length;
+  }
+  return remeasured;
+}
+
+/** The selectors' regret, the report's prediction accuracy, and the truth's reproducibility. */
+function judge(
+  report: Report,
+  workloads: readonly Workload[],
+  results: readonly WorkloadResult[],
+  pools: readonly Pools[],
+): { scores: SelectorScore[]; accuracies: Accuracy[]; reproduced: Reproducibility[] } {
   const scores = scoreAll(results, [
     ...SELECTORS.map((s) => [s, (r: WorkloadResult) => r.chosen[s]] as const),
     ["oracle of js/wasm/webgpu", (r: WorkloadResult) => r.bestOfThree] as const,
@@ -864,7 +907,42 @@ async function main(args: string[]): Promise<number> {
     ...ACCURACY_ROWS.map((b) => accuracy(b, pairs.filter((p) => p.backend === b))),
     accuracy("off-axis shapes", pairs.filter((p) => p.offAxis)),
   ];
-  const reproduced = reproducibility(pools);
+  return { scores, accuracies, reproduced: reproducibility(pools) };
+}
+
+async function main(args: string[]): Promise<number> {
+  const parsed = parseRegretArgs(args);
+  if (typeof parsed === "number") return parsed;
+  const { reportPath, limit, json, rounds } = parsed;
+  let report;
+  try {
+    report = await loadReport(reportPath);
+  } catch (e) {
+    if (!(e instanceof ReportError)) throw e;
+    console.error(`error: --report: ${e.message}`);
+    return 2;
+  }
+  const selector = BackendSelector.fromReport(report);
+  const { workloads, excluded } = heldOutWorkloads(report, limit);
+  const runners = openRunners();
+  const log = (s: string) => json || console.error(s);
+  const started = performance.now();
+  const measuring: Measuring = {
+    source: runners.source,
+    pools: workloads.map((): Pools => new Map()),
+    budgetMs: Math.max(MIN_WINDOW_MS, Math.round(BUDGET_MS / rounds)),
+  };
+  let results: WorkloadResult[];
+  let remeasured: number;
+  try {
+    results = await measureRounds(report, selector, workloads, rounds, measuring, log);
+    remeasured = await remeasureUnsure(workloads, results, measuring);
+    log(`${remeasured} unsure times given one more window`);
+  } finally {
+    await runners.close();
+  }
+  const seconds = (performance.now() - started) / 1000;
+  const { scores, accuracies, reproduced } = judge(report, workloads, results, measuring.pools);
   if (json) {
     console.log(JSON.stringify({
       report: reportPath,

@@ -372,16 +372,28 @@ function nearest(crossings: readonly Crossing[], target: number): Crossing | nul
 
 const round = (x: number) => roundSignificant(x, 3);
 
-function solvePair(
+/** The two sides of a pair as the solver sees them, and the sizes it works over. */
+interface PairSides {
+  readonly from: readonly Curve[];
+  readonly to: readonly Curve[];
+  /** The `from` side's name in reasons: `cpu` for the fastest CPU backend. */
+  readonly fromName: string;
+  readonly toName: Backend;
+  /** Sizes measured by both sides, ascending. */
+  readonly sizes: readonly number[];
+  /** First and last size measured by both sides (by either side when they share none). */
+  readonly measured: readonly [number, number];
+  /** The measured sizes widened to the input's `range`: where the fits are searched. */
+  readonly range: readonly [number, number];
+}
+
+function pairSides(
   input: CrossoverInput,
   pair: CrossoverPair,
   fromCurves: readonly BackendCurve[],
   toCurves: readonly BackendCurve[],
-  seed: number,
-): Crossover {
+): PairSides {
   const from = fromCurves.map(toCurve), to = toCurves.map(toCurve);
-  const toName = to[0]!.backend;
-  const fromName = pair === "cpu→webgpu" ? "cpu" : from[0]!.backend;
   const sizes = commonSizes(from, to);
   const allSizes = [...new Set([...from, ...to].flatMap((c) => [...c.ms.keys()]))].sort((a, b) =>
     a - b
@@ -393,21 +405,45 @@ function solvePair(
     Math.min(measured[0], input.range?.[0] ?? Infinity),
     Math.max(measured[1], input.range?.[1] ?? 0),
   ];
-  const raw = rawCrossings(from, to, sizes);
-  const fits = range[1] > range[0] ? fitCrossings(from, to, input.work, range) : null;
-  const fitsGood = [...fromCurves, ...toCurves].every((c) => goodFit(c.fit));
-  const unit = input.unit;
-  const notes: string[] = [];
+  return {
+    from,
+    to,
+    fromName: pair === "cpu→webgpu" ? "cpu" : from[0]!.backend,
+    toName: to[0]!.backend,
+    sizes,
+    measured,
+    range,
+  };
+}
 
-  let primary: Crossing | null = null;
-  let basis: "raw" | "fit" = "raw";
-  let fromFit: Crossing | null = null;
-  let others: Crossing[] = [];
-  let tag: Provenance = "measured";
+/** Which crossing is the headline, on which basis, and with what provenance. */
+interface Choice {
+  /** The headline crossing, or null when nothing crosses (or only fits too poor to trust). */
+  readonly primary: Crossing | null;
+  readonly basis: "raw" | "fit";
+  /** The fits' crossing nearest the primary (or the fits' first one), when they cross. */
+  readonly fromFit: Crossing | null;
+  readonly others: readonly Crossing[];
+  readonly tag: Provenance;
+}
+
+/**
+ * The headline from the raw and fitted crossings: the raw one when the medians cross (on the
+ * fit's root when good fits put it inside the raw bracket), else the fits' when they are good.
+ * Notes on what was set aside go to `notes`.
+ */
+function chooseCrossing(
+  raw: readonly Crossing[],
+  fits: readonly Crossing[] | null,
+  fitsGood: boolean,
+  measured: readonly [number, number],
+  unit: string,
+  notes: string[],
+): Choice {
   if (raw.length > 0) {
-    primary = raw[0]!;
-    others = raw.slice(1);
-    fromFit = fits ? nearest(fits, primary.size) : null;
+    const primary = raw[0]!;
+    const fromFit = fits ? nearest(fits, primary.size) : null;
+    let basis: Choice["basis"] = "raw";
     if (fromFit && fitsGood && fromFit.size >= primary.lo && fromFit.size <= primary.hi) {
       basis = "fit";
     } else if (fromFit && fitsGood) {
@@ -416,13 +452,11 @@ function solvePair(
           `[${primary.lo}, ${primary.hi}]; the raw crossover is reported`,
       );
     }
-  } else if (fits && fits.length > 0 && fitsGood) {
-    primary = fits[0]!;
-    others = fits.slice(1);
-    fromFit = primary;
-    basis = "fit";
+    return { primary, basis, fromFit, others: raw.slice(1), tag: "measured" };
+  }
+  if (fits && fits.length > 0 && fitsGood) {
+    const primary = fits[0]!;
     const inside = primary.size >= measured[0] && primary.size <= measured[1];
-    tag = inside ? "fitted" : "extrapolated";
     notes.push(
       inside
         ? `no two measured sizes bracket it; from the fitted curves`
@@ -430,52 +464,105 @@ function solvePair(
           measured[1]
         }] ${unit}; from the fitted curves`,
     );
-  } else if (fits && fits.length > 0) {
-    fromFit = fits[0]!;
+    return {
+      primary,
+      basis: "fit",
+      fromFit: primary,
+      others: fits.slice(1),
+      tag: inside ? "fitted" : "extrapolated",
+    };
+  }
+  const fromFit = fits && fits.length > 0 ? fits[0]! : null;
+  if (fromFit) {
     notes.push(
       `the fitted curves cross at ${round(fromFit.size)} ${unit}, but a fit's error exceeds ` +
         `${GOOD_FIT_ERROR * 100} %, so it is not reported`,
     );
   }
+  return { primary: null, basis: "raw", fromFit, others: [], tag: "measured" };
+}
 
-  const work = input.work;
-  const winner = (side: readonly Curve[], size: number, exact: boolean) =>
-    (basis === "raw" && exact ? rawAt(side, size) : fitAt(side, size, work) ?? rawAt(side, size))
-      ?.backend ?? side[0]!.backend;
+/** The crossover with no size: why the curves do not cross, and who wins where. */
+function noCrossover(
+  input: CrossoverInput,
+  pair: CrossoverPair,
+  sides: PairSides,
+  fromFit: Crossing | null,
+  notes: readonly string[],
+): Crossover {
+  const { from, to, sizes, fromName, toName } = sides;
+  const unit = input.unit;
+  const last = sizes[sizes.length - 1];
+  const toEverywhere = sizes.length > 0 &&
+    sizes.every((s) => rawAt(to, s)!.ms < rawAt(from, s)!.ms);
+  const why = sizes.length === 0
+    ? `${fromName} and ${toName} were never measured at the same size`
+    : toEverywhere
+    ? `${toName} wins at every measured size (from ${sizes[0]} ${unit})`
+    : `${toName} never wins up to ${last} ${unit} ${input.residency} (measured from ${sizes[0]})`;
+  return {
+    op: input.op,
+    dtype: input.dtype,
+    residency: input.residency,
+    pair,
+    from: last === undefined
+      ? from[0]!.backend
+      : rawAt(from, toEverywhere ? sizes[0]! : last)!.backend,
+    to: toName,
+    size: null,
+    unit,
+    ci: null,
+    fromFit: fromFit ? round(fromFit.size) : null,
+    fromRaw: null,
+    tag: fromFit ? "fitted" : "measured",
+    reason: [why, ...notes].join("; "),
+    others: [],
+  };
+}
 
-  if (primary === null) {
-    const last = sizes[sizes.length - 1];
-    const toEverywhere = sizes.length > 0 &&
-      sizes.every((s) => rawAt(to, s)!.ms < rawAt(from, s)!.ms);
-    const why = sizes.length === 0
-      ? `${fromName} and ${toName} were never measured at the same size`
-      : toEverywhere
-      ? `${toName} wins at every measured size (from ${sizes[0]} ${unit})`
-      : `${toName} never wins up to ${last} ${unit} ${input.residency} (measured from ${sizes[0]})`;
-    return {
-      op: input.op,
-      dtype: input.dtype,
-      residency: input.residency,
-      pair,
-      from: last === undefined
-        ? from[0]!.backend
-        : rawAt(from, toEverywhere ? sizes[0]! : last)!.backend,
-      to: toName,
-      size: null,
-      unit,
-      ci: null,
-      fromFit: fromFit ? round(fromFit.size) : null,
-      fromRaw: null,
-      tag: fromFit ? "fitted" : "measured",
-      reason: [why, ...notes].join("; "),
-      others: [],
-    };
-  }
+/** The fastest backend of a side at a size: measured there on the raw basis, else from the fits. */
+function winnerAt(
+  side: readonly Curve[],
+  size: number,
+  exact: boolean,
+  basis: Choice["basis"],
+  work: CrossoverInput["work"],
+): Backend {
+  return (basis === "raw" && exact
+    ? rawAt(side, size)
+    : fitAt(side, size, work) ?? rawAt(side, size))?.backend ?? side[0]!.backend;
+}
 
+/** The measured curves of a pair and the seed their bootstrap starts from. */
+interface PairCurves {
+  readonly fromCurves: readonly BackendCurve[];
+  readonly toCurves: readonly BackendCurve[];
+  readonly seed: number;
+}
+
+/**
+ * The crossover at a headline: the winners either side, the bootstrap interval (and the drift
+ * one when drift is given), and the other crossings. The intervals' notes join `notes`.
+ */
+function headlineCrossover(
+  input: CrossoverInput,
+  pair: CrossoverPair,
+  { fromCurves, toCurves, seed }: PairCurves,
+  sides: PairSides,
+  choice: Choice & { readonly primary: Crossing },
+  hasRaw: boolean,
+  notes: string[],
+): Crossover {
+  const { primary, basis, fromFit } = choice;
   const headline = basis === "fit" ? fromFit!.size : primary.size;
-  const [below, above] = primary.toWinsAbove ? [from, to] : [to, from];
+  const [below, above] = primary.toWinsAbove ? [sides.from, sides.to] : [sides.to, sides.from];
   const exact = primary.lo !== primary.hi;
-  const replicate: Replicate = { basis, headline, range, toWinsAbove: primary.toWinsAbove };
+  const replicate: Replicate = {
+    basis,
+    headline,
+    range: sides.range,
+    toWinsAbove: primary.toWinsAbove,
+  };
   const ci = bootstrapInterval(input, fromCurves, toCurves, replicate, seed, notes);
   const drift = driftOf(input, [...fromCurves, ...toCurves]);
   const driftCi = drift &&
@@ -485,10 +572,10 @@ function solvePair(
     dtype: input.dtype,
     residency: input.residency,
     pair,
-    from: winner(below, exact ? primary.lo : headline / 1.01, exact),
-    to: winner(above, exact ? primary.hi : headline * 1.01, exact),
+    from: winnerAt(below, exact ? primary.lo : headline / 1.01, exact, basis, input.work),
+    to: winnerAt(above, exact ? primary.hi : headline * 1.01, exact, basis, input.work),
     size: round(headline),
-    unit,
+    unit: input.unit,
     ci: ci && [round(ci[0]), round(ci[1])],
     ...(driftCi
       ? {
@@ -497,11 +584,39 @@ function solvePair(
       }
       : {}),
     fromFit: fromFit ? round(fromFit.size) : null,
-    fromRaw: raw.length > 0 ? round(primary.size) : null,
-    tag,
+    fromRaw: hasRaw ? round(primary.size) : null,
+    tag: choice.tag,
     reason: notes.length > 0 ? notes.join("; ") : null,
-    others: others.slice(0, 64).map((c) => round(c.size)),
+    others: choice.others.slice(0, 64).map((c) => round(c.size)),
   };
+}
+
+/** One pair's crossover: the raw and fitted crossings, the headline chosen, and its interval. */
+function solvePair(
+  input: CrossoverInput,
+  pair: CrossoverPair,
+  fromCurves: readonly BackendCurve[],
+  toCurves: readonly BackendCurve[],
+  seed: number,
+): Crossover {
+  const sides = pairSides(input, pair, fromCurves, toCurves);
+  const { from, to, range } = sides;
+  const raw = rawCrossings(from, to, sides.sizes);
+  const fits = range[1] > range[0] ? fitCrossings(from, to, input.work, range) : null;
+  const fitsGood = [...fromCurves, ...toCurves].every((c) => goodFit(c.fit));
+  const notes: string[] = [];
+  const choice = chooseCrossing(raw, fits, fitsGood, sides.measured, input.unit, notes);
+  if (choice.primary === null) return noCrossover(input, pair, sides, choice.fromFit, notes);
+  const curves = { fromCurves, toCurves, seed };
+  return headlineCrossover(
+    input,
+    pair,
+    curves,
+    sides,
+    { ...choice, primary: choice.primary },
+    raw.length > 0,
+    notes,
+  );
 }
 
 /** A seeded copy of a curve with every median redrawn: samples resampled, or perturbed within the CI. */

@@ -166,6 +166,209 @@ function slopeFigure(
   };
 }
 
+/** Makes buffers on a device and remembers them, so the caller destroys them all at the end. */
+type MakeBuffer = (size: number, usage: number) => GPUBuffer;
+
+/** Samples of one measurement, with the signal that stops it early. */
+interface SampleOptions {
+  readonly n: number;
+  readonly signal?: AbortSignal | undefined;
+}
+
+/**
+ * A trivial one-binding program: pipelines of {@linkcode TRIVIAL_WGSL} (a nonce makes each one
+ * new to every cache) and a submit of `count` dispatches of one, resolved when the GPU is done.
+ */
+interface TrivialProgram {
+  readonly makePipeline: (nonce: number) => GPUComputePipeline;
+  readonly submitDispatches: (pipeline: GPUComputePipeline, count: number) => Promise<void>;
+}
+
+function trivialProgram(device: GPUDevice, buffer: MakeBuffer): TrivialProgram {
+  const target = buffer(256, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC);
+  const layout = device.createBindGroupLayout({
+    entries: [{ binding: 0, visibility: GPUShaderStage.COMPUTE, buffer: { type: "storage" } }],
+  });
+  const pipelineLayout = device.createPipelineLayout({ bindGroupLayouts: [layout] });
+  const bindGroup = device.createBindGroup({
+    layout,
+    entries: [{ binding: 0, resource: { buffer: target } }],
+  });
+  return {
+    makePipeline: (nonce) =>
+      device.createComputePipeline({
+        layout: pipelineLayout,
+        compute: {
+          module: device.createShaderModule({ code: TRIVIAL_WGSL(nonce) }),
+          entryPoint: "main",
+        },
+      }),
+    submitDispatches: (pipeline, count) => {
+      const encoder = device.createCommandEncoder();
+      const pass = encoder.beginComputePass();
+      pass.setPipeline(pipeline);
+      pass.setBindGroup(0, bindGroup);
+      for (let i = 0; i < count; i++) pass.dispatchWorkgroups(1);
+      pass.end();
+      device.queue.submit([encoder.finish()]);
+      return device.queue.onSubmittedWorkDone();
+    },
+  };
+}
+
+/** Compile times, ms: a fresh shader each time (a nonce defeats caches), through its first dispatch. */
+async function compileSamples(
+  program: TrivialProgram,
+  { n, signal }: SampleOptions,
+): Promise<number[]> {
+  const compile: number[] = [];
+  for (let i = 0; i < n && !signal?.aborted; i++) {
+    const nonce = Math.floor(Math.random() * 1e9);
+    compile.push(await timeMs(() => program.submitDispatches(program.makePipeline(nonce), 1)));
+  }
+  return compile;
+}
+
+/**
+ * The round trip of one dispatch (ms samples) and the GPU's cost of one more dispatch in a submit
+ * (µs samples: a submit of `batch` less a submit of one, over `batch − 1`), on a warmed pipeline.
+ */
+async function dispatchSamples(
+  program: TrivialProgram,
+  batch: number,
+  { n, signal }: SampleOptions,
+): Promise<{ roundTrip: number[]; perDispatch: number[] }> {
+  const pipeline = program.makePipeline(1);
+  await program.submitDispatches(pipeline, 1);
+  const roundTrip = await samples(n, () => program.submitDispatches(pipeline, 1), signal);
+  const batched = await samples(n, () => program.submitDispatches(pipeline, batch), signal);
+  const perDispatch = batched.map((t, i) =>
+    Math.max(0, (t - (roundTrip[i] ?? t)) / (batch - 1) * 1000)
+  );
+  return { roundTrip, perDispatch };
+}
+
+/** Times of a transfer at the small and at the large size, ms, alternating. */
+interface TransferPair {
+  readonly small: number[];
+  readonly large: number[];
+}
+
+/** What the transfer timings measured: each kind's pair and the sizes they were timed at. */
+interface TransferSamples {
+  readonly smallBytes: number;
+  readonly largeBytes: number;
+  /** Copies per submit of the device-to-device timing. */
+  readonly copies: number;
+  readonly up: TransferPair;
+  readonly down: TransferPair;
+  readonly cp: TransferPair;
+}
+
+/**
+ * Upload, readback and device-to-device copy, each timed at a small and a large size, so their
+ * bandwidths are slopes free of the fixed synchronisation cost.
+ */
+async function transferSamples(
+  device: GPUDevice,
+  buffer: MakeBuffer,
+  quick: boolean,
+  { n, signal }: SampleOptions,
+): Promise<TransferSamples> {
+  const smallBytes = 4 * 2 ** 20;
+  const largeBytes = (quick ? 32 : 64) * 2 ** 20;
+  const src = new Uint8Array(largeBytes);
+  crypto.getRandomValues(src.subarray(0, 65536));
+  const storage = buffer(
+    largeBytes,
+    GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC,
+  );
+  const storage2 = buffer(largeBytes, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST);
+  const staging = buffer(largeBytes, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST);
+  const upload = (bytes: number) => async () => {
+    device.queue.writeBuffer(storage, 0, src, 0, bytes);
+    await device.queue.onSubmittedWorkDone();
+  };
+  const readback = (bytes: number) => async () => {
+    const encoder = device.createCommandEncoder();
+    encoder.copyBufferToBuffer(storage, 0, staging, 0, bytes);
+    device.queue.submit([encoder.finish()]);
+    await staging.mapAsync(GPUMapMode.READ, 0, bytes);
+    new Uint8Array(staging.getMappedRange(0, bytes)).slice();
+    staging.unmap();
+  };
+  const copies = quick ? 4 : 8;
+  const copy = (bytes: number) => () => {
+    const encoder = device.createCommandEncoder();
+    for (let i = 0; i < copies; i++) encoder.copyBufferToBuffer(storage, 0, storage2, 0, bytes);
+    device.queue.submit([encoder.finish()]);
+    return device.queue.onSubmittedWorkDone();
+  };
+  const pair = async (make: (bytes: number) => () => Promise<void>): Promise<TransferPair> => {
+    const small: number[] = [];
+    const large: number[] = [];
+    for (let i = 0; i < n && !signal?.aborted; i++) {
+      small.push(await timeMs(make(smallBytes)));
+      large.push(await timeMs(make(largeBytes)));
+    }
+    return { small, large };
+  };
+  const up = await pair(upload);
+  const down = await pair(readback);
+  const cp = await pair(copy);
+  return { smallBytes, largeBytes, copies, up, down, cp };
+}
+
+/** The three bandwidth figures from the transfer timings. */
+function transferFigures(
+  t: TransferSamples,
+): Pick<SystemFigures, "uploadGBps" | "readbackGBps" | "copyGBps"> {
+  const { smallBytes, largeBytes, copies } = t;
+  return {
+    uploadGBps: slopeFigure(smallBytes, t.up.small, largeBytes, t.up.large, "writeBuffer + sync"),
+    readbackGBps: slopeFigure(
+      smallBytes,
+      t.down.small,
+      largeBytes,
+      t.down.large,
+      "copy to MAP_READ buffer + mapAsync + copy out",
+    ),
+    copyGBps: slopeFigure(
+      smallBytes * copies,
+      t.cp.small,
+      largeBytes * copies,
+      t.cp.large,
+      `${copies} copyBufferToBuffer in one submit`,
+    ),
+  };
+}
+
+/** The dispatch figures: round trip, GPU cost per dispatch, host cost of recording one. */
+function dispatchFigures(
+  batch: number,
+  d: { roundTrip: number[]; perDispatch: number[]; encodePerDispatch: number[] },
+): Pick<SystemFigures, "dispatchRoundTripMs" | "perDispatchUs" | "encodePerDispatchUs"> {
+  return {
+    dispatchRoundTripMs: figure(
+      d.roundTrip,
+      "ms",
+      "submit of one trivial dispatch + onSubmittedWorkDone",
+    ),
+    perDispatchUs: figure(
+      d.perDispatch,
+      "us",
+      `(${batch} dispatches − 1 dispatch) / ${batch - 1}, one submit each`,
+    ),
+    encodePerDispatchUs: figure(
+      d.encodePerDispatch,
+      "us",
+      `host time recording (${batch} − 1) / ${batch - 1} dispatches into a pass, each with ` +
+        `its pipeline (${RECORDED_PIPELINES} cycled) and a bind group of ` +
+        `${RECORDED_BINDINGS} buffers (${RECORDED_GROUPS} cycled), not submitted`,
+    ),
+  };
+}
+
 /**
  * Measures the system figures on `gpu`; with no adapter, every figure is null with the reason.
  *
@@ -187,134 +390,25 @@ export async function measureSystem(
 ): Promise<SystemFigures> {
   if (!gpu) return missingSystemFigures("No WebGPU adapter");
   const { device } = gpu;
-  const { signal } = options;
-  const n = options.quick ? 7 : 15;
+  const quick = options.quick ?? false;
+  const sampling: SampleOptions = { n: quick ? 7 : 15, signal: options.signal };
   const made: GPUBuffer[] = [];
-  const buffer = (size: number, usage: number) => {
+  const buffer: MakeBuffer = (size, usage) => {
     const b = device.createBuffer({ size, usage });
     made.push(b);
     return b;
   };
   try {
-    const target = buffer(256, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC);
-    const layout = device.createBindGroupLayout({
-      entries: [{ binding: 0, visibility: GPUShaderStage.COMPUTE, buffer: { type: "storage" } }],
-    });
-    const pipelineLayout = device.createPipelineLayout({ bindGroupLayouts: [layout] });
-    const bindGroup = device.createBindGroup({
-      layout,
-      entries: [{ binding: 0, resource: { buffer: target } }],
-    });
-    const makePipeline = (nonce: number) =>
-      device.createComputePipeline({
-        layout: pipelineLayout,
-        compute: {
-          module: device.createShaderModule({ code: TRIVIAL_WGSL(nonce) }),
-          entryPoint: "main",
-        },
-      });
-    const submitDispatches = (pipeline: GPUComputePipeline, count: number) => {
-      const encoder = device.createCommandEncoder();
-      const pass = encoder.beginComputePass();
-      pass.setPipeline(pipeline);
-      pass.setBindGroup(0, bindGroup);
-      for (let i = 0; i < count; i++) pass.dispatchWorkgroups(1);
-      pass.end();
-      device.queue.submit([encoder.finish()]);
-      return device.queue.onSubmittedWorkDone();
-    };
-
-    // Compile: a fresh shader each time (a nonce defeats caches), through its first dispatch.
-    const compile: number[] = [];
-    for (let i = 0; i < (options.quick ? 3 : 5) && !signal?.aborted; i++) {
-      const nonce = Math.floor(Math.random() * 1e9);
-      compile.push(await timeMs(() => submitDispatches(makePipeline(nonce), 1)));
-    }
-    const pipeline = makePipeline(1);
-    await submitDispatches(pipeline, 1);
-
-    const roundTrip = await samples(n, () => submitDispatches(pipeline, 1), signal);
-    const batch = options.quick ? 100 : 400;
-    const batched = await samples(n, () => submitDispatches(pipeline, batch), signal);
-    const perDispatch = batched.map((t, i) =>
-      Math.max(0, (t - (roundTrip[i] ?? t)) / (batch - 1) * 1000)
-    );
+    const program = trivialProgram(device, buffer);
+    const compile = await compileSamples(program, { ...sampling, n: quick ? 3 : 5 });
+    const batch = quick ? 100 : 400;
+    const dispatch = await dispatchSamples(program, batch, sampling);
+    const { n, signal } = sampling;
     const encodePerDispatch = recordingUs(device, buffer, { batch, samples: n, signal });
-
-    const smallBytes = 4 * 2 ** 20;
-    const largeBytes = (options.quick ? 32 : 64) * 2 ** 20;
-    const src = new Uint8Array(largeBytes);
-    crypto.getRandomValues(src.subarray(0, 65536));
-    const storage = buffer(
-      largeBytes,
-      GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC,
-    );
-    const storage2 = buffer(largeBytes, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST);
-    const staging = buffer(largeBytes, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST);
-    const upload = (bytes: number) => async () => {
-      device.queue.writeBuffer(storage, 0, src, 0, bytes);
-      await device.queue.onSubmittedWorkDone();
-    };
-    const readback = (bytes: number) => async () => {
-      const encoder = device.createCommandEncoder();
-      encoder.copyBufferToBuffer(storage, 0, staging, 0, bytes);
-      device.queue.submit([encoder.finish()]);
-      await staging.mapAsync(GPUMapMode.READ, 0, bytes);
-      new Uint8Array(staging.getMappedRange(0, bytes)).slice();
-      staging.unmap();
-    };
-    const copies = options.quick ? 4 : 8;
-    const copy = (bytes: number) => () => {
-      const encoder = device.createCommandEncoder();
-      for (let i = 0; i < copies; i++) encoder.copyBufferToBuffer(storage, 0, storage2, 0, bytes);
-      device.queue.submit([encoder.finish()]);
-      return device.queue.onSubmittedWorkDone();
-    };
-    const pair = async (make: (bytes: number) => () => Promise<void>) => {
-      const small: number[] = [];
-      const large: number[] = [];
-      for (let i = 0; i < n && !signal?.aborted; i++) {
-        small.push(await timeMs(make(smallBytes)));
-        large.push(await timeMs(make(largeBytes)));
-      }
-      return { small, large };
-    };
-    const up = await pair(upload);
-    const down = await pair(readback);
-    const cp = await pair(copy);
+    const transfers = await transferSamples(device, buffer, quick, sampling);
     return {
-      dispatchRoundTripMs: figure(
-        roundTrip,
-        "ms",
-        "submit of one trivial dispatch + onSubmittedWorkDone",
-      ),
-      perDispatchUs: figure(
-        perDispatch,
-        "us",
-        `(${batch} dispatches − 1 dispatch) / ${batch - 1}, one submit each`,
-      ),
-      encodePerDispatchUs: figure(
-        encodePerDispatch,
-        "us",
-        `host time recording (${batch} − 1) / ${batch - 1} dispatches into a pass, each with ` +
-          `its pipeline (${RECORDED_PIPELINES} cycled) and a bind group of ` +
-          `${RECORDED_BINDINGS} buffers (${RECORDED_GROUPS} cycled), not submitted`,
-      ),
-      uploadGBps: slopeFigure(smallBytes, up.small, largeBytes, up.large, "writeBuffer + sync"),
-      readbackGBps: slopeFigure(
-        smallBytes,
-        down.small,
-        largeBytes,
-        down.large,
-        "copy to MAP_READ buffer + mapAsync + copy out",
-      ),
-      copyGBps: slopeFigure(
-        smallBytes * copies,
-        cp.small,
-        largeBytes * copies,
-        cp.large,
-        `${copies} copyBufferToBuffer in one submit`,
-      ),
+      ...dispatchFigures(batch, { ...dispatch, encodePerDispatch }),
+      ...transferFigures(transfers),
       compileMs: figure(compile, "ms", "new shader module + pipeline + first dispatch + sync"),
       peakGflops: {},
       peakGbps: {},

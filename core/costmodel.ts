@@ -13,7 +13,7 @@ import { median } from "./stats.ts";
 import { type Loss, robustLeastSquares } from "./numeric.ts";
 
 /**
- * Exponent of the p-norm smooth maximum (fixed: {@linkcode smoothMax} computes it with squares).
+ * Exponent of the p-norm smooth maximum (fixed: {@linkcode smoothMaxValue} computes the 4th powers by products).
  * With p = 4 the model overshoots the hard maximum by at most 2^(1/4) − 1 ≈ 19 % where both terms
  * are equal and by < 1 % once one term is 3× the other:
  * a smooth ridge, as cache and overlap effects make real machines, while staying close to the
@@ -131,22 +131,78 @@ const LN_T0_BOUNDS: [number, number] = [Math.log(1e-7), Math.log(1e7)];
 const LN_C_BOUNDS: [number, number] = [Math.log(1e-21), Math.log(1e3)];
 
 /**
- * The smooth maximum (A^p + B^p)^(1/p) and the share (A/S)^p of the first term.
+ * The smooth maximum (A^p + B^p)^(1/p) and the share (A/S)^p of the first term: what the fitter
+ * needs for its Jacobian. Its value is {@linkcode smoothMaxValue}'s.
  *
+ * @param a The first term, ≥ 0.
+ * @param b The second term, ≥ 0.
+ * @returns The smooth maximum and the first term's share of it (0.5 when both are 0).
  * @example
  * ```ts
  * import { smoothMax } from "./costmodel.ts";
  * console.log(smoothMax(1, 0).value); // 1
+ * console.log(smoothMax(1, 1).shareA); // 0.5
  * ```
  */
 export function smoothMax(a: number, b: number): { value: number; shareA: number } {
   const m = Math.max(a, b);
   if (m === 0) return { value: 0, shareA: 0.5 };
-  // Squares and square roots for p = 4: `**` with a fractional exponent dominated the fit's time.
-  const ra = a / m, rb = b / m;
-  const pa = ra * ra * ra * ra;
-  const pb = rb * rb * rb * rb;
-  return { value: m * Math.sqrt(Math.sqrt(pa + pb)), shareA: pa / (pa + pb) };
+  const pa = fourthPower(a / m);
+  const pb = fourthPower(b / m);
+  return { value: smoothMaxValue(a, b), shareA: pa / (pa + pb) };
+}
+
+/**
+ * The smooth maximum (A^p + B^p)^(1/p) of two non-negative terms, without allocating: the one
+ * place the p-norm is computed. A zero term leaves the other exactly (the general formula gives the
+ * same number; the shortcut skips two divisions and two square roots).
+ *
+ * @param a The first term, ≥ 0.
+ * @param b The second term, ≥ 0.
+ * @returns The smooth maximum.
+ * @example
+ * ```ts
+ * import { smoothMaxValue } from "./costmodel.ts";
+ * console.log(smoothMaxValue(3, 0)); // 3
+ * console.log(smoothMaxValue(1, 1).toFixed(4)); // "1.1892": 2^(1/4), the largest overshoot
+ * ```
+ */
+export function smoothMaxValue(a: number, b: number): number {
+  if (a === 0 || b === 0) return a + b;
+  const m = a > b ? a : b;
+  return m * Math.sqrt(Math.sqrt(fourthPower(a / m) + fourthPower(b / m)));
+}
+
+/** x^p for p = 4 by products: `**` with a fractional exponent dominated the fit's time. */
+function fourthPower(x: number): number {
+  return x * x * x * x;
+}
+
+/**
+ * The cost model's time, ms, from linear coefficients: `t0 + smoothmax(cf × flops, cb × bytes)`.
+ * The single evaluator of the model: {@linkcode modelMs} (log parameters, used by the fitter)
+ * and the models' compiled fits both call it, so they cannot disagree.
+ *
+ * @param t0 Fixed overhead, ms.
+ * @param msPerFlop ms per flop (0 without a compute term).
+ * @param msPerByte ms per byte (0 without a memory term).
+ * @param flops Floating-point operations of the run.
+ * @param bytes Bytes of the run.
+ * @returns The predicted time, ms.
+ * @example
+ * ```ts
+ * import { costMs } from "./costmodel.ts";
+ * console.log(costMs(0.01, 1e-6, 0, 1e6, 12e6).toFixed(2)); // "1.01"
+ * ```
+ */
+export function costMs(
+  t0: number,
+  msPerFlop: number,
+  msPerByte: number,
+  flops: number,
+  bytes: number,
+): number {
+  return t0 + smoothMaxValue(msPerFlop * flops, msPerByte * bytes);
 }
 
 /**
@@ -160,8 +216,7 @@ export function smoothMax(a: number, b: number): { value: number; shareA: number
  * ```
  */
 export function modelMs(params: ModelParams, flops: number, bytes: number): number {
-  return Math.exp(params.lnT0) +
-    smoothMax(Math.exp(params.lnCf) * flops, Math.exp(params.lnCb) * bytes).value;
+  return costMs(Math.exp(params.lnT0), Math.exp(params.lnCf), Math.exp(params.lnCb), flops, bytes);
 }
 
 /**

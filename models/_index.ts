@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { SMOOTHMAX_P } from "../calibrate/fit.ts";
+import { costMs } from "../core/costmodel.ts";
 import { getOp } from "../kernels/catalog.ts";
 import {
   type Backend,
@@ -339,8 +339,8 @@ function workRanges(
 /**
  * A fit reduced to its coefficients: fixed ms, ms per flop, ms per byte (0 for an absent term).
  * `select()` must stay under a microsecond, and `predictMs()` of `core/costmodel.ts` rebuilds log
- * parameters on every call; {@linkcode compiledMs} evaluates the same model (`t0 + smooth max`,
- * p-norm with `SMOOTHMAX_P`) from these, and a test holds the two equal.
+ * parameters on every call; {@linkcode compiledMs} hands these to `costMs()` of
+ * `core/costmodel.ts`, the one evaluator `predictMs()` calls too.
  */
 export interface CompiledFit {
   readonly t0: number;
@@ -369,19 +369,7 @@ export function compileFit(fit: CostFit): CompiledFit {
  * @param bytes Work.
  */
 export function compiledMs(c: CompiledFit, flops: number, bytes: number): number {
-  const a = c.cf * flops;
-  const b = c.cb * bytes;
-  if (a === 0 || b === 0) return c.t0 + a + b;
-  const m = a > b ? a : b;
-  const x = a / m;
-  const y = b / m;
-  // Square roots instead of pow for the shipped p = 4: pow dominated select()'s profile.
-  if (SMOOTHMAX_P === 4) {
-    const x2 = x * x;
-    const y2 = y * y;
-    return c.t0 + m * Math.sqrt(Math.sqrt(x2 * x2 + y2 * y2));
-  }
-  return c.t0 + m * (x ** SMOOTHMAX_P + y ** SMOOTHMAX_P) ** (1 / SMOOTHMAX_P);
+  return costMs(c.t0, c.cf, c.cb, flops, bytes);
 }
 
 /**

@@ -178,6 +178,49 @@ export function planGraph(
 ): GraphPlan {
   if (ops.length === 0) throw new RangeError("Cannot plan an empty chain: pass at least one op");
   const notes: string[] = [];
+  const transfers = transferCosts(report, options, notes);
+  let cells: Cells = [
+    { cost: 0, from: HOST, step: null, uploadBytes: 0, readbackBytes: 0 },
+    { cost: Infinity, from: HOST, step: null, uploadBytes: 0, readbackBytes: 0 },
+  ];
+  const history: Cells[] = [];
+  let carried = 0;
+  for (let i = 0; i < ops.length; i++) {
+    const stage = planStage(report, ops[i]!, i, carried, cells, transfers, notes);
+    history.push(stage.cells);
+    cells = stage.cells;
+    carried = stage.outBytes;
+  }
+  const path = cheapestPath(history, carried, transfers.readbackMs(carried));
+  const { steps } = path;
+  const sum = (f: (s: PlanStep) => number) => steps.reduce((t, s) => t + f(s), 0);
+  return {
+    steps,
+    totalMs: path.totalMs,
+    kernelMs: sum((s) => s.kernelMs),
+    transferMs: sum((s) => s.transferMs),
+    uploads: sum((s) => s.uploads),
+    readbacks: sum((s) => s.readbacks),
+    syncs: sum((s) => s.syncs),
+    uploadBytes: path.uploadBytes,
+    readbackBytes: path.readbackBytes,
+    notes,
+  };
+}
+
+/** The cheapest way to each place the data can be after an op: host, device. */
+type Cells = [Cell, Cell];
+
+/** What moving the carried value costs, ms; Infinity both ways when the report cannot say. */
+interface TransferCosts {
+  readonly canMove: boolean;
+  /** Host → device: the bytes at the upload rate (no wait: `writeBuffer` is queued). */
+  readonly uploadMs: (bytes: number) => number;
+  /** Device → host: one synchronisation plus the bytes at the readback rate. */
+  readonly readbackMs: (bytes: number) => number;
+}
+
+function transferCosts(report: Report, options: PlanOptions, notes: string[]): TransferCosts {
   const roundTripMs = figure(options.roundTripMs, report.system.dispatchRoundTripMs.value);
   const uploadRate = figure(options.uploadGBps, report.system.uploadGBps.value);
   const readbackRate = figure(options.readbackGBps, report.system.readbackGBps.value);
@@ -188,89 +231,120 @@ export function planGraph(
         "readback figure",
     );
   }
-  const uploadMs = (b: number) => canMove ? b / (uploadRate * 1e6) : Infinity;
-  const readbackMs = (b: number) => canMove ? roundTripMs + b / (readbackRate * 1e6) : Infinity;
+  return {
+    canMove,
+    uploadMs: (b) => canMove ? b / (uploadRate * 1e6) : Infinity,
+    readbackMs: (b) => canMove ? roundTripMs + b / (readbackRate * 1e6) : Infinity,
+  };
+}
 
-  let cells: [Cell, Cell] = [
-    { cost: 0, from: HOST, step: null, uploadBytes: 0, readbackBytes: 0 },
+/**
+ * One stage of the dynamic programme: from the cheapest ways to have the data on the host or the
+ * device before op `i`, the cheapest after it, over every backend that can run it and every move
+ * of the carried value that running it there needs.
+ *
+ * @throws {RangeError} when no backend of the report can run the op.
+ */
+function planStage(
+  report: Report,
+  g: GraphOp,
+  i: number,
+  carried: number,
+  cells: Cells,
+  transfers: TransferCosts,
+  notes: string[],
+): { cells: Cells; outBytes: number } {
+  const dtype = g.dtype ?? "f32";
+  const spec = getOp(g.op);
+  const choices = optionsFor(report, spec, g.shape, dtype, notes);
+  const totalBytes = spec.bytes(g.shape, dtype);
+  const outBytes = g.outputBytes ?? outputBytesOf(spec, g.shape, dtype);
+  const inBytes = i === 0 ? Math.max(totalBytes - outBytes, 0) : carried;
+  const next: Cells = [
+    { cost: Infinity, from: HOST, step: null, uploadBytes: 0, readbackBytes: 0 },
     { cost: Infinity, from: HOST, step: null, uploadBytes: 0, readbackBytes: 0 },
   ];
-  const history: Array<[Cell, Cell]> = [];
-  let carried = 0;
-  for (let i = 0; i < ops.length; i++) {
-    const g = ops[i]!;
-    const dtype = g.dtype ?? "f32";
-    const spec = getOp(g.op);
-    const choices = optionsFor(report, spec, g.shape, dtype, notes);
-    const totalBytes = spec.bytes(g.shape, dtype);
-    const outBytes = g.outputBytes ?? outputBytesOf(spec, g.shape, dtype);
-    const inBytes = i === 0 ? Math.max(totalBytes - outBytes, 0) : carried;
-    const next: [Cell, Cell] = [
-      { cost: Infinity, from: HOST, step: null, uploadBytes: 0, readbackBytes: 0 },
-      { cost: Infinity, from: HOST, step: null, uploadBytes: 0, readbackBytes: 0 },
-    ];
-    const offer = (
-      to: Where,
-      from: Where,
-      cost: number,
-      step: PlanStep,
-      up: number,
-      down: number,
-    ) => {
-      const total = cells[from].cost + cost;
-      if (total < next[to].cost) {
-        next[to] = { cost: total, from, step, uploadBytes: up, readbackBytes: down };
-      }
-    };
-    const step = (
-      o: Option,
-      residency: Residency,
-      transferMs: number,
-      counts: [number, number, number],
-    ): PlanStep => ({
-      op: g.op,
-      shape: g.shape,
-      dtype,
-      backend: o.backend,
-      variant: o.variant,
-      residency,
-      kernelMs: o.ms,
-      transferMs,
-      uploads: counts[0],
-      readbacks: counts[1],
-      syncs: counts[2],
-      provenance: o.provenance,
-    });
-    if (choices.cpu !== null) {
-      const o = choices.cpu;
-      offer(HOST, HOST, o.ms, step(o, "end-to-end", 0, [0, 0, 0]), 0, 0);
-      const back = readbackMs(inBytes);
-      offer(HOST, DEVICE, back + o.ms, step(o, "end-to-end", back, [0, 1, 1]), 0, inBytes);
+  const offer = (
+    to: Where,
+    from: Where,
+    cost: number,
+    step: PlanStep,
+    up: number,
+    down: number,
+  ) => {
+    const total = cells[from].cost + cost;
+    if (total < next[to].cost) {
+      next[to] = { cost: total, from, step, uploadBytes: up, readbackBytes: down };
     }
-    if (choices.resident !== null && canMove) {
-      const o = choices.resident;
-      const up = uploadMs(inBytes);
-      offer(DEVICE, HOST, up + o.ms, step(o, "device-resident", up, [1, 0, 0]), inBytes, 0);
-      offer(DEVICE, DEVICE, o.ms, step(o, "device-resident", 0, [0, 0, 0]), 0, 0);
-    }
-    if (choices.endToEnd !== null) {
-      const o = choices.endToEnd;
-      const allInputs = Math.max(totalBytes - outBytes, 0);
-      offer(HOST, HOST, o.ms, step(o, "end-to-end", 0, [1, 1, 1]), allInputs, outBytes);
-    }
-    if (next[HOST].cost === Infinity && next[DEVICE].cost === Infinity) {
-      throw new RangeError(
-        `Cannot plan op ${i} (${g.op} ${dtype}): the report has no backend that can run it; ` +
-          `calibrate it first`,
-      );
-    }
-    history.push(next);
-    cells = next;
-    carried = outBytes;
+  };
+  const step = (o: Option, residency: Residency, transferMs: number, counts: Counts) =>
+    planStep(g, dtype, o, residency, transferMs, counts);
+  if (choices.cpu !== null) {
+    const o = choices.cpu;
+    offer(HOST, HOST, o.ms, step(o, "end-to-end", 0, [0, 0, 0]), 0, 0);
+    const back = transfers.readbackMs(inBytes);
+    offer(HOST, DEVICE, back + o.ms, step(o, "end-to-end", back, [0, 1, 1]), 0, inBytes);
   }
-  const finish = readbackMs(carried);
+  if (choices.resident !== null && transfers.canMove) {
+    const o = choices.resident;
+    const up = transfers.uploadMs(inBytes);
+    offer(DEVICE, HOST, up + o.ms, step(o, "device-resident", up, [1, 0, 0]), inBytes, 0);
+    offer(DEVICE, DEVICE, o.ms, step(o, "device-resident", 0, [0, 0, 0]), 0, 0);
+  }
+  if (choices.endToEnd !== null) {
+    const o = choices.endToEnd;
+    const allInputs = Math.max(totalBytes - outBytes, 0);
+    offer(HOST, HOST, o.ms, step(o, "end-to-end", 0, [1, 1, 1]), allInputs, outBytes);
+  }
+  if (next[HOST].cost === Infinity && next[DEVICE].cost === Infinity) {
+    throw new RangeError(
+      `Cannot plan op ${i} (${g.op} ${dtype}): the report has no backend that can run it; ` +
+        `calibrate it first`,
+    );
+  }
+  return { cells: next, outBytes };
+}
+
+/** Uploads, readbacks and synchronisations of a step. */
+type Counts = readonly [number, number, number];
+
+/** A step of the plan: an op run by one option at a residency, with its transfers. */
+function planStep(
+  g: GraphOp,
+  dtype: Dtype,
+  o: Option,
+  residency: Residency,
+  transferMs: number,
+  counts: Counts,
+): PlanStep {
+  return {
+    op: g.op,
+    shape: g.shape,
+    dtype,
+    backend: o.backend,
+    variant: o.variant,
+    residency,
+    kernelMs: o.ms,
+    transferMs,
+    uploads: counts[0],
+    readbacks: counts[1],
+    syncs: counts[2],
+    provenance: o.provenance,
+  };
+}
+
+/**
+ * The cheapest plan, traced back from its end: on the host, or on the device plus the last
+ * synchronisation and readback (`finishMs`, charged to the last step).
+ */
+function cheapestPath(
+  history: readonly Cells[],
+  carried: number,
+  finishMs: number,
+): { steps: PlanStep[]; totalMs: number; uploadBytes: number; readbackBytes: number } {
+  const cells = history[history.length - 1]!;
   const endOnHost = cells[HOST].cost;
-  const endOnDevice = cells[DEVICE].cost + finish;
+  const endOnDevice = cells[DEVICE].cost + finishMs;
   let where: Where = endOnHost <= endOnDevice ? HOST : DEVICE;
   const steps: PlanStep[] = [];
   let uploadBytes = 0;
@@ -281,7 +355,7 @@ export function planGraph(
     if (i === history.length - 1 && where === DEVICE) {
       s = {
         ...s,
-        transferMs: s.transferMs + finish,
+        transferMs: s.transferMs + finishMs,
         readbacks: s.readbacks + 1,
         syncs: s.syncs + 1,
       };
@@ -292,19 +366,7 @@ export function planGraph(
     where = cell.from;
   }
   steps.reverse();
-  const sum = (f: (s: PlanStep) => number) => steps.reduce((t, s) => t + f(s), 0);
-  return {
-    steps,
-    totalMs: Math.min(endOnHost, endOnDevice),
-    kernelMs: sum((s) => s.kernelMs),
-    transferMs: sum((s) => s.transferMs),
-    uploads: sum((s) => s.uploads),
-    readbacks: sum((s) => s.readbacks),
-    syncs: sum((s) => s.syncs),
-    uploadBytes,
-    readbackBytes,
-    notes,
-  };
+  return { steps, totalMs: Math.min(endOnHost, endOnDevice), uploadBytes, readbackBytes };
 }
 
 function figure(override: number | undefined, value: number | null): number | null {

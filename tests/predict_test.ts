@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { predictMs } from "../core/costmodel.ts";
+import { costMs, modelMs, paramsFromRates, predictMs, smoothMax } from "../core/costmodel.ts";
 import { compiledMs, compileFit } from "../models/_index.ts";
 import { residualCurve } from "../models/_residuals.ts";
 import { predictTime, recommendTuning, variantParams } from "../models/predict.ts";
@@ -201,6 +201,26 @@ Deno.test("the models' compiled cost model agrees with predictMs() of calibrate/
         Math.abs(compiledMs(c, flops, bytes) / want - 1) < 1e-12,
         `${fit.op} ${fit.backend}`,
       );
+    }
+  }
+});
+
+Deno.test("modelMs() and compiledMs() return the same bits for the same coefficients, through the one costMs()", () => {
+  const works = [[0, 0], [1e3, 1e6], [1e9, 1e3], [5e7, 2e7], [0, 4e6], [3e6, 0], [
+    7e6,
+    7e6,
+  ]] as const;
+  for (const fit of syntheticReport().fits) {
+    const params = paramsFromRates(fit.t0Us, fit.gflops, fit.gbps);
+    // The compiled coefficients the log parameters stand for, so both paths see the same numbers.
+    const c = { t0: Math.exp(params.lnT0), cf: Math.exp(params.lnCf), cb: Math.exp(params.lnCb) };
+    for (const [flops, bytes] of works) {
+      const both = costMs(c.t0, c.cf, c.cb, flops, bytes);
+      assert.equal(modelMs(params, flops, bytes), both, `${fit.op} ${fit.backend}`);
+      assert.equal(compiledMs(c, flops, bytes), both, `${fit.op} ${fit.backend}`);
+      // The fitter's smooth maximum (with its share) has the evaluator's value.
+      const a = c.cf * flops, b = c.cb * bytes;
+      assert.equal(c.t0 + smoothMax(a, b).value, both);
     }
   }
 });

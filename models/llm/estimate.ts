@@ -53,7 +53,13 @@ import {
   WEIGHT_DTYPE,
 } from "./memory.ts";
 import type { ModelSpec } from "./presets.ts";
-import { type ParallelPlan, shardMemory, shardSlices, type Strategy } from "./shards.ts";
+import {
+  type ParallelPlan,
+  shardMemory,
+  type ShardSlice,
+  shardSlices,
+  type Strategy,
+} from "./shards.ts";
 import type { ProvenanceTag as Provenance } from "../../core/schema.ts";
 
 export { KERNELS_PER_LAYER, MODEL_KERNELS };
@@ -489,7 +495,8 @@ function shapeText(shape: Shape): string {
   return Object.values(shape).join("×");
 }
 
-interface KernelTerms {
+/** One device's decode step by term: what the kernel-by-kernel and the roofline pricing give. */
+interface StepTerms {
   readonly weightsStreamMs: number;
   readonly kvReadMs: number;
   readonly dispatchMs: number;
@@ -527,7 +534,7 @@ function kernelTerms(
   dtypes: Readonly<Record<KernelWork["reads"], Dtype>>,
   context: number,
   batch: number,
-): KernelTerms | null {
+): StepTerms | null {
   const kernels: KernelEstimate[] = [];
   const lines: { line: string; tag: Provenance }[] = [];
   const terms = { weights: 0, kv: 0, activations: 0 };
@@ -636,6 +643,362 @@ function planDevices(
   return [...list];
 }
 
+/** What every term of an estimate reads: the model, the validated options and the plan. */
+interface EstimateSetting {
+  readonly model: ModelSpec;
+  readonly quant: Quant;
+  readonly kvDtype: KvDtype;
+  readonly context: number;
+  readonly batch: number;
+  readonly promptTokens: number;
+  readonly plan: ParallelPlan;
+  /** The dtype each kind of kernel reads: weights, KV cache, activations. */
+  readonly dtypes: Readonly<Record<KernelWork["reads"], Dtype>>;
+}
+
+function estimateSetting(model: ModelSpec, quant: Quant, opts: EstimateOptions): EstimateSetting {
+  const context = positiveInteger("context", opts.context);
+  const batch = positiveInteger("batch", opts.batch);
+  const promptTokens = positiveInteger("promptTokens", opts.promptTokens ?? context);
+  if (promptTokens > context) {
+    throw new RangeError(
+      `"promptTokens" (${promptTokens}) exceeds "context" (${context}); raise the context`,
+    );
+  }
+  const kvDtype = opts.kvDtype ?? defaultKvDtype(quant);
+  const actDtype: Dtype = quant === "f16" ? "f16" : "f32";
+  return {
+    model,
+    quant,
+    kvDtype,
+    context,
+    batch,
+    promptTokens,
+    plan: opts.plan ?? { strategy: "none" },
+    dtypes: { weights: WEIGHT_DTYPE[quant], kv: KV_READ_DTYPE[kvDtype], activations: actDtype },
+  };
+}
+
+/** The decode step's compute floor on one device: 2 × streamed params × batch at the matmul rate. */
+function decodeMatmulMs(
+  ledger: Ledger,
+  rates: DeviceRates,
+  s: EstimateSetting,
+  slice: ShardSlice,
+): number {
+  const rate = matmulRate(ledger, "matmulMs", rates, s.quant);
+  return 2 * slice.streamedParams * s.batch / (rate * 1e6);
+}
+
+/** The prompt pass's launches on one device: its kernels × the per-dispatch cost. */
+function prefillDispatchMs(ledger: Ledger, rates: DeviceRates, slice: ShardSlice): number {
+  const us = ledger.use("prefill dispatchMs", rates.name, "perDispatchUs", rates.perDispatchUs, US);
+  return slice.kernels * us / 1000;
+}
+
+/**
+ * One device's step kernel by kernel from its cost models, or null when it has none (or one
+ * that cannot price a projection or attention read). A pipeline stage launches the model's first
+ * kernels only on the first device and its last only on the last.
+ */
+function perKernelStep(
+  ledger: Ledger,
+  rates: DeviceRates,
+  s: EstimateSetting,
+  slice: ShardSlice,
+  stage: { readonly index: number; readonly count: number },
+): StepTerms | null {
+  if (!rates.kernelTime) return null;
+  const pipeline = s.plan.strategy === "pipeline-parallel";
+  return kernelTerms(
+    ledger,
+    rates,
+    rates.kernelTime,
+    stepKernels(
+      slice.layerCount,
+      !pipeline || stage.index === 0,
+      !pipeline || stage.index === stage.count - 1,
+    ),
+    kernelDims(s.model, s.plan.strategy === "tensor-parallel" ? s.plan.ways : 1),
+    s.dtypes,
+    s.context,
+    s.batch,
+  );
+}
+
+/**
+ * One device's step as a roofline: weights streamed at the gemv bandwidth, the KV cache at the
+ * gemv bandwidth of its dtype, and kernels × the per-dispatch cost.
+ */
+function rooflineStep(
+  ledger: Ledger,
+  rates: DeviceRates,
+  s: EstimateSetting,
+  slice: ShardSlice,
+): StepTerms {
+  const weightDtype = s.dtypes.weights;
+  const gemv = ledger.use(
+    "weightsStreamMs",
+    rates.name,
+    `gemvGBps.${weightDtype}`,
+    rates.gemvGBps[weightDtype],
+    GBPS,
+  );
+  const kvBytes = kvCacheBytes(
+    s.model,
+    s.kvDtype,
+    s.context,
+    s.batch,
+    slice.layerCount,
+    slice.kvHeads,
+  );
+  const launchUs = ledger.use("dispatchMs", rates.name, "perDispatchUs", rates.perDispatchUs, US);
+  return {
+    weightsStreamMs: slice.streamedParams * BYTES_PER_WEIGHT[s.quant] / (gemv * 1e6),
+    kvReadMs: kvBytes / (kvBandwidth(ledger, rates, s.kvDtype) * 1e6),
+    dispatchMs: slice.kernels * launchUs / 1000,
+    encodeMs: 0,
+    kernels: [],
+  };
+}
+
+/**
+ * The prompt pass's arithmetic on one device at the matmul rate: the projections (2 × streamed
+ * params × prompt tokens × batch) and causal attention (2 × headDim × n(n + 1) per head and layer).
+ */
+function prefillComputeMs(
+  ledger: Ledger,
+  rates: DeviceRates,
+  s: EstimateSetting,
+  slice: ShardSlice,
+): { matmulMs: number; attentionMs: number } {
+  const { model, promptTokens, batch } = s;
+  const rate = matmulRate(ledger, "prefill matmulMs", rates, s.quant);
+  const matmulMs = 2 * slice.streamedParams * promptTokens * batch / (rate * 1e6);
+  const attentionFlops = 2 * model.headDim * promptTokens * (promptTokens + 1) * slice.heads *
+    slice.layerCount * batch;
+  return { matmulMs, attentionMs: attentionFlops / (rate * 1e6) };
+}
+
+/** Uploading a device's weights over its host link, ms. */
+function loadMs(ledger: Ledger, rates: DeviceRates, weightsBytes: number): number {
+  const upload = ledger.use(
+    "loadMs",
+    rates.name,
+    "hostLinkGBps.upload",
+    rates.hostLinkGBps.upload,
+    GBPS,
+  );
+  return weightsBytes / (upload * 1e6);
+}
+
+/** Every term of one device of the plan, decode and prefill. */
+interface DeviceEstimate {
+  readonly rates: DeviceRates;
+  readonly slice: ShardSlice;
+  readonly weightsStreamMs: number;
+  readonly matmulMs: number;
+  readonly kvReadMs: number;
+  readonly dispatchMs: number;
+  readonly encodeMs: number;
+  readonly prefillDispatchMs: number;
+  readonly kernels: readonly KernelEstimate[];
+  readonly method: DecodeBreakdown["method"];
+  /** Whether the matmul floor, not the weights' stream, set the weight pass. */
+  readonly computeBound: boolean;
+  readonly decodeMs: number;
+  readonly prefillMatmulMs: number;
+  readonly attentionMs: number;
+  readonly prefillMs: number;
+  readonly loadMs: number;
+  readonly memory: DeviceMemory;
+}
+
+/** Prices one device's slice of the model, each term through the ledger. */
+function deviceEstimate(
+  ledger: Ledger,
+  rates: DeviceRates,
+  s: EstimateSetting,
+  slice: ShardSlice,
+  stage: { readonly index: number; readonly count: number },
+): DeviceEstimate {
+  // The ledger's lines follow the order the terms are priced in: keep it.
+  const matmulMs = decodeMatmulMs(ledger, rates, s, slice);
+  const prefillLaunchMs = prefillDispatchMs(ledger, rates, slice);
+  const perKernel = perKernelStep(ledger, rates, s, slice, stage);
+  const step = perKernel ?? rooflineStep(ledger, rates, s, slice);
+  const { weightsStreamMs, kvReadMs, dispatchMs, encodeMs } = step;
+  // A projection's own cost model already holds its arithmetic for one sequence; the matmul
+  // floor only speaks for the batch's extra columns, which no gemv measurement covers.
+  const weightPassMs = perKernel && s.batch === 1
+    ? weightsStreamMs
+    : Math.max(weightsStreamMs, matmulMs);
+  const prefill = prefillComputeMs(ledger, rates, s, slice);
+  const { context, batch, kvDtype } = s;
+  const memory = shardMemory(s.model, s.quant, slice, { context, batch, kvDtype });
+  return {
+    rates,
+    slice,
+    weightsStreamMs,
+    matmulMs,
+    kvReadMs,
+    dispatchMs,
+    encodeMs,
+    prefillDispatchMs: prefillLaunchMs,
+    kernels: step.kernels,
+    method: perKernel ? "per-kernel" : "roofline",
+    computeBound: weightPassMs > weightsStreamMs,
+    decodeMs: weightPassMs + kvReadMs + dispatchMs + encodeMs,
+    prefillMatmulMs: prefill.matmulMs,
+    attentionMs: prefill.attentionMs,
+    prefillMs: prefill.matmulMs + prefill.attentionMs + prefillLaunchMs,
+    loadMs: loadMs(ledger, rates, memory.weightsBytes),
+    memory: { device: rates.name, breakdown: memory, fit: fitCheck(memory, rates.memoryBytes) },
+  };
+}
+
+/** A term of decode and the same term of prefill, ms. */
+interface StepAndPrompt {
+  readonly decodeMs: number;
+  readonly prefillMs: number;
+}
+
+/**
+ * The host's part of a step: one round trip on the last device, the token ids up to the first
+ * and down from the last (the prompt's ids for prefill).
+ */
+function syncMs(
+  ledger: Ledger,
+  first: DeviceRates,
+  last: DeviceRates,
+  s: EstimateSetting,
+): StepAndPrompt {
+  const { batch, promptTokens } = s;
+  const roundTrip = ledger.use("syncMs", last.name, "syncRoundTripMs", last.syncRoundTripMs, MS);
+  const up = ledger.use(
+    "syncMs",
+    first.name,
+    "hostLinkGBps.upload",
+    first.hostLinkGBps.upload,
+    GBPS,
+  );
+  const down = ledger.use(
+    "syncMs",
+    last.name,
+    "hostLinkGBps.readback",
+    last.hostLinkGBps.readback,
+    GBPS,
+  );
+  const idsDown = batch * TOKEN_ID_BYTES / (down * 1e6);
+  return {
+    decodeMs: roundTrip + batch * TOKEN_ID_BYTES / (up * 1e6) + idsDown,
+    prefillMs: roundTrip + promptTokens * batch * TOKEN_ID_BYTES / (up * 1e6) + idsDown,
+  };
+}
+
+/**
+ * Communication between devices: a tensor-parallel plan's ring all-reduces (two per layer and one
+ * for the next token's argmax), a pipeline's activations across its stage boundaries; zero
+ * for one device.
+ */
+function commMs(ledger: Ledger, s: EstimateSetting): StepAndPrompt {
+  const { model, plan, batch, promptTokens } = s;
+  const actBytes = activationBytes(s.quant);
+  if (plan.strategy === "tensor-parallel") {
+    const p = plan.ways;
+    const link = plan.interconnect;
+    const allReduces = 2 * model.layers;
+    ledger.note(
+      `commMs: ${allReduces + 1} ring all-reduces per step over ${p} devices on ${
+        describeLink(link)
+      }`,
+    );
+    return {
+      decodeMs: allReduces * allReduceMs(link, model.hidden * batch * actBytes, p) +
+        allReduceMs(link, batch * ARGMAX_PAIR_BYTES, p),
+      prefillMs: allReduces * allReduceMs(link, model.hidden * promptTokens * batch * actBytes, p) +
+        allReduceMs(link, batch * ARGMAX_PAIR_BYTES, p),
+    };
+  }
+  if (plan.strategy === "pipeline-parallel") {
+    const link = plan.interconnect;
+    const boundaries = plan.layersPerStage.length - 1;
+    ledger.note(
+      `commMs: ${boundaries} stage boundary transfer(s) per step on ${describeLink(link)}`,
+    );
+    return {
+      decodeMs: boundaries * sendMs(link, model.hidden * batch * actBytes),
+      prefillMs: boundaries * sendMs(link, model.hidden * promptTokens * batch * actBytes),
+    };
+  }
+  return { decodeMs: 0, prefillMs: 0 };
+}
+
+/**
+ * A plan's value of a device term: the sum over a pipeline's stages (they run one after another),
+ * else the critical device's (tensor-parallel devices run together).
+ */
+function planTerm(
+  perDevice: readonly DeviceEstimate[],
+  pipeline: boolean,
+  critical: DeviceEstimate,
+  term: (d: DeviceEstimate) => number,
+): number {
+  return pipeline ? perDevice.reduce((a, d) => a + term(d), 0) : term(critical);
+}
+
+/** The device whose value of a term is the largest (the first of equals). */
+function slowest(
+  perDevice: readonly DeviceEstimate[],
+  term: (d: DeviceEstimate) => number,
+): DeviceEstimate {
+  return perDevice.reduce((a, b) => (term(b) > term(a) ? b : a));
+}
+
+/** The decode step of the whole plan, by term. */
+function decodeBreakdown(
+  perDevice: readonly DeviceEstimate[],
+  pipeline: boolean,
+  sync: number,
+  comm: number,
+): DecodeBreakdown {
+  const critical = slowest(perDevice, (d) => d.decodeMs);
+  const pick = (term: (d: DeviceEstimate) => number) =>
+    planTerm(perDevice, pipeline, critical, term);
+  return {
+    method: perDevice.every((d) => d.method === "per-kernel") ? "per-kernel" : "roofline",
+    weightsStreamMs: pick((d) => d.weightsStreamMs),
+    matmulMs: pick((d) => d.matmulMs),
+    kvReadMs: pick((d) => d.kvReadMs),
+    dispatchMs: pick((d) => d.dispatchMs),
+    encodeMs: pick((d) => d.encodeMs),
+    syncMs: sync,
+    commMs: comm,
+    totalMs: pick((d) => d.decodeMs) + sync + comm,
+    bound: perDevice.some((d) => d.computeBound) ? "compute" : "bandwidth",
+  };
+}
+
+/** The prompt pass of the whole plan, by term. */
+function prefillBreakdown(
+  perDevice: readonly DeviceEstimate[],
+  pipeline: boolean,
+  sync: number,
+  comm: number,
+): PrefillBreakdown {
+  const critical = slowest(perDevice, (d) => d.prefillMs);
+  const pick = (term: (d: DeviceEstimate) => number) =>
+    planTerm(perDevice, pipeline, critical, term);
+  return {
+    matmulMs: pick((d) => d.prefillMatmulMs),
+    attentionMs: pick((d) => d.attentionMs),
+    dispatchMs: pick((d) => d.prefillDispatchMs),
+    syncMs: sync,
+    commMs: comm,
+    totalMs: pick((d) => d.prefillMs) + sync + comm,
+  };
+}
+
 /**
  * Estimates prefill and decode tokens per second of a model on measured devices.
  *
@@ -670,184 +1033,19 @@ export function estimateTokensPerSec(
   devicesOrRates: DeviceRates | readonly DeviceRates[],
   opts: EstimateOptions,
 ): TokensPerSecEstimate {
-  const context = positiveInteger("context", opts.context);
-  const batch = positiveInteger("batch", opts.batch);
-  const promptTokens = positiveInteger("promptTokens", opts.promptTokens ?? context);
-  if (promptTokens > context) {
-    throw new RangeError(
-      `"promptTokens" (${promptTokens}) exceeds "context" (${context}); raise the context`,
-    );
-  }
-  const kvDtype = opts.kvDtype ?? defaultKvDtype(quant);
-  const plan: ParallelPlan = opts.plan ?? { strategy: "none" };
+  const s = estimateSetting(model, quant, opts);
+  const { context, batch, promptTokens, kvDtype, plan } = s;
   const slices = shardSlices(model, plan);
   const devices = planDevices(plan, devicesOrRates);
   const ledger = new Ledger();
-  const bpw = BYTES_PER_WEIGHT[quant];
-  const weightDtype = WEIGHT_DTYPE[quant];
-  const actBytes = activationBytes(quant);
-
-  const actDtype: Dtype = quant === "f16" ? "f16" : "f32";
-  const dtypes = { weights: weightDtype, kv: KV_READ_DTYPE[kvDtype], activations: actDtype };
-
-  const perDevice = slices.map((slice, i) => {
-    const rates = devices[i]!;
-    const decodeFlopRate = matmulRate(ledger, "matmulMs", rates, quant);
-    const matmulMs = 2 * slice.streamedParams * batch / (decodeFlopRate * 1e6);
-    const dispatchUs = ledger.use(
-      "prefill dispatchMs",
-      rates.name,
-      "perDispatchUs",
-      rates.perDispatchUs,
-      US,
-    );
-    const perKernel = rates.kernelTime
-      ? kernelTerms(
-        ledger,
-        rates,
-        rates.kernelTime,
-        stepKernels(
-          slice.layerCount,
-          plan.strategy !== "pipeline-parallel" || i === 0,
-          plan.strategy !== "pipeline-parallel" || i === slices.length - 1,
-        ),
-        kernelDims(model, plan.strategy === "tensor-parallel" ? plan.ways : 1),
-        dtypes,
-        context,
-        batch,
-      )
-      : null;
-    const roofline = () => {
-      const gemv = ledger.use(
-        "weightsStreamMs",
-        rates.name,
-        `gemvGBps.${weightDtype}`,
-        rates.gemvGBps[weightDtype],
-        GBPS,
-      );
-      const kvBytes = kvCacheBytes(model, kvDtype, context, batch, slice.layerCount, slice.kvHeads);
-      const launchUs = ledger.use(
-        "dispatchMs",
-        rates.name,
-        "perDispatchUs",
-        rates.perDispatchUs,
-        US,
-      );
-      return {
-        weightsStreamMs: slice.streamedParams * bpw / (gemv * 1e6),
-        kvReadMs: kvBytes / (kvBandwidth(ledger, rates, kvDtype) * 1e6),
-        dispatchMs: slice.kernels * launchUs / 1000,
-        encodeMs: 0,
-        kernels: [] as KernelEstimate[],
-      };
-    };
-    const { weightsStreamMs, kvReadMs, dispatchMs, encodeMs, kernels } = perKernel ?? roofline();
-    // A projection's own cost model already holds its arithmetic for one sequence; the matmul
-    // floor only speaks for the batch's extra columns, which no gemv measurement covers.
-    const weightPassMs = perKernel && batch === 1
-      ? weightsStreamMs
-      : Math.max(weightsStreamMs, matmulMs);
-    const prefillDispatchMs = slice.kernels * dispatchUs / 1000;
-    const prefillRate = matmulRate(ledger, "prefill matmulMs", rates, quant);
-    const prefillMatmulMs = 2 * slice.streamedParams * promptTokens * batch / (prefillRate * 1e6);
-    const attentionFlops = 2 * model.headDim * promptTokens * (promptTokens + 1) * slice.heads *
-      slice.layerCount * batch;
-    const attentionMs = attentionFlops / (prefillRate * 1e6);
-    const memory = shardMemory(model, quant, slice, { context, batch, kvDtype });
-    const upload = ledger.use(
-      "loadMs",
-      rates.name,
-      "hostLinkGBps.upload",
-      rates.hostLinkGBps.upload,
-      GBPS,
-    );
-    return {
-      rates,
-      slice,
-      weightsStreamMs,
-      matmulMs,
-      kvReadMs,
-      dispatchMs,
-      encodeMs,
-      prefillDispatchMs,
-      kernels,
-      method: perKernel ? "per-kernel" as const : "roofline" as const,
-      computeBound: weightPassMs > weightsStreamMs,
-      decodeMs: weightPassMs + kvReadMs + dispatchMs + encodeMs,
-      prefillMatmulMs,
-      attentionMs,
-      prefillMs: prefillMatmulMs + attentionMs + prefillDispatchMs,
-      loadMs: memory.weightsBytes / (upload * 1e6),
-      memory: { device: rates.name, breakdown: memory, fit: fitCheck(memory, rates.memoryBytes) },
-    };
-  });
-
-  const first = perDevice[0]!;
-  const last = perDevice[perDevice.length - 1]!;
-  const syncRoundTrip = ledger.use(
-    "syncMs",
-    last.rates.name,
-    "syncRoundTripMs",
-    last.rates.syncRoundTripMs,
-    MS,
+  const perDevice = slices.map((slice, index) =>
+    deviceEstimate(ledger, devices[index]!, s, slice, { index, count: slices.length })
   );
-  const up = ledger.use(
-    "syncMs",
-    first.rates.name,
-    "hostLinkGBps.upload",
-    first.rates.hostLinkGBps.upload,
-    GBPS,
-  );
-  const down = ledger.use(
-    "syncMs",
-    last.rates.name,
-    "hostLinkGBps.readback",
-    last.rates.hostLinkGBps.readback,
-    GBPS,
-  );
-  const idsDown = batch * TOKEN_ID_BYTES / (down * 1e6);
-  const decodeSyncMs = syncRoundTrip + batch * TOKEN_ID_BYTES / (up * 1e6) + idsDown;
-  const prefillSyncMs = syncRoundTrip + promptTokens * batch * TOKEN_ID_BYTES / (up * 1e6) +
-    idsDown;
-
-  let decodeCommMs = 0;
-  let prefillCommMs = 0;
-  if (plan.strategy === "tensor-parallel") {
-    const p = plan.ways;
-    const link = plan.interconnect;
-    const allReduces = 2 * model.layers;
-    decodeCommMs = allReduces * allReduceMs(link, model.hidden * batch * actBytes, p) +
-      allReduceMs(link, batch * ARGMAX_PAIR_BYTES, p);
-    prefillCommMs =
-      allReduces * allReduceMs(link, model.hidden * promptTokens * batch * actBytes, p) +
-      allReduceMs(link, batch * ARGMAX_PAIR_BYTES, p);
-    ledger.note(
-      `commMs: ${allReduces + 1} ring all-reduces per step over ${p} devices on ${
-        describeLink(link)
-      }`,
-    );
-  } else if (plan.strategy === "pipeline-parallel") {
-    const link = plan.interconnect;
-    const boundaries = plan.layersPerStage.length - 1;
-    decodeCommMs = boundaries * sendMs(link, model.hidden * batch * actBytes);
-    prefillCommMs = boundaries * sendMs(link, model.hidden * promptTokens * batch * actBytes);
-    ledger.note(
-      `commMs: ${boundaries} stage boundary transfer(s) per step on ${describeLink(link)}`,
-    );
-  }
-
+  const sync = syncMs(ledger, perDevice[0]!.rates, perDevice[perDevice.length - 1]!.rates, s);
+  const comm = commMs(ledger, s);
   const pipeline = plan.strategy === "pipeline-parallel";
-  const critical = perDevice.reduce((a, b) => (b.decodeMs > a.decodeMs ? b : a));
-  const sum = (f: (d: typeof first) => number) => perDevice.reduce((a, d) => a + f(d), 0);
-  const pick = (f: (d: typeof first) => number) => (pipeline ? sum(f) : f(critical));
-  const weightsStreamMs = pick((d) => d.weightsStreamMs);
-  const matmulMs = pick((d) => d.matmulMs);
-  const decodeDeviceMs = pick((d) => d.decodeMs);
-  const decodeTotal = decodeDeviceMs + decodeSyncMs + decodeCommMs;
-  const prefillCritical = perDevice.reduce((a, b) => (b.prefillMs > a.prefillMs ? b : a));
-  const pickPrefill = (f: (d: typeof first) => number) => (pipeline ? sum(f) : f(prefillCritical));
-  const prefillTotal = pickPrefill((d) => d.prefillMs) + prefillSyncMs + prefillCommMs;
-
+  const perTokenMs = decodeBreakdown(perDevice, pipeline, sync.decodeMs, comm.decodeMs);
+  const prefillMs = prefillBreakdown(perDevice, pipeline, sync.prefillMs, comm.prefillMs);
   return {
     model: model.name,
     quant,
@@ -857,32 +1055,14 @@ export function estimateTokensPerSec(
     context,
     batch,
     promptTokens,
-    prefillTokensPerSec: promptTokens * batch * 1000 / prefillTotal,
-    decodeTokensPerSec: batch * 1000 / decodeTotal,
-    perTokenMs: {
-      method: perDevice.every((d) => d.method === "per-kernel") ? "per-kernel" : "roofline",
-      weightsStreamMs,
-      matmulMs,
-      kvReadMs: pick((d) => d.kvReadMs),
-      dispatchMs: pick((d) => d.dispatchMs),
-      encodeMs: pick((d) => d.encodeMs),
-      syncMs: decodeSyncMs,
-      commMs: decodeCommMs,
-      totalMs: decodeTotal,
-      bound: perDevice.some((d) => d.computeBound) ? "compute" : "bandwidth",
-    },
-    prefillMs: {
-      matmulMs: pickPrefill((d) => d.prefillMatmulMs),
-      attentionMs: pickPrefill((d) => d.attentionMs),
-      dispatchMs: pickPrefill((d) => d.prefillDispatchMs),
-      syncMs: prefillSyncMs,
-      commMs: prefillCommMs,
-      totalMs: prefillTotal,
-    },
+    prefillTokensPerSec: promptTokens * batch * 1000 / prefillMs.totalMs,
+    decodeTokensPerSec: batch * 1000 / perTokenMs.totalMs,
+    perTokenMs,
+    prefillMs,
     loadMs: Math.max(...perDevice.map((d) => d.loadMs)),
     kernelsPerLayer: KERNELS_PER_LAYER.length,
     kernelsPerStep: Math.max(...perDevice.map((d) => d.slice.kernels)),
-    kernels: critical.kernels,
+    kernels: slowest(perDevice, (d) => d.decodeMs).kernels,
     memory: perDevice.map((d) => d.memory),
     sources: ledger.sources,
     tag: ledger.tag,

@@ -51,6 +51,18 @@ function percent(x: number): string {
  * ```
  */
 export function renderMarkdown(report: Report, options: RenderOptions = {}): string {
+  return [
+    ...headline(report),
+    ...usageSection(report),
+    ...changesSection(report, options),
+    ...crossoverSection(report),
+    ...systemSection(report),
+    ...llmSection(report),
+  ].join("\n");
+}
+
+/** The title, machine, adapter, run and warnings. */
+function headline(report: Report): string[] {
   const p = report.provenance;
   const m = report.machine;
   const a = report.adapter;
@@ -77,51 +89,62 @@ export function renderMarkdown(report: Report, options: RenderOptions = {}): str
   if (p.warnings.length > 0) {
     lines.push(`- **Warnings:** ${p.warnings.map(cell).join("; ")}`);
   }
+  return lines;
+}
 
+/** The fastest backend by size for each op and dtype; nothing when the report has none. */
+function usageSection(report: Report): string[] {
   const map = usageMap(report);
-  if (map.length > 0) {
-    lines.push(
-      "",
-      "#### What to use where",
-      "",
-      mdTable(
-        ["op", "dtype", "WebGPU data", "fastest backend by size (≈: a tie)"],
-        map.map((row) => [
-          row.group.op,
-          row.group.dtype,
-          row.residency === "any" ? "either" : row.residency,
-          `${describeRow(row)} ${row.group.unit}${row.cpuInF32 ? " (CPU in f32)" : ""}`,
+  if (map.length === 0) return [];
+  return [
+    "",
+    "#### What to use where",
+    "",
+    mdTable(
+      ["op", "dtype", "WebGPU data", "fastest backend by size (≈: a tie)"],
+      map.map((row) => [
+        row.group.op,
+        row.group.dtype,
+        row.residency === "any" ? "either" : row.residency,
+        `${describeRow(row)} ${row.group.unit}${row.cpuInF32 ? " (CPU in f32)" : ""}`,
+      ]),
+    ),
+  ];
+}
+
+/** What moved beyond noise since the baseline; nothing without one. */
+function changesSection(report: Report, options: RenderOptions): string[] {
+  const comparison = comparisonFor(report, options.baseline);
+  if (comparison === null) return [];
+  const rows = movedRows(comparison);
+  const lines = ["", "#### Changes since the baseline", ""];
+  if (comparison.reasons.length > 0) {
+    lines.push(...comparison.reasons.map((r) => `- ${cell(r)}`), "");
+  }
+  lines.push(
+    rows.length === 0
+      ? `Nothing moved beyond noise in ${comparison.rows.length} figures.`
+      : mdTable(
+        ["", "figure", "baseline", "current", "change", "note"],
+        rows.map((r) => [
+          r.regressed ? "❌" : r.beyondNoise ? "✅" : "•",
+          r.key,
+          `${num(r.baseline)} ${r.unit}`.trim(),
+          `${num(r.current)} ${r.unit}`.trim(),
+          r.change === null ? "" : percent(r.change),
+          r.note,
         ]),
       ),
-    );
-  }
+  );
+  return lines;
+}
 
-  const comparison = comparisonFor(report, options.baseline);
-  if (comparison !== null) {
-    const rows = movedRows(comparison);
-    lines.push("", "#### Changes since the baseline", "");
-    if (comparison.reasons.length > 0) {
-      lines.push(...comparison.reasons.map((r) => `- ${cell(r)}`), "");
-    }
-    lines.push(
-      rows.length === 0
-        ? `Nothing moved beyond noise in ${comparison.rows.length} figures.`
-        : mdTable(
-          ["", "figure", "baseline", "current", "change", "note"],
-          rows.map((r) => [
-            r.regressed ? "❌" : r.beyondNoise ? "✅" : "•",
-            r.key,
-            `${num(r.baseline)} ${r.unit}`.trim(),
-            `${num(r.current)} ${r.unit}`.trim(),
-            r.change === null ? "" : percent(r.change),
-            r.note,
-          ]),
-        ),
-    );
-  }
-
-  lines.push("", "#### Crossovers", "");
-  lines.push(
+/** The crossover table. */
+function crossoverSection(report: Report): string[] {
+  return [
+    "",
+    "#### Crossovers",
+    "",
     report.crossovers.length === 0 ? "None in this report." : mdTable(
       ["op", "dtype", "pair", "residency", "size", "95 % CI", "unit", "note"],
       report.crossovers.map((c) => [
@@ -135,8 +158,11 @@ export function renderMarkdown(report: Report, options: RenderOptions = {}): str
         c.size === null ? (c.reason ?? "") : c.tag,
       ]),
     ),
-  );
+  ];
+}
 
+/** Peak rates and the system figures. */
+function systemSection(report: Report): string[] {
   const s = report.system;
   const figures: [string, Figure][] = [
     ...Object.entries(s.peakGflops).map(([d, f]) => [`peak compute ${d}`, f!] as [string, Figure]),
@@ -151,7 +177,7 @@ export function renderMarkdown(report: Report, options: RenderOptions = {}): str
     ["device copy", s.copyGBps],
     ["pipeline compile", s.compileMs],
   ];
-  lines.push(
+  return [
     "",
     "#### Peaks and system figures",
     "",
@@ -159,31 +185,30 @@ export function renderMarkdown(report: Report, options: RenderOptions = {}): str
       ["figure", "value [95 % CI] (provenance)"],
       figures.map(([n, f]) => [n, formatFigure(f)]),
     ),
-  );
+  ];
+}
 
+/** The LLM decode validation: estimated against measured tokens/s; nothing without one. */
+function llmSection(report: Report): string[] {
   const validations = report.llm?.validations ?? [];
-  if (validations.length > 0) {
-    lines.push(
-      "",
-      "#### LLM decode: estimated against measured tokens/s",
-      "",
-      mdTable(
-        ["model", "quant", "estimated tok/s", "measured tok/s", "error", "second estimate (error)"],
-        validations.map((v) => {
-          const second = secondEstimateOf(v);
-          return [
-            v.model,
-            v.quant,
-            num(v.estimatedTokensPerSec),
-            num(v.measuredTokensPerSec),
-            percent(v.error),
-            second
-              ? `${num(second.tokensPerSec)} (${percent(second.error)}, ${second.label})`
-              : "—",
-          ];
-        }),
-      ),
-    );
-  }
-  return lines.join("\n");
+  if (validations.length === 0) return [];
+  return [
+    "",
+    "#### LLM decode: estimated against measured tokens/s",
+    "",
+    mdTable(
+      ["model", "quant", "estimated tok/s", "measured tok/s", "error", "second estimate (error)"],
+      validations.map((v) => {
+        const second = secondEstimateOf(v);
+        return [
+          v.model,
+          v.quant,
+          num(v.estimatedTokensPerSec),
+          num(v.measuredTokensPerSec),
+          percent(v.error),
+          second ? `${num(second.tokensPerSec)} (${percent(second.error)}, ${second.label})` : "—",
+        ];
+      }),
+    ),
+  ];
 }
