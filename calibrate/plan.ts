@@ -281,7 +281,9 @@ const MODES: Readonly<Record<Mode, ModeSettings>> = {
     llm: { repeats: 1, tokens: 8, kernelBudgetMs: 80 },
   },
   default: {
-    stopping: { budgetMs: 200, minSamples: 5 },
+    // 120 ms per measurement: a quiet window's median is within a few % by then, and the
+    // windows minutes apart disagree by more than that; the time buys grid points instead.
+    stopping: { budgetMs: 120, minSamples: 5 },
     searchStopping: { budgetMs: 60, minSamples: 3, targetRelCi: 0.05 },
     searchVariants: true,
     keepVariants: 1,
