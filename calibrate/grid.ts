@@ -181,6 +181,9 @@ function* gridSize(grid: GridState, size: number, only?: ReadonlySet<string>): S
       const key = seriesKey(backend, residency);
       if (only !== undefined && !only.has(key)) continue;
       if (grid.tooLong(backend, residency, size) || grid.settled.has(key)) continue;
+      // A transfer-bound series still climbs to its ceiling (its top anchors what is predicted
+      // beyond), but fills no gap: its time there is the transfers' the report measured.
+      if (only === undefined && grid.predicted.has(key)) continue;
       if (grid.has(key, size)) continue;
       const ranked = grid.chosen.get(backend);
       for (const v of runnable(op, backend, shape, dtype, ranked, state.plan.keepVariants)) {
@@ -222,6 +225,8 @@ class GridState {
   readonly confirmed = new Set<string>();
   /** Series (`backend|residency`) that need no more sizes: over the limits, or predicted. */
   readonly settled = new Set<string>();
+  /** Series predicted from the transfer figures: measured at their ceiling, not in the gaps. */
+  readonly predicted = new Set<string>();
   /** Sizes a gap fill has tried, measured or not. */
   readonly tried = new Set<number>();
 
@@ -286,10 +291,12 @@ class GridState {
     times.set(size, Math.min(times.get(size) ?? Infinity, ms));
   }
 
-  /** Series still measured: in play, not settled. */
-  active(): string[] {
+  /** Series still measured: in play, not settled (nor predicted, unless asked). */
+  active(withPredicted = false): string[] {
     return this.backends.filter((b) => !this.stopped.has(b)).flatMap((b) =>
-      residenciesFor(b).map((r) => seriesKey(b, r)).filter((k) => !this.settled.has(k))
+      residenciesFor(b).map((r) => seriesKey(b, r)).filter((k) =>
+        !this.settled.has(k) && (withPredicted || !this.predicted.has(k))
+      )
     );
   }
 
@@ -300,7 +307,7 @@ class GridState {
    */
   ceilings(): Map<number, Set<string>> {
     const out = new Map<number, Set<string>>();
-    for (const key of this.active()) {
+    for (const key of this.active(this.state.plan.mode !== "thorough")) {
       const times = this.seen.get(key);
       if (times === undefined) continue;
       const largest = Math.max(...times.keys());
@@ -383,8 +390,9 @@ function* confirmSlowness(grid: GridState, size: number): Steps {
  * Decide, then stop (budgeted modes). A CPU backend that loses by a margin its trend cannot close
  * is dominated: its decision is made, its fit has its points, it stops. A WebGPU end-to-end point
  * whose time is mostly transfers, and that the transfer figures plus the device-resident kernel
- * predicted within ±30 %, confirms the prediction: larger ones are predicted, not swept (they were
- * the giants of a full run, 160–180 ms of transfer per run).
+ * predicted within ±30 %, confirms the prediction: the sizes between it and its ceiling are predicted,
+ * not swept (they were the giants of a full run, 160–180 ms of transfer per run); the ceiling
+ * itself is measured, so nothing is extrapolated past what was seen.
  */
 function settle(grid: GridState, size: number): void {
   const { state, job: { op, dtype } } = grid;
@@ -398,14 +406,14 @@ function settle(grid: GridState, size: number): void {
   const e2eMs = grid.seen.get("webgpu|end-to-end")?.get(size);
   const residentMs = grid.seen.get("webgpu|device-resident")?.get(size);
   if (e2eMs === undefined || residentMs === undefined) return;
-  if (grid.settled.has("webgpu|end-to-end")) return;
+  if (grid.settled.has("webgpu|end-to-end") || grid.predicted.has("webgpu|end-to-end")) return;
   const p = transferPrediction(state.system, op, op.axis.shape(size), dtype, residentMs);
   if (!p || p.transferShare < TRANSFER_BOUND_SHARE) return;
   if (Math.abs(e2eMs / p.ms - 1) > TRANSFER_CONFIRM) return;
-  grid.settled.add("webgpu|end-to-end");
+  grid.predicted.add("webgpu|end-to-end");
   state.phase(
     `${op.name} ${dtype}: webgpu end-to-end is transfer-bound from ${size} (predicted ${
       p.ms.toPrecision(3)
-    } ms, measured ${e2eMs.toPrecision(3)} ms): larger sizes predicted, not swept`,
+    } ms, measured ${e2eMs.toPrecision(3)} ms): sizes below its ceiling predicted, not swept`,
   );
 }

@@ -172,6 +172,7 @@ Deno.test("a transfer-bound WebGPU end-to-end point is predicted, not swept", ()
     "stopped at a transfer-bound point",
   );
   assert.ok(phases.some((p) => /transfer-bound from \d+.*predicted, not swept/.test(p)));
+  assert.equal(last, plan.jobs[0]!.sizes.at(-1), "its ceiling is measured, not extrapolated to");
 });
 
 Deno.test("a planner measures a matmul job's off-axis shapes on every backend it swept and marks them", () => {
