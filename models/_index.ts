@@ -112,6 +112,21 @@ export interface Prediction {
   readonly shapeModel: ShapeModel | null;
   /** ln of the correction applied (0 without one). */
   readonly correction: number;
+  /**
+   * A variant with no fit of its own, predicted as a fitted variant of its backend times the
+   * ratio measured between them where both ran; null otherwise.
+   */
+  readonly viaVariant: VariantRatio | null;
+}
+
+/** How a variant without a fit was scaled from one with. */
+export interface VariantRatio {
+  /** The fitted variant predicted from. */
+  readonly from: string;
+  /** Geometric mean of (this variant's time / the fitted variant's prediction) where it ran. */
+  readonly ratio: number;
+  /** The sizes it ran at. */
+  readonly sizes: readonly number[];
 }
 
 const NONE: readonly MeasuredPoint[] = Object.freeze([]);
@@ -483,30 +498,79 @@ export function predictSeries(
         residuals: null,
         shapeModel: null,
         correction: 0,
+        viaVariant: null,
       };
     }
   }
   const v = chosen ?? tunedVariant(s, size) ?? fastestFitted(s, flops, bytes);
-  if (v !== null && v.fit !== null) {
-    const shapeModel = shape === null || onAxisShape(s, dims, size, shape) ? null : v.shapeModel;
-    const correction = shapeModel === null
-      ? 0
-      : correctionMean(shapeModel, shapeFeatures(dims, shape!));
-    const residuals = v.residuals;
-    return {
-      ms: compiledMs(v.model!, flops, bytes) *
-        (residuals === null ? 1 : correctionAt(residuals, bytes)) * Math.exp(correction),
-      variant: v.variant,
-      provenance: withinFit(v, flops, bytes) ? "fitted" : "extrapolated",
-      point: null,
-      fit: v.fit,
-      bracket: NONE,
-      residuals: v.residuals,
-      shapeModel,
-      correction,
-    };
+  if (v !== null && v.fit !== null) return fitted(s, v, dims, size, shape, flops, bytes);
+  if (v !== null) {
+    const scaled = scaledFromFitted(s, v, dims, size, shape, flops, bytes);
+    if (scaled !== null) return scaled;
   }
   return interpolate(v ?? largestSeries(s), size);
+}
+
+/** The fit of `v` at the shape, corrected by its residuals and its shape model. */
+function fitted(
+  s: BackendSeries,
+  v: VariantSeries,
+  dims: readonly string[],
+  size: number,
+  shape: Shape | null,
+  flops: number,
+  bytes: number,
+): Prediction {
+  const shapeModel = shape === null || onAxisShape(s, dims, size, shape) ? null : v.shapeModel;
+  const correction = shapeModel === null
+    ? 0
+    : correctionMean(shapeModel, shapeFeatures(dims, shape!));
+  const residuals = v.residuals;
+  return {
+    ms: compiledMs(v.model!, flops, bytes) *
+      (residuals === null ? 1 : correctionAt(residuals, bytes)) * Math.exp(correction),
+    variant: v.variant,
+    provenance: withinFit(v, flops, bytes) ? "fitted" : "extrapolated",
+    point: null,
+    fit: v.fit,
+    bracket: NONE,
+    residuals: v.residuals,
+    shapeModel,
+    correction,
+    viaVariant: null,
+  };
+}
+
+/**
+ * A variant without a fit (one the variant search tried at one or two sizes): the backend's
+ * tuned or fastest fitted variant at the shape, times the ratio between the two where this one
+ * ran. Its curve is assumed to run parallel to the fitted one's; the interval says so. Null
+ * when no fitted variant of the backend can be compared with it.
+ */
+function scaledFromFitted(
+  s: BackendSeries,
+  v: VariantSeries,
+  dims: readonly string[],
+  size: number,
+  shape: Shape | null,
+  flops: number,
+  bytes: number,
+): Prediction | null {
+  const ref = tunedVariant(s, size) ?? fastestFitted(s, flops, bytes);
+  if (ref === null || ref === v || v.points.length === 0) return null;
+  let sumLog = 0;
+  for (const p of v.points) {
+    sumLog += Math.log(p.ms / fitted(s, ref, dims, p.size, p.shape, p.flops, p.bytes).ms);
+  }
+  const ratio = Math.exp(sumLog / v.points.length);
+  if (!Number.isFinite(ratio) || ratio <= 0) return null;
+  const base = fitted(s, ref, dims, size, shape, flops, bytes);
+  return {
+    ...base,
+    ms: base.ms * ratio,
+    variant: v.variant,
+    viaVariant: { from: ref.variant, ratio, sizes: v.points.map((p) => p.size) },
+  };
 }
 
 /** Whether `shape` is its op's axis shape at `size` (the op comes from the series' table). */
@@ -569,6 +633,7 @@ function interpolate(v: VariantSeries | null, size: number): Prediction | null {
       residuals: null,
       shapeModel: null,
       correction: 0,
+      viaVariant: null,
     };
   }
   let i = 1;
@@ -588,6 +653,7 @@ function interpolate(v: VariantSeries | null, size: number): Prediction | null {
     residuals: null,
     shapeModel: null,
     correction: 0,
+    viaVariant: null,
   };
 }
 

@@ -223,9 +223,11 @@ function describe(
     // Beyond the measured range nothing was left out to calibrate against: the fit's held-out
     // error compounds once per doubling of work.
     const extrapolation = doublings * Math.log1p(axisError);
+    const via = p.viaVariant;
+    const variantHalf = via === null ? 0 : variantRatioHalfWidth(via.ratio);
     return {
       ...base,
-      interval: band(Math.hypot(Math.log1p(axisError), shapeHalf) + extrapolation),
+      interval: band(Math.hypot(Math.log1p(axisError), shapeHalf, variantHalf) + extrapolation),
       source: `cost model of ${what} fitted on ${f.points} sizes ${f.sizeRange[0]}–` +
         `${f.sizeRange[1]} ${table.op.axis.unit}` +
         (corrected ? ", corrected by its residuals between measured sizes" : "") +
@@ -238,7 +240,13 @@ function describe(
           `proportions (learned from ${model.n} measured shapes, spread ±${
             (100 * Math.expm1(shapeHalf)).toFixed(0)
           } %)`) +
-        (doublings > 0 ? `, ${doublings.toFixed(1)} doublings beyond it` : "") + driftNote,
+        (doublings > 0 ? `, ${doublings.toFixed(1)} doublings beyond it` : "") +
+        (via === null ? "" : `; variant ${p.variant} has no fit of its own: ${via.from}'s ` +
+          `×${via.ratio.toPrecision(3)}, its ratio where it ran (${via.sizes.join(", ")} ` +
+          `${table.op.axis.unit}), assumed to hold here (±${
+            (100 * Math.expm1(variantHalf)).toFixed(0)
+          } %)`) +
+        driftNote,
     };
   }
   const factor = UNVALIDATED_FACTOR;
@@ -250,6 +258,15 @@ function describe(
       `${table.op.axis.unit} (no fit; accuracy unvalidated, interval ×${factor} either way)` +
       driftNote,
   };
+}
+
+/**
+ * Half-width, in ln time, for carrying a variant's measured ratio to another shape: as far as
+ * the ratio is from 1 (two variants that ran alike at one size tend to run alike elsewhere; a
+ * tiling twice as slow at one size may be anything at another), and never under ±25 %.
+ */
+function variantRatioHalfWidth(ratio: number): number {
+  return Math.max(Math.abs(Math.log(ratio)), Math.log(1.25));
 }
 
 /** Doublings of `x` outside `[lo, hi]` (0 inside, or when the range is empty). */
