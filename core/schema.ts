@@ -817,8 +817,8 @@ export const GpucalInfoSchema: z.ZodType<GpucalInfo> = exactly<GpucalInfo>()(z.s
 }));
 
 /**
- * The calibration modes, shortest first: `quick`, `default` (a 5-minute time plan) and
- * `thorough`.
+ * A calibration mode: `quick` (under 45 s here), `default` (a 5-minute budget here, a complete
+ * report) or `thorough` (every size, budget and pass, about half an hour here).
  *
  * @example
  * ```ts
