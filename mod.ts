@@ -33,28 +33,45 @@
  */
 export * from "./kernels/types.ts";
 export { getOp, OPS } from "./kernels/catalog.ts";
-export { measure, measureMany, type MeasureOptions } from "./calibrate/measure.ts";
-export type * from "./core/result.ts";
-export type { CalibrateOptions, CalibrationResult } from "./calibrate/calibrate.ts";
-export { calibrate } from "./decode/hook.ts";
-export { fitCostModel } from "./calibrate/fit.ts";
-export { predictMs } from "./core/costmodel.ts";
-export { findCrossovers } from "./calibrate/crossover.ts";
-export { summarize } from "./core/stats.ts";
-export { openGpu } from "./calibrate/device.ts";
 export {
-  checkConsistency,
-  loadReport,
-  type LoadReportOptions,
-  parseReport,
-  type ParseReportOptions,
-  ReportError,
-} from "./reports/load.ts";
-export type { Crossover, Figure, Measurement, Report } from "./core/schema.ts";
-export * from "./models/mod.ts";
-export { estimateTokensPerSec } from "./models/llm/estimate.ts";
-export { planSharding } from "./models/llm/sharding.ts";
-export { getPreset, PRESETS } from "./models/llm/presets.ts";
-export { ratesFromReport } from "./models/llm/rates.ts";
-export { compareReports } from "./reports/compare.ts";
-export { borrowReport, nearestReport } from "./models/nearest.ts";
+  measure,
+  measureMany,
+  type MeasureOptions,
+  type RunnerSource,
+  type WindowSamples,
+} from "./calibrate/measure.ts";
+export type { BatchTiming, Prepared, Runner } from "./calibrate/runner.ts";
+export type * from "./core/result.ts";
+export type { CalibrateOptions, CalibrationResult, LlmValidator } from "./calibrate/calibrate.ts";
+export type { ProgressEvent } from "./calibrate/progress.ts";
+export type { LlmValidationPlan } from "./calibrate/plan.ts";
+export { calibrate } from "./decode/hook.ts";
+export { type CostPoint, fitCostModel, type FitMeta } from "./calibrate/fit.ts";
+export { predictMs } from "./core/costmodel.ts";
+export {
+  type BackendCurve,
+  type CrossoverInput,
+  type CurvePoint,
+  findCrossovers,
+} from "./calibrate/crossover.ts";
+export { type StoppingRule, summarize } from "./core/stats.ts";
+export {
+  type GpuEntry,
+  type GpuHandle,
+  type GpuInfo,
+  type GpuLimits,
+  type GpuLoss,
+  openGpu,
+  type OpenGpuOptions,
+} from "./calibrate/device.ts";
+export * from "./models/light.ts";
+export {
+  type CompareOptions,
+  compareReports,
+  type Comparison,
+  type ComparisonRow,
+  type Drift,
+} from "./reports/compare.ts";
+export type { Tie } from "./reports/near_tie.ts";
+export type { BackendShift, HostReference, PointChange } from "./reports/backend_shift.ts";
+export type { ChoiceCost } from "./reports/threshold_cost.ts";

@@ -6,7 +6,12 @@
  */
 import config from "../deno.json" with { type: "json" };
 import type { OpSpec } from "../kernels/types.ts";
-import { type Report, SCHEMA_VERSION, type SystemFigures } from "../core/schema.ts";
+import {
+  type CalibrationMode,
+  type Report,
+  SCHEMA_VERSION,
+  type SystemFigures,
+} from "../core/schema.ts";
 import type { Measurement } from "../core/schema.ts";
 import { allCrossovers, fitAll, peakRates, thresholdTable, tuningTable } from "./analyze.ts";
 import type { GpuInfo } from "./device.ts";
@@ -39,7 +44,7 @@ export interface RunContext {
   readonly slug: string;
   readonly quick: boolean;
   /** The calibration mode, when the run had one. */
-  readonly mode?: "quick" | "default" | "thorough";
+  readonly mode?: CalibrationMode;
   readonly budgetS: number | null;
   readonly command: readonly string[];
   readonly resumedFrom: string | null;

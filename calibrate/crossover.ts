@@ -30,7 +30,7 @@ import {
   type Residency,
   type Rng,
 } from "../kernels/types.ts";
-import type { CostFit, CostPoint } from "./fit.ts";
+import type { CostPoint } from "./fit.ts";
 import { median, quantile } from "../core/stats.ts";
 import {
   fitKind,
@@ -41,64 +41,12 @@ import {
   robustScale,
 } from "../core/costmodel.ts";
 import { logLogZero, normal, roundSignificant } from "../core/numeric.ts";
-import type { ProvenanceTag as Provenance } from "../core/schema.ts";
-
-// The report's tag under the name this module's figures have always used.
-export type { Provenance };
-
-/**
- * The backend pairs a crossover compares; `cpu` is the fastest of js, wasm and wasm-mt at each size.
- *
- * @example
- * ```ts
- * import type { CrossoverPair } from "./crossover.ts";
- * const p: CrossoverPair = "cpu→webgpu";
- * ```
- */
-export type CrossoverPair = "js→wasm" | "wasm→wasm-mt" | "cpu→webgpu";
-
-/**
- * The size at which one backend starts beating another (the report shape).
- *
- * @example
- * ```ts
- * import type { Crossover } from "./crossover.ts";
- * function known(c: Crossover) { return c.size !== null; }
- * ```
- */
-export interface Crossover {
-  op: string;
-  dtype: Dtype;
-  residency: Residency;
-  pair: CrossoverPair;
-  /** Faster below the crossover. */
-  from: Backend;
-  /** Faster above it. */
-  to: Backend;
-  /** The headline, op axis units: fit-based when the fits are good, raw otherwise; null when none in range. */
-  size: number | null;
-  /** Op axis unit. */
-  unit: string;
-  /** 95 % bootstrap interval of `size`. */
-  ci: [number, number] | null;
-  /**
-   * 95 % bootstrap interval of `size` when each backend's whole curve may also shift by its
-   * run-to-run drift ({@linkcode CrossoverInput.drift}); absent when no drift was given.
-   */
-  driftCi?: [number, number];
-  /** Share of the drift replicates (0–1) whose curves no longer cross in range; with `driftCi`. */
-  driftOutOfRange?: number;
-  /** Crossover of the two fitted curves. */
-  fromFit: number | null;
-  /** Crossover of the raw medians, log-log interpolated between bracketing sizes. */
-  fromRaw: number | null;
-  /** `measured` when bracketed by measured sizes, `extrapolated` outside them, `fitted` when only the fits give it. */
-  tag: Provenance;
-  /** Why `size` is null, or a note. */
-  reason: string | null;
-  /** Further crossovers when the curves cross more than once. */
-  others: number[];
-}
+import type {
+  CostFit,
+  Crossover,
+  CrossoverPair,
+  ProvenanceTag as Provenance,
+} from "../core/schema.ts";
 
 /**
  * One measured size of a backend: its work, median, and what the bootstrap may resample.
@@ -126,8 +74,11 @@ export interface CurvePoint extends CostPoint {
  * ```
  */
 export interface BackendCurve {
+  /** The backend measured. */
   readonly backend: Backend;
+  /** Its measured sizes, ascending. */
   readonly points: readonly CurvePoint[];
+  /** Its fitted cost model, or null when it has none. */
   readonly fit: CostFit | null;
 }
 
@@ -144,8 +95,11 @@ export interface BackendCurve {
  * ```
  */
 export interface CrossoverInput {
+  /** Op name from the catalog. */
   readonly op: string;
+  /** Element type. */
   readonly dtype: Dtype;
+  /** Where the data lived. */
   readonly residency: Residency;
   /** Op axis unit, e.g. `"elements"`. */
   readonly unit: string;
@@ -800,7 +754,8 @@ function driftInterval(
  * @throws {RangeError} when `tolerance` is not positive.
  * @example
  * ```ts
- * import { type Crossover, refineBrackets } from "./crossover.ts";
+ * import { refineBrackets } from "./crossover.ts";
+ * import type { Crossover } from "../core/schema.ts";
  * const c: Crossover = {
  *   op: "add", dtype: "f32", residency: "end-to-end", pair: "js→wasm", from: "js", to: "wasm",
  *   size: 3000, unit: "elements", ci: null, fromFit: 3000, fromRaw: 3000, tag: "measured",

@@ -7,9 +7,7 @@
  *
  * @module
  */
-
-/** Native graphics APIs wgpu can sit on. */
-export type GpuApi = "vulkan" | "gl" | "metal" | "dx12" | "unknown";
+import type { GpuApi } from "../core/schema.ts";
 
 /**
  * The adapter limits that bound gpucal's kernels and buffers.
@@ -21,13 +19,21 @@ export type GpuApi = "vulkan" | "gl" | "metal" | "dx12" | "unknown";
  * ```
  */
 export interface GpuLimits {
+  /** Largest buffer, bytes. */
   readonly maxBufferSize: number;
+  /** Largest storage buffer binding, bytes. */
   readonly maxStorageBufferBindingSize: number;
+  /** Most storage buffers one shader stage may bind. */
   readonly maxStorageBuffersPerShaderStage: number;
+  /** Most workgroups per dispatch dimension. */
   readonly maxComputeWorkgroupsPerDimension: number;
+  /** Most invocations in one workgroup. */
   readonly maxComputeInvocationsPerWorkgroup: number;
+  /** Largest workgroup size in x. */
   readonly maxComputeWorkgroupSizeX: number;
+  /** Largest workgroup size in y. */
   readonly maxComputeWorkgroupSizeY: number;
+  /** Most workgroup shared memory, bytes. */
   readonly maxComputeWorkgroupStorageSize: number;
 }
 
@@ -45,7 +51,9 @@ export interface GpuInfo {
   readonly description: string;
   /** PCI vendor id or name as the adapter reports it; often partly empty on Deno. */
   readonly vendor: string;
+  /** Architecture as the adapter reports it; often empty on Deno. */
   readonly architecture: string;
+  /** Device as the adapter reports it; often empty on Deno. */
   readonly device: string;
   /** The graphics API underneath wgpu. */
   readonly backend: GpuApi;
@@ -55,12 +63,15 @@ export interface GpuInfo {
   readonly backendEvidence: string;
   /** True for CPU rasterisers (llvmpipe, lavapipe, SwiftShader, WARP) and fallback adapters. */
   readonly software: boolean;
+  /** True when the adapter is the implementation's fallback adapter. */
   readonly isFallbackAdapter: boolean;
-  /** Subgroup sizes when the adapter reports them (Deno does). */
+  /** Smallest subgroup size, when the adapter reports it (Deno does). */
   readonly subgroupMinSize?: number;
+  /** Largest subgroup size, when the adapter reports it. */
   readonly subgroupMaxSize?: number;
   /** Every adapter feature, sorted. */
   readonly features: readonly string[];
+  /** The limits that bound gpucal's kernels. */
   readonly limits: GpuLimits;
 }
 
@@ -76,6 +87,7 @@ export interface GpuInfo {
 export interface GpuLoss {
   /** `"destroyed"` after `device.destroy()`, `"unknown"` for a driver reset or crash. */
   readonly reason: string;
+  /** The driver's message. */
   readonly message: string;
 }
 
@@ -93,8 +105,11 @@ export interface GpuLoss {
  * ```
  */
 export interface GpuHandle {
+  /** The WebGPU adapter. */
   readonly adapter: GPUAdapter;
+  /** The device opened on it. */
   readonly device: GPUDevice;
+  /** What the adapter is. */
   readonly info: GpuInfo;
   /** Resolves when the device is lost (destroyed included). */
   readonly lost: Promise<GpuLoss>;
@@ -106,6 +121,7 @@ export interface GpuHandle {
 
 /** The part of `navigator.gpu` {@linkcode openGpu} uses, so tests can pass a stand-in. */
 export interface GpuEntry {
+  /** Requests an adapter, or null when there is none. */
   requestAdapter(options?: GPURequestAdapterOptions): Promise<GPUAdapter | null>;
 }
 
@@ -121,6 +137,7 @@ export interface GpuEntry {
 export interface OpenGpuOptions {
   /** Where to get adapters; `navigator.gpu` when absent. Pass `null` to mean "no WebGPU". */
   readonly gpu?: GpuEntry | null;
+  /** Which adapter to ask for when there are several; the implementation's default when absent. */
   readonly powerPreference?: GPUPowerPreference;
   /** Told why there is no GPU; `console.warn` when absent. */
   readonly onUnavailable?: (reason: string) => void;

@@ -28,6 +28,7 @@ import {
   predictMs,
   SMOOTHMAX_P,
 } from "../core/costmodel.ts";
+import type { CostFit } from "../core/schema.ts";
 
 export { SMOOTHMAX_P };
 
@@ -64,44 +65,16 @@ export interface CostPoint {
  * ```
  */
 export interface FitMeta {
+  /** Op name from the catalog. */
   readonly op: string;
+  /** Element type. */
   readonly dtype: Dtype;
+  /** Backend the series ran on. */
   readonly backend: Backend;
+  /** Variant id of the series. */
   readonly variant: string;
+  /** Where the data lived. */
   readonly residency: Residency;
-}
-
-/**
- * A fitted cost model `t(work) = t0 + smoothmax(flops / F, bytes / B)` (the report shape).
- *
- * @example
- * ```ts
- * import type { CostFit } from "./fit.ts";
- * function launchMs(f: CostFit) { return f.t0Us / 1000; }
- * ```
- */
-export interface CostFit {
-  op: string;
-  dtype: Dtype;
-  backend: Backend;
-  variant: string;
-  residency: Residency;
-  /** Launch/fixed overhead, microseconds. */
-  t0Us: number;
-  /** Effective compute rate; null when no point is compute-bound enough to identify it. */
-  gflops: number | null;
-  /** Effective bandwidth; null likewise. */
-  gbps: number | null;
-  /** Number of sizes fitted. */
-  points: number;
-  /** Min and max size (op axis units) that were fitted. */
-  sizeRange: [number, number];
-  /** In-sample RMS of ln(predicted / measured). */
-  rmsLogError: number;
-  /** Leave-one-size-out cross-validated mean absolute percentage error (fraction); null with < 4 sizes. */
-  cvMape: number | null;
-  /** Worst leave-one-size-out relative error (fraction); null with < 4 sizes. */
-  cvMaxError: number | null;
 }
 
 /** Fewest distinct sizes for leave-one-size-out cross-validation to mean anything. */

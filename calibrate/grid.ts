@@ -303,7 +303,7 @@ class GridState {
   /**
    * Per size, the series whose next ceiling it is: the largest grid size above the series'
    * largest measured one that is predicted to fit the case-time cap, and, while the series' time
-   * is mostly fixed cost, within {@linkcode BLIND_STEP_WORK} of its work.
+   * is mostly fixed cost, within {@linkcode BLIND_STEP_WORK} of its work (or the next grid size).
    */
   ceilings(): Map<number, Set<string>> {
     const out = new Map<number, Set<string>>();
@@ -314,10 +314,14 @@ class GridState {
       const fixedMs = Math.min(...times.values());
       const scalable = times.get(largest)! >= 2 * fixedMs;
       const [backend, residency] = key.split("|") as [Backend, Residency];
-      const ceiling = this.job.sizes.filter((s) =>
-        s > largest && !this.tooLong(backend, residency, s) &&
-        (scalable || this.work(s) <= BLIND_STEP_WORK * this.work(largest))
-      ).at(-1);
+      const above = this.job.sizes.filter((s) =>
+        s > largest && !this.tooLong(backend, residency, s)
+      );
+      // Blind, it still takes the next grid size, however far that is.
+      const ceiling = scalable
+        ? above.at(-1)
+        : above.filter((s, i) => i === 0 || this.work(s) <= BLIND_STEP_WORK * this.work(largest))
+          .at(-1);
       if (ceiling === undefined) continue;
       out.set(ceiling, (out.get(ceiling) ?? new Set()).add(key));
     }

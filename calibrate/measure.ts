@@ -72,7 +72,9 @@ export interface MeasureOptions {
  * ```
  */
 export interface WindowSamples {
+  /** Wall-clock ms per run. */
   readonly wall: readonly number[];
+  /** GPU ms per run, or empty when a sample lacked timestamps. */
   readonly gpu: readonly number[];
 }
 

@@ -5,9 +5,9 @@
  * @module
  */
 import type { Backend, Dtype } from "../kernels/types.ts";
-import type { Report } from "../core/schema.ts";
+import type { CalibrationMode, Report } from "../core/schema.ts";
 import type { GpuHandle } from "./device.ts";
-import type { LlmValidationPlan, Mode } from "./plan.ts";
+import type { LlmValidationPlan } from "./plan.ts";
 import type { ProgressEvent } from "./progress.ts";
 import type { Runner } from "./runner.ts";
 
@@ -46,7 +46,7 @@ export interface CalibrateOptions {
    * size, budget and pass; about half an hour here). Default: `quick` when `quick` is set, else
    * `default`.
    */
-  readonly mode?: Mode;
+  readonly mode?: CalibrationMode;
   /** A short run: the same as `mode: "quick"`. */
   readonly quick?: boolean;
   /** Ops to calibrate (default: all in the catalog). */

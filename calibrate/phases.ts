@@ -165,12 +165,12 @@ function* retryUnsure(
     } repeated surer`,
   );
   for (const { old, r, window } of kept) {
-    const m = {
+    const m: Measurement = {
       ...r,
       size: old.size,
       seq: state.nextSeq(),
       ...(old.offAxis ? { offAxis: true as const } : {}),
-    } as Measurement;
+    };
     state.replace(old, m);
     if (window) state.windowsOf.set(measurementKey(m), [window]);
   }
@@ -373,12 +373,12 @@ function* addWindow(state: PlanState, atSize: readonly Measurement[]): Steps {
     if (!window || m.state !== "ok") return;
     const windows = [...state.windowsOf.get(key)!, window];
     state.windowsOf.set(key, windows);
-    const pooled = {
+    const pooled: Measurement = {
       ...pooledResult(m, windows),
       size: m.size,
       seq: m.seq,
       ...(m.offAxis ? { offAxis: true as const } : {}),
-    } as Measurement;
+    };
     state.replace(m, pooled);
     state.measured(pooled, ` (${windows.length} windows)`);
   });

@@ -5,7 +5,7 @@
  * @module
  */
 import { type Backend, type Dtype, implOf, type OpSpec } from "../kernels/types.ts";
-import type { Measurement } from "../core/schema.ts";
+import type { CalibrationMode, Measurement } from "../core/schema.ts";
 import type { StoppingRule } from "../core/stats.ts";
 import { geometricGrid, rateConverged } from "./sweep.ts";
 
@@ -97,8 +97,7 @@ export interface CalibrationPlan {
 }
 
 /**
- * A calibration mode: `quick` (under 45 s here), `default` (a 5-minute budget here, a complete
- * report) or `thorough` (every size, budget and pass, about half an hour here).
+ * A calibration mode ({@linkcode CalibrationMode}, whose report records it).
  *
  * @example
  * ```ts
@@ -106,7 +105,7 @@ export interface CalibrationPlan {
  * const m: Mode = "default";
  * ```
  */
-export type Mode = "quick" | "default" | "thorough";
+export type Mode = CalibrationMode;
 
 /**
  * How a budgeted run shares out its time. The planner gives each (op, dtype) job a slice of what
@@ -143,8 +142,11 @@ export interface TimePlan {
  * ```
  */
 export interface LlmValidationPlan {
+  /** Decodes per model × quant; the module's default when absent. */
   readonly repeats?: number;
+  /** Timed tokens per decode; the module's default when absent. */
   readonly tokens?: number;
+  /** Sampling budget of each kernel in each alongside window, ms; the module's default when absent. */
   readonly kernelBudgetMs?: number;
 }
 

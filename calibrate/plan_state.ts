@@ -230,7 +230,7 @@ export class PlanState {
       (outcome.results ?? []).forEach((result, i) => {
         if (outcome.aborted && result.state === "failed" && /Aborted/.test(result.error)) return;
         const shape = fresh[i]!.shape;
-        const m = {
+        const m: Measurement = {
           ...result,
           size: op.axis.size(shape),
           seq: this.nextSeq(),
@@ -238,7 +238,7 @@ export class PlanState {
           // and tuning keep to the axis, predictions learn proportions from it.
           ...(isOnAxis(op, shape) ? {} : { offAxis: true as const }),
         };
-        this.#record(m as Measurement, outcome.windows?.[i]);
+        this.#record(m, outcome.windows?.[i]);
       });
     }
     return requests.map((req) => this.done.get(requestKey(req)));

@@ -13,9 +13,7 @@
  * @module
  */
 import type { Dtype, OpSpec, Shape } from "../kernels/types.ts";
-
-/** The calibration modes, shortest first. */
-type Mode = "quick" | "default" | "thorough";
+import type { CalibrationMode } from "../core/schema.ts";
 
 const MATMUL_QUICK: readonly Shape[] = [
   { m: 1, k: 1024, n: 1024 },
@@ -86,7 +84,7 @@ const BY_OP: Readonly<Record<string, { quick: readonly Shape[]; full: readonly S
  * console.log(offAxisShapes(getOp("add"), "f32", "default")); // []
  * ```
  */
-export function offAxisShapes(op: OpSpec, _dtype: Dtype, mode: Mode): Shape[] {
+export function offAxisShapes(op: OpSpec, _dtype: Dtype, mode: CalibrationMode): Shape[] {
   const sets = BY_OP[op.name];
   if (sets === undefined) return [];
   return [...(mode === "quick" ? sets.quick : sets.full)];

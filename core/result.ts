@@ -64,11 +64,17 @@ export interface MeasureRequest {
 
 /** Fields every measurement result has. */
 export interface MeasureIdentity {
+  /** Op name from the catalog. */
   readonly op: string;
+  /** Shape in the op's dims. */
   readonly shape: Shape;
+  /** Element type. */
   readonly dtype: Dtype;
+  /** Backend it ran on. */
   readonly backend: Backend;
+  /** Variant id. */
   readonly variant: string;
+  /** Where the data lived. */
   readonly residency: Residency;
 }
 
@@ -82,6 +88,7 @@ export interface MeasureIdentity {
  * ```
  */
 export interface MeasureOk extends MeasureIdentity {
+  /** Verified and timed. */
   readonly state: "ok";
   /** Wall-clock time per run, ms. */
   readonly wall: SampleStats;
@@ -91,11 +98,13 @@ export interface MeasureOk extends MeasureIdentity {
   readonly compileMs: number;
   /** Max relative error seen at verification. */
   readonly maxRelError: number;
-  /** Work of one run. */
+  /** Floating-point operations of one run. */
   readonly flops: number;
+  /** Minimum bytes one run moves. */
   readonly bytes: number;
-  /** Derived rates from the wall median. */
+  /** Compute rate from the wall median, GFLOP/s. */
   readonly gflops: number;
+  /** Bandwidth from the wall median, GB/s. */
   readonly gbps: number;
   /** True when the confidence target was not reached within the budget. */
   readonly noisy: boolean;
@@ -111,7 +120,9 @@ export interface MeasureOk extends MeasureIdentity {
  * ```
  */
 export interface MeasureFailed extends MeasureIdentity {
+  /** Gave a wrong answer or crashed. */
   readonly state: "failed";
+  /** Why it failed. */
   readonly error: string;
   /** Max relative error, when verification ran. */
   readonly maxRelError?: number;
@@ -127,7 +138,9 @@ export interface MeasureFailed extends MeasureIdentity {
  * ```
  */
 export interface MeasureUnsupported extends MeasureIdentity {
+  /** Cannot run here. */
   readonly state: "unsupported";
+  /** Why it cannot run here. */
   readonly reason: string;
 }
 

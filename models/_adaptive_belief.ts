@@ -21,6 +21,7 @@
  */
 import type { Backend } from "../kernels/types.ts";
 import type { ProvenanceTag } from "../core/schema.ts";
+import { median } from "../core/stats.ts";
 
 /** Noise sd of ln(observed ms) assumed before two observations say otherwise (±25 %). */
 export const NOISE_PRIOR_SD = 0.25;
@@ -328,10 +329,7 @@ export class BucketBelief {
   #jump(i: number): number {
     const arm = this.arms[i]!;
     if (arm.recent.length < (CHANGE_WINDOW + 1) / 2) return 0;
-    const sorted = [...arm.recent].sort((a, b) => a - b);
-    const mid = sorted.length >> 1;
-    const median = sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-    const jump = median - this.mean(i);
+    const jump = median(arm.recent) - this.mean(i);
     return Math.abs(jump) > CHANGE_SDS * Math.sqrt(this.variance(i) + arm.noise) ? jump : 0;
   }
 

@@ -100,6 +100,7 @@ const Z90 = 1.645;
  * ```
  */
 export interface AdaptiveKey {
+  /** Op name; a catalog op or any other name. */
   readonly op: string;
   /** The shape; catalog ops give their size (and report priors) from it. */
   readonly shape?: Shape;
@@ -156,6 +157,7 @@ export interface AdaptiveOptions {
  * ```
  */
 export interface AdaptiveChoice {
+  /** The backend chosen. */
   readonly backend: Backend;
   /** True when this is an exploration, not the current best estimate. */
   readonly explored: boolean;
@@ -173,6 +175,7 @@ export interface AdaptiveChoice {
  * ```
  */
 export interface ArmEstimate {
+  /** The backend. */
   readonly backend: Backend;
   /** Current estimate (the posterior median), ms; null when nothing is known. */
   readonly ms: number | null;
@@ -186,6 +189,7 @@ export interface ArmEstimate {
   readonly changes: number;
   /** The report's prediction the estimate started from, ms; null without one. */
   readonly priorMs: number | null;
+  /** Provenance of `priorMs`; null without one. */
   readonly priorProvenance: ProvenanceTag | null;
 }
 
@@ -201,10 +205,13 @@ export interface ArmEstimate {
 export interface BucketEstimates {
   /** ⌊log2 size⌋. */
   readonly bucket: number;
+  /** Choices made in the bucket. */
   readonly choices: number;
+  /** How many of them were explorations. */
   readonly explorations: number;
-  /** Time recorded, ms, and the part of it recorded for explorations. */
+  /** Time recorded, ms. */
   readonly spentMs: number;
+  /** The part of it recorded for explorations, ms. */
   readonly exploredMs: number;
   /** Changes of level detected in the bucket (each widened every backend's belief). */
   readonly changes: number;
@@ -300,6 +307,8 @@ export class AdaptiveSelector {
   readonly #account = { spentMs: 0, exploredMs: 0, reservedMs: 0, headroomMs: 0 };
 
   /**
+   * Creates a selector whose priors are the report's predictions.
+   *
    * @param report The report whose predictions are the priors, or null to learn from scratch.
    * @param options Forgetting, exploration budget, memory and seed.
    * @throws {RangeError} when an option is out of range.

@@ -19,10 +19,92 @@
  * @module
  */
 export * from "./mod.ts";
-export { loadReport, parseReport } from "../reports/load.ts";
-export type { Figure, Measurement, Report } from "../core/schema.ts";
-export { estimateTokensPerSec } from "./llm/estimate.ts";
-export { planSharding } from "./llm/sharding.ts";
-export { getPreset, PRESETS } from "./llm/presets.ts";
-export { ratesFromReport } from "./llm/rates.ts";
-export { borrowReport, nearestReport } from "./nearest.ts";
+export {
+  type Backend,
+  BACKENDS,
+  type Complexity,
+  type Dtype,
+  DTYPES,
+  type Residency,
+  type Shape,
+  type Variant,
+} from "../kernels/types.ts";
+export type * from "../core/result.ts";
+export {
+  checkConsistency,
+  loadReport,
+  type LoadReportOptions,
+  parseReport,
+  type ParseReportOptions,
+} from "../reports/load.ts";
+export { ReportError, type ReportErrorKind, type ReportIssue } from "../reports/error.ts";
+export {
+  type AdapterInfo,
+  type CalibrationMode,
+  type CostFit,
+  type Crossover,
+  type CrossoverPair,
+  type Figure,
+  type GpuApi,
+  type GpucalInfo,
+  type Interval,
+  type JsonValue,
+  type LlmSection,
+  type LlmValidation,
+  type MachineInfo,
+  type Measurement,
+  type MeasurementPlace,
+  type ProvenanceTag,
+  type RepeatabilityGroup,
+  type RepeatabilityInfo,
+  type Report,
+  type ReportProvenance,
+  SCHEMA_VERSION,
+  type StabilityInfo,
+  type StabilityProbe,
+  type StopReason,
+  type SystemFigures,
+  type Threshold,
+  type TimedVariant,
+  type Tuning,
+} from "../core/schema.ts";
+export {
+  type DecodeBreakdown,
+  type DeviceMemory,
+  type DeviceRates,
+  type EstimateOptions,
+  estimateTokensPerSec,
+  type KernelEstimate,
+  type KernelTime,
+  type KernelTimeModel,
+  type KernelTimeRequest,
+  type PrefillBreakdown,
+  type RateFigure,
+  type TokensPerSecEstimate,
+} from "./llm/estimate.ts";
+export {
+  planSharding,
+  type ShardingCandidate,
+  type ShardingOptions,
+  type ShardingPlan,
+} from "./llm/sharding.ts";
+export type { ParallelPlan, Strategy } from "./llm/shards.ts";
+export type { Interconnect } from "./llm/comm.ts";
+export {
+  type FitCheck,
+  KV_DTYPES,
+  type KvDtype,
+  type MemoryBreakdown,
+  type Quant,
+  QUANTS,
+} from "./llm/memory.ts";
+export type { KernelWork } from "./llm/decode_kernels.ts";
+export { getPreset, type ModelSpec, PRESETS } from "./llm/presets.ts";
+export { ratesFromReport, type RatesOptions, type ReportRates } from "./llm/rates.ts";
+export {
+  borrowReport,
+  type MachineDescription,
+  type NearestReport,
+  nearestReport,
+} from "./nearest.ts";
+export type { IndexEntry, ReportIndex } from "../reports/index.ts";

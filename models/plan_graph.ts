@@ -41,7 +41,9 @@ import { indexReport, outputElements, predictSeries } from "./_index.ts";
  * ```
  */
 export interface GraphOp {
+  /** Catalog op. */
   readonly op: string;
+  /** Shape in the op's dims. */
   readonly shape: Shape;
   /** `f32` when absent. */
   readonly dtype?: Dtype;
@@ -81,10 +83,15 @@ export interface PlanOptions {
  * ```
  */
 export interface PlanStep {
+  /** Catalog op. */
   readonly op: string;
+  /** Shape in the op's dims. */
   readonly shape: Shape;
+  /** Element type. */
   readonly dtype: Dtype;
+  /** Backend chosen. */
   readonly backend: Backend;
+  /** Variant predicted. */
   readonly variant: string;
   /**
    * `device-resident` when the op runs on the GPU with its data kept there; `end-to-end` for CPU
@@ -95,9 +102,13 @@ export interface PlanStep {
   readonly kernelMs: number;
   /** Transfers and synchronisations charged to this step (before it, and after the last op). */
   readonly transferMs: number;
+  /** Host → device copies charged to the step. */
   readonly uploads: number;
+  /** Device → host copies charged to the step. */
   readonly readbacks: number;
+  /** Waits for the GPU queue charged to the step. */
   readonly syncs: number;
+  /** Weakest provenance of the step's figures. */
   readonly provenance: ProvenanceTag;
 }
 
@@ -111,10 +122,13 @@ export interface PlanStep {
  * ```
  */
 export interface GraphPlan {
+  /** One step per op, in chain order. */
   readonly steps: readonly PlanStep[];
   /** Predicted time of the whole chain, ms. */
   readonly totalMs: number;
+  /** Kernel time of every step, ms. */
   readonly kernelMs: number;
+  /** Transfer and synchronisation time of every step, ms. */
   readonly transferMs: number;
   /** Host → device copies. */
   readonly uploads: number;
@@ -122,7 +136,9 @@ export interface GraphPlan {
   readonly readbacks: number;
   /** Waits for the GPU queue. */
   readonly syncs: number;
+  /** Bytes copied host → device. */
   readonly uploadBytes: number;
+  /** Bytes copied device → host. */
   readonly readbackBytes: number;
   /** Why some options were not considered (no adapter, no transfer figures...). */
   readonly notes: readonly string[];

@@ -53,9 +53,13 @@ const UNVALIDATED_FACTOR = 2;
  * ```
  */
 export interface PredictRequest {
+  /** Catalog op. */
   readonly op: string;
+  /** Shape in the op's dims. */
   readonly shape: Shape;
+  /** Element type. */
   readonly dtype: Dtype;
+  /** Backend to predict. */
   readonly backend: Backend;
   /** A variant id; the one tuned for this size (or the fastest fitted) when absent. */
   readonly variant?: string;
@@ -86,6 +90,7 @@ export interface TimePrediction {
   readonly interval: readonly [number, number];
   /** The probability the interval is stated for. */
   readonly level: number;
+  /** How the time was obtained. */
   readonly provenance: ProvenanceTag;
   /** The variant predicted. */
   readonly variant: string;
@@ -317,8 +322,11 @@ export function variantParams(id: string): Variant {
  * ```
  */
 export interface TuningRequest {
+  /** Catalog op. */
   readonly op: string;
+  /** Shape in the op's dims. */
   readonly shape: Shape;
+  /** Element type. */
   readonly dtype: Dtype;
   /** The backend to tune; the fastest predicted when absent. */
   readonly backend?: Backend;
@@ -336,8 +344,11 @@ export interface TuningRequest {
  * ```
  */
 export interface VariantChoice {
+  /** Variant id. */
   readonly variant: string;
+  /** Its parameters. */
   readonly params: Variant;
+  /** Its predicted time, ms. */
   readonly predictedMs: number;
 }
 
@@ -351,10 +362,13 @@ export interface VariantChoice {
  * ```
  */
 export interface TuningRecommendation extends VariantChoice {
+  /** The backend tuned. */
   readonly backend: Backend;
+  /** The second best variant, or null when there is one only. */
   readonly runnerUp: VariantChoice | null;
   /** `measured` inside a tuning bucket or at a measured shape, else how the times were obtained. */
   readonly provenance: ProvenanceTag;
+  /** What the recommendation was derived from, for people. */
   readonly source: string;
 }
 

@@ -135,7 +135,9 @@ export interface SeedOptions {
  * ```
  */
 export interface SelectionStats {
+  /** The backend chosen. */
   readonly backend: Backend;
+  /** The complexity level the problem was taken as. */
   readonly complexity: Complexity;
   /** Elements as given. */
   readonly elements: number;
@@ -145,6 +147,7 @@ export interface SelectionStats {
   readonly size: number;
   /** Predicted speedup of the choice over scalar `js`; null without `js`. */
   readonly estimatedSpeedup: number | null;
+  /** Predicted time per backend considered, ms. */
   readonly predictedMs: Readonly<Partial<Record<Backend, number>>>;
   /** The report's threshold row used, or null when the report has none for this level. */
   readonly thresholds: {
@@ -152,7 +155,9 @@ export interface SelectionStats {
     readonly gpuAbove: Figure;
     readonly unit: string;
   } | null;
+  /** Where the deciding figures came from. */
   readonly provenance: ProvenanceTag;
+  /** Why this backend, for people. */
   readonly reason: string;
 }
 

@@ -8,7 +8,13 @@
  */
 import { predictMs } from "../core/costmodel.ts";
 import { OPS } from "../kernels/catalog.ts";
-import type { Backend, Dtype, OpSpec, Residency } from "../kernels/types.ts";
+import {
+  type Backend,
+  CPU_BACKENDS,
+  type Dtype,
+  type OpSpec,
+  type Residency,
+} from "../kernels/types.ts";
 import type { ReportIssue } from "./error.ts";
 import type { CostFit, Crossover, Measurement, Report, Threshold } from "../core/schema.ts";
 
@@ -38,7 +44,7 @@ type TimeTable = ReadonlyMap<string, ReadonlyMap<number, Time>>;
 type Side = Backend | "cpu" | "simd";
 
 const SIDES: Readonly<Record<"cpu" | "simd", readonly Backend[]>> = {
-  cpu: ["js", "wasm", "wasm-mt"],
+  cpu: CPU_BACKENDS,
   simd: ["wasm", "wasm-mt"],
 };
 

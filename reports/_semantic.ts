@@ -8,7 +8,13 @@
  * @module
  */
 import { OPS } from "../kernels/catalog.ts";
-import { formatShape, type OpSpec, type Shape } from "../kernels/types.ts";
+import {
+  type Backend,
+  CPU_BACKENDS,
+  formatShape,
+  type OpSpec,
+  type Shape,
+} from "../kernels/types.ts";
 import { formatPath } from "./_issues.ts";
 import type { ReportIssue } from "./error.ts";
 import type { Figure, Report, StabilityInfo } from "../core/schema.ts";
@@ -197,7 +203,7 @@ function checkFits(report: Report, found: Findings): void {
   });
 }
 
-const CPU = new Set(["js", "wasm", "wasm-mt"]);
+const CPU: ReadonlySet<Backend> = new Set(CPU_BACKENDS);
 
 function checkCrossovers(report: Report, found: Findings): void {
   report.crossovers.forEach((c, i) => {

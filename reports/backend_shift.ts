@@ -82,8 +82,11 @@ export interface HostReference {
 export interface PointChange {
   /** What was measured, e.g. `"matmul f32 device-resident at 111"` (the backend is implied). */
   readonly key: string;
+  /** Catalog op. */
   readonly op: string;
+  /** The backend. */
   readonly backend: Backend;
+  /** Size on the op's axis. */
   readonly size: number;
   /** Median ms per run in the baseline (best variant at this size). */
   readonly baselineMs: number;
@@ -107,6 +110,7 @@ export interface PointChange {
  * ```
  */
 export interface BackendShift {
+  /** The backend. */
   readonly backend: Backend;
   /** Every point pooled, in the baseline's order, with the reference each was judged against. */
   readonly points: readonly PointChange[];

@@ -36,7 +36,7 @@ import {
 } from "./backend_shift.ts";
 import { type RunScope, runScope, seriesCoverage, skipReason } from "./coverage.ts";
 import { nearTie, type Tie } from "./near_tie.ts";
-import type { CostFit, Crossover, Figure, Report } from "../core/schema.ts";
+import type { CostFit, Crossover, Figure, Interval, Report } from "../core/schema.ts";
 import { type ChoiceCost, thresholdChoiceCost } from "./threshold_cost.ts";
 
 /** Default relative tolerance: a figure must move more than 10 % to count. */
@@ -44,17 +44,6 @@ export const DEFAULT_TOLERANCE = 0.10;
 
 /** z for a two-sided 95 % interval, to turn a fit's log-space residual into an interval. */
 const Z95 = 1.96;
-
-/**
- * A 95 % interval `[low, high]`.
- *
- * @example
- * ```ts
- * import type { Interval } from "./compare.ts";
- * const ci: Interval = [90, 110];
- * ```
- */
-export type Interval = readonly [number, number];
 
 /**
  * One compared figure.
@@ -165,7 +154,9 @@ export interface CompareOptions {
  * ```
  */
 export interface Drift {
+  /** The backend. */
   readonly backend: Backend;
+  /** Sd of ln time of its probe; 0.1 is about 10 %. */
   readonly sigma: number;
 }
 

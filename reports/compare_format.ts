@@ -6,7 +6,8 @@
  */
 import { textTable } from "../core/format.ts";
 import type { BackendShift } from "./backend_shift.ts";
-import type { Comparison, ComparisonRow, Interval } from "./compare.ts";
+import type { Interval } from "../core/schema.ts";
+import type { Comparison, ComparisonRow } from "./compare.ts";
 import type { Tie } from "./near_tie.ts";
 
 /**

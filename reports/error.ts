@@ -64,6 +64,8 @@ export class ReportError extends TypeError {
   readonly issues: readonly ReportIssue[];
 
   /**
+   * Creates a report error.
+   *
    * @param kind What went wrong.
    * @param message The full message for people.
    * @param issues Schema violations, when `kind` is `invalid`.

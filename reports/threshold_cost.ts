@@ -11,7 +11,7 @@
  * @module
  */
 import { bestPerSize } from "../calibrate/analyze.ts";
-import type { Backend } from "../kernels/types.ts";
+import { type Backend, CPU_BACKENDS } from "../kernels/types.ts";
 import type { Crossover, Report } from "../core/schema.ts";
 
 /**
@@ -55,15 +55,13 @@ export type PointNoise = (backend: Backend, size: number) => number;
 /** z of the 95 % test a cost must pass against the runs' noise. */
 const Z95 = 1.96;
 
-const CPU: readonly Backend[] = ["js", "wasm", "wasm-mt"];
-
 /**
  * The two sides of a pair as its name orders them (`wasm→wasm-mt`: wasm, then wasm-mt); the CPU
  * side of `cpu→webgpu` is the fastest CPU backend. A report's `from` and `to` may be either way
  * round (a backend can win below a crossover, the other above), so choices are named by side.
  */
 function sides(c: Crossover): readonly [readonly Backend[], readonly Backend[]] {
-  if (c.pair === "cpu→webgpu") return [CPU, ["webgpu"]];
+  if (c.pair === "cpu→webgpu") return [CPU_BACKENDS, ["webgpu"]];
   const [first, second] = c.pair.split("→") as [Backend, Backend];
   return [[first], [second]];
 }

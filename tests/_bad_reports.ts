@@ -80,8 +80,9 @@ export const BAD_REPORTS: readonly BadReport[] = [
   {
     name: "a zero median",
     edit: (r) => {
-      const m = r.measurements[okRow(r, "add", "wasm")]!;
-      if (m.state === "ok") m.wall.median = 0;
+      const i = okRow(r, "add", "wasm");
+      const m = r.measurements[i]!;
+      if (m.state === "ok") r.measurements[i] = { ...m, wall: { ...m.wall, median: 0 } };
     },
     outcome: "error",
     path: /^measurements\[\d+\]\.wall\.median$/,
@@ -233,8 +234,9 @@ export const BAD_REPORTS: readonly BadReport[] = [
   {
     name: '"constructor" as a matmul dimension',
     edit: (r) => {
-      const m = r.measurements[okRow(r, "matmul", "wasm")]!;
-      m.shape = { ...m.shape, constructor: 7 };
+      const i = okRow(r, "matmul", "wasm");
+      const m = r.measurements[i]!;
+      r.measurements[i] = { ...m, shape: { ...m.shape, constructor: 7 } };
     },
     outcome: "error",
     path: /^measurements\[\d+\]\.shape\.constructor$/,
@@ -242,9 +244,10 @@ export const BAD_REPORTS: readonly BadReport[] = [
   {
     name: "a matmul shape without k",
     edit: (r) => {
-      const m = r.measurements[okRow(r, "matmul", "wasm")]!;
+      const i = okRow(r, "matmul", "wasm");
+      const m = r.measurements[i]!;
       const { m: rows, n } = m.shape;
-      m.shape = { m: rows!, n: n! };
+      r.measurements[i] = { ...m, shape: { m: rows!, n: n! } };
     },
     outcome: "error",
     path: /^measurements\[\d+\]\.shape$/,

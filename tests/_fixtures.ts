@@ -9,7 +9,14 @@
  *
  * @module
  */
-import type { Backend, Complexity, Dtype, Residency, Shape } from "../kernels/types.ts";
+import {
+  type Backend,
+  type Complexity,
+  CPU_BACKENDS,
+  type Dtype,
+  type Residency,
+  type Shape,
+} from "../kernels/types.ts";
 import type {
   CostFit,
   Crossover,
@@ -120,8 +127,6 @@ const SYNTHETIC_OPS: readonly SyntheticOp[] = [
     };
   }),
 ];
-
-const CPU_BACKENDS = ["js", "wasm", "wasm-mt"] as const;
 
 function findOp(op: string, dtype: Dtype): SyntheticOp {
   const spec = SYNTHETIC_OPS.find((s) => s.op === op && s.dtype === dtype);

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { normal } from "../core/numeric.ts";
-import { type BackendCurve, type Crossover, findCrossovers } from "../calibrate/crossover.ts";
+import { type BackendCurve, findCrossovers } from "../calibrate/crossover.ts";
 import { fitCostModel } from "../calibrate/fit.ts";
 import {
   driftSigma,
@@ -12,7 +12,7 @@ import { geometricGrid } from "../calibrate/sweep.ts";
 import { seededRng } from "../kernels/_random.ts";
 import type { Backend } from "../kernels/types.ts";
 import { compareReports } from "../reports/compare.ts";
-import { CrossoverSchema, type Report, ReportSchema } from "../core/schema.ts";
+import { type Crossover, CrossoverSchema, type Report, ReportSchema } from "../core/schema.ts";
 import { syntheticReport } from "./_fixtures.ts";
 import { MATMUL_WASM, movedGpuCrossover, slowedSeries } from "./_report_variants.ts";
 import { addWork, synthesize, type Truth } from "./_synthetic_curves.ts";

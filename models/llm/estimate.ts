@@ -60,14 +60,14 @@ import {
   shardSlices,
   type Strategy,
 } from "./shards.ts";
-import type { ProvenanceTag as Provenance } from "../../core/schema.ts";
+import type { Figure, ProvenanceTag as Provenance } from "../../core/schema.ts";
 
 export { KERNELS_PER_LAYER, MODEL_KERNELS };
 
 const PROVENANCE_ORDER: readonly Provenance[] = ["measured", "fitted", "extrapolated", "borrowed"];
 
 /**
- * A rate with its provenance: the same shape as a report's `Figure`, so report figures pass
+ * A rate with its provenance: a report's {@linkcode Figure}, read-only, so report figures pass
  * straight in.
  *
  * @example
@@ -76,15 +76,7 @@ const PROVENANCE_ORDER: readonly Provenance[] = ["measured", "fitted", "extrapol
  * const f: RateFigure = { value: 9.5, unit: "GB/s", tag: "measured", source: "gemv q4 webgpu k=4096" };
  * ```
  */
-export interface RateFigure {
-  /** null when it could not be obtained; then `reason` says why. */
-  readonly value: number | null;
-  readonly unit: string;
-  readonly tag: Provenance;
-  readonly ci?: readonly [number, number];
-  readonly source?: string;
-  readonly reason?: string;
-}
+export type RateFigure = Readonly<Figure>;
 
 /**
  * What one device was measured to do, the estimates' only input about hardware.
@@ -141,6 +133,7 @@ export interface DeviceRates {
  * ```
  */
 export interface KernelTimeRequest {
+  /** Catalog op. */
   readonly op: string;
   /**
    * The kernel's own shape. Predictions learn how a shape's proportions change its time from the
@@ -148,6 +141,7 @@ export interface KernelTimeRequest {
    * is priced as itself, not as the square of equal area.
    */
   readonly shape: Shape;
+  /** Element type of the operand that sets it. */
   readonly dtype: Dtype;
 }
 
@@ -167,9 +161,11 @@ export interface KernelTime {
   readonly ms: number;
   /** Where the true time should lie. */
   readonly interval: readonly [number, number];
+  /** Where the time came from. */
   readonly tag: Provenance;
   /** The kernel variant predicted (the one a decode should run). */
   readonly variant: string;
+  /** How it was obtained, for people. */
   readonly source: string;
   /**
    * True when `ms` is GPU time alone (timestamps), without the host's recording of the launch,
@@ -206,9 +202,11 @@ export interface KernelEstimate {
   readonly name: string;
   /** Launches per step on the device (layers × 1 for a layer kernel). */
   readonly launches: number;
-  /** The catalog op, shape and dtype it was predicted as. */
+  /** The catalog op it was predicted as. */
   readonly op: string;
+  /** Shape it was predicted at. */
   readonly shape: Shape;
+  /** Dtype it was predicted at. */
   readonly dtype: Dtype;
   /** Why another op stands in; null when the kernel is the op. */
   readonly standIn: string | null;
@@ -216,8 +214,11 @@ export interface KernelEstimate {
   readonly reads: KernelWork["reads"];
   /** Predicted milliseconds per launch. */
   readonly ms: number;
+  /** Where the time came from. */
   readonly tag: Provenance;
+  /** The variant predicted. */
   readonly variant: string;
+  /** How it was obtained, for people. */
   readonly source: string;
 }
 
@@ -306,8 +307,11 @@ export interface DecodeBreakdown {
    * launches × `encodePerDispatchUs`. Zero where every time is wall-clock (it holds the recording).
    */
   readonly encodeMs: number;
+  /** Submit-and-wait synchronisation per step. */
   readonly syncMs: number;
+  /** Communication between devices per step. */
   readonly commMs: number;
+  /** The whole step. */
   readonly totalMs: number;
   /** Whether the weight pass was set by the projections (bandwidth) or the matmul floor. */
   readonly bound: "bandwidth" | "compute";
@@ -323,11 +327,17 @@ export interface DecodeBreakdown {
  * ```
  */
 export interface PrefillBreakdown {
+  /** 2 × streamed params × prompt tokens × batch at the matmul rate. */
   readonly matmulMs: number;
+  /** Causal attention over the prompt at the matmul rate. */
   readonly attentionMs: number;
+  /** Kernels × the per-dispatch cost. */
   readonly dispatchMs: number;
+  /** The one synchronisation of the pass. */
   readonly syncMs: number;
+  /** Communication between devices. */
   readonly commMs: number;
+  /** The whole pass. */
   readonly totalMs: number;
 }
 
@@ -337,11 +347,15 @@ export interface PrefillBreakdown {
  * @example
  * ```ts
  * import type { DeviceMemory } from "./estimate.ts";
+ * const spare = (m: DeviceMemory) => m.fit.headroomBytes;
  * ```
  */
 export interface DeviceMemory {
+  /** Device name. */
   readonly device: string;
+  /** What the device holds, by part. */
   readonly breakdown: MemoryBreakdown;
+  /** Whether it fits the device's memory. */
   readonly fit: FitCheck;
 }
 
@@ -355,14 +369,21 @@ export interface DeviceMemory {
  * ```
  */
 export interface TokensPerSecEstimate {
+  /** Model name. */
   readonly model: string;
+  /** Weight quantisation. */
   readonly quant: Quant;
+  /** KV cache dtype. */
   readonly kvDtype: KvDtype;
+  /** How the model is split over devices. */
   readonly strategy: Strategy;
   /** Device names in plan order. */
   readonly devices: readonly string[];
+  /** KV cache length, tokens. */
   readonly context: number;
+  /** Sequences decoded together. */
   readonly batch: number;
+  /** Prompt length, tokens. */
   readonly promptTokens: number;
   /** Prompt tokens × batch per second of prefill. */
   readonly prefillTokensPerSec: number;

@@ -305,10 +305,15 @@ export interface MemoryOptions {
  * ```
  */
 export interface MemoryBreakdown {
+  /** Model name. */
   readonly model: string;
+  /** Weight quantisation. */
   readonly quant: Quant;
+  /** KV cache dtype. */
   readonly kvDtype: KvDtype;
+  /** KV cache length, tokens. */
   readonly context: number;
+  /** Sequences decoded together. */
   readonly batch: number;
   /** Parameters held. */
   readonly params: number;
@@ -412,8 +417,11 @@ export function formatBytes(bytes: number): string {
  * ```
  */
 export interface FitCheck {
+  /** True when the breakdown fits the device. */
   readonly fits: boolean;
+  /** Memory the device can give the model, bytes. */
   readonly deviceBytes: number;
+  /** Memory the breakdown needs, bytes. */
   readonly totalBytes: number;
   /** deviceBytes − totalBytes: negative when it does not fit. */
   readonly headroomBytes: number;

@@ -64,6 +64,7 @@ export interface ShardingOptions {
  * ```
  */
 export interface ShardingCandidate {
+  /** How the model is split. */
   readonly strategy: Strategy;
   /** Device names, in plan order. */
   readonly devices: readonly string[];
@@ -93,7 +94,9 @@ export interface ShardingCandidate {
  * ```
  */
 export interface ShardingPlan {
+  /** Model name. */
   readonly model: string;
+  /** Weight quantisation. */
   readonly quant: Quant;
   /** Memory of the whole model on one device. */
   readonly memory: MemoryBreakdown;
