@@ -142,7 +142,31 @@ export function predictTime(report: Report, request: PredictRequest): TimePredic
           `measurement to predict from`,
     );
   }
-  return describe(table, s, p, shape, flops, bytes, report.stability?.driftSigma[s.backend] ?? 0);
+  return describe(table, s, p, shape, flops, bytes, driftOf(report, request, p.ms));
+}
+
+/**
+ * The run-to-run drift (σ of ln time) a prediction carries. The report probes WebGPU on the
+ * device, where lavapipe's speed moves by 2×; an end-to-end run is mostly synchronisation and
+ * host copies, which move with the host (the wasm probe): each drift is weighted by its share of
+ * the end-to-end time, the device's share read from the device-resident prediction of the same
+ * shape. (Applied whole, the device's σ of 0.38 made every end-to-end interval ×3.5 wide.)
+ */
+function driftOf(report: Report, request: PredictRequest, ms: number): number {
+  const sigma = report.stability?.driftSigma;
+  if (sigma === undefined) return 0;
+  const own = sigma[request.backend] ?? 0;
+  if (request.backend !== "webgpu" || (request.residency ?? "end-to-end") !== "end-to-end") {
+    return own;
+  }
+  let deviceMs: number;
+  try {
+    deviceMs = predictTime(report, { ...request, residency: "device-resident" }).ms;
+  } catch {
+    return own;
+  }
+  const share = Math.min(1, Math.max(0, deviceMs / ms));
+  return Math.hypot(share * own, (1 - share) * (sigma.wasm ?? own));
 }
 
 function tableOf(report: Report, op: string, dtype: Dtype, residency: Residency): OpTable {
