@@ -15,7 +15,7 @@
  * @module
  */
 import { gemvWebGpu } from "../kernels/gemv/webgpu.ts";
-import { type Dtype, type Variant, variantId } from "../kernels/types.ts";
+import type { Dtype, Variant } from "../kernels/types.ts";
 import type { GpuHandle } from "../calibrate/device.ts";
 import {
   GpuResources,
