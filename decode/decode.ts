@@ -27,7 +27,13 @@ import {
 import { verifyOutput } from "../calibrate/verify.ts";
 import { LANE_WG } from "./_decode_wgsl.ts";
 import type { DecodeQuant } from "./_weights.ts";
-import { buildDecodeGraph, checkDecodeDims, type DecodeGraph, START_TOKEN } from "./graph.ts";
+import {
+  buildDecodeGraph,
+  checkDecodeDims,
+  type DecodeGraph,
+  type DecodeGraphOptions,
+  START_TOKEN,
+} from "./graph.ts";
 import { ReferenceDecoder } from "./reference.ts";
 import { positiveInteger } from "../models/llm/memory.ts";
 import type { ModelSpec } from "../models/llm/presets.ts";
@@ -284,17 +290,12 @@ export async function measureDecode(
   const started = performance.now();
   const first = context - tokens - warmup;
   const positions = Array.from({ length: tokens + warmup }, (_, i) => first + i);
-  const graph = await validated(device, `the decode of "${model.name}" (${quant})`, () => {
-    const built = buildDecodeGraph(device, model, {
-      quant,
-      context,
-      softmaxWg,
-      gemvVariant: gemvVariants(model, quant, opts),
-    });
-    // Bind groups for every position exist before timing, so a token pays only for its work.
-    built.bindPositions(positions);
-    return built;
-  });
+  const graph = await buildValidated(device, model, {
+    quant,
+    context,
+    softmaxWg,
+    gemvVariant: gemvVariants(model, quant, opts),
+  }, positions);
   const timing = new GpuResources(device);
   try {
     await device.queue.onSubmittedWorkDone();
@@ -329,6 +330,30 @@ export async function measureDecode(
   } finally {
     graph.destroy();
     timing.destroy();
+  }
+}
+
+/**
+ * Builds the decode inside a validation scope, with the bind groups of every position made before
+ * timing (so a token pays only for its work); what WebGPU rejects fails the decode.
+ */
+async function buildValidated(
+  device: GPUDevice,
+  model: ModelSpec,
+  options: DecodeGraphOptions,
+  positions: readonly number[],
+): Promise<DecodeGraph> {
+  const made: DecodeGraph[] = [];
+  try {
+    return await validated(device, `the decode of "${model.name}" (${options.quant})`, () => {
+      const graph = buildDecodeGraph(device, model, options);
+      made.push(graph);
+      graph.bindPositions(positions);
+      return graph;
+    });
+  } catch (e) {
+    for (const graph of made) graph.destroy();
+    throw e;
   }
 }
 

@@ -34,7 +34,7 @@ import {
 import { type DecodeQuant, gainTensor, matrixTensors, uploadTensor } from "./_weights.ts";
 import { KERNELS_PER_LAYER, MODEL_KERNELS } from "../models/llm/decode_kernels.ts";
 import type { ModelSpec } from "../models/llm/presets.ts";
-import { q4RowBytes } from "../kernels/gemv/mod.ts";
+import { groupsPerRow, q4RowBytes } from "../kernels/gemv/mod.ts";
 
 /**
  * What {@linkcode buildDecodeGraph} builds.
@@ -342,21 +342,21 @@ function buffer(
 
 function activations(b: Pick<Build, "resources" | "maxBinding">, dims: DecodeDims): Activations {
   const { hidden, heads, kvHeads, headDim, context, intermediate, vocab } = dims;
-  const f32 = (label: string, n: number, usage = 0) => buffer(b, label, n * 4, usage);
+  const words = (label: string, n: number, usage = 0) => buffer(b, label, n * 4, usage);
   // x, logits and the token are read back: the token every step, all three by the check.
   const readable = GPUBufferUsage.COPY_SRC;
   return {
-    x: f32("x", hidden, readable),
-    xn: f32("xn", hidden),
-    out: f32("out", hidden),
-    q: f32("q", heads * headDim),
-    k: f32("k", kvHeads * headDim),
-    attn: f32("attn", heads * headDim),
-    scores: f32("scores", heads * context),
-    gate: f32("gate", intermediate),
-    up: f32("up", intermediate),
-    logits: f32("logits", vocab, readable),
-    token: f32("token", 1, readable),
+    x: words("x", hidden, readable),
+    xn: words("xn", hidden),
+    out: words("out", hidden),
+    q: words("q", heads * headDim),
+    k: words("k", kvHeads * headDim),
+    attn: words("attn", heads * headDim),
+    scores: words("scores", heads * context),
+    gate: words("gate", intermediate),
+    up: words("up", intermediate),
+    logits: words("logits", vocab, readable),
+    token: words("token", 1, readable),
     step: b.resources.uniform(new Uint32Array(4), "step"),
   };
 }
@@ -370,7 +370,7 @@ function weightMatrix(b: Build, label: string, rows: number, cols: number): GPUB
   });
   b.weightBytes += b.options.quant === "f32"
     ? rows * cols * 4
-    : rows * q4RowBytes(cols) + rows * Math.ceil(cols / QUANT_GROUP_SIZE) * 4;
+    : rows * q4RowBytes(cols) + rows * groupsPerRow(cols) * 4;
   return buffers;
 }
 
