@@ -1,10 +1,14 @@
 /**
- * WGSL of the synthetic decode's non-gemv kernels (the projections reuse the gemv kernel of
- * `kernels/gemv/webgpu.ts`). Model dimensions are baked in as constants, so each key folds them
- * in; the position and the attended length arrive in the `Step` uniform, written once per token.
+ * The synthetic decode's non-gemv kernels as programs of the one WebGPU engine
+ * (`calibrate/runners/gpu.ts`): WGSL, a cache key naming every constant baked in, the bindings in
+ * order (the WGSL's declarations are written from the same list), the workgroup size and the
+ * dispatch for a step. The projections run the catalog's gemv (`kernels/gemv/webgpu.ts`).
+ * Model dimensions are constants in the WGSL; the position and the attended length arrive in the
+ * `Step` uniform, written once per token.
  *
  * @module
  */
+import type { GpuBinding, GpuProgram } from "../calibrate/runners/gpu.ts";
 
 /**
  * The dimensions the decode shaders are specialised for.
@@ -27,17 +31,21 @@ export interface DecodeDims {
 }
 
 /**
- * A decode shader: its source and a cache key naming every constant baked into it.
+ * A decode kernel: a program with its declared bindings, its workgroup size and the workgroups a
+ * step dispatches when it attends to `n` positions (most ignore `n`).
  *
  * @example
  * ```ts
- * import type { DecodeShader } from "./_decode_wgsl.ts";
- * const s: DecodeShader = { code: "...", key: "residual|n=512" };
+ * import { residualProgram } from "./_decode_wgsl.ts";
+ * const p = residualProgram(512);
+ * console.log(p.bindings, p.workgroupSize, p.workgroups(1)); // ["read_write", "read"] [64, 1, 1] [8, 1, 1]
  * ```
  */
-export interface DecodeShader {
-  readonly code: string;
-  readonly key: string;
+export interface DecodeProgram extends GpuProgram {
+  /** Invocations of one workgroup, as the WGSL's `@workgroup_size`. */
+  readonly workgroupSize: readonly [number, number, number];
+  /** Workgroups to dispatch for a step attending to `n` = position + 1 cached positions. */
+  workgroups(n: number): readonly [number, number, number];
 }
 
 /** Invocations per workgroup of the one-workgroup reductions (norm, argmax). */
@@ -46,6 +54,44 @@ export const REDUCE_WG = 256;
 export const LANE_WG = 64;
 
 const STEP = "struct Step { pos: u32, n: u32, pad0: u32, pad1: u32 }";
+const STEP_VAR: Var = ["step", "uniform", "Step"];
+
+/** One binding: its WGSL name, how it is bound and its WGSL type. */
+type Var = readonly [name: string, binding: GpuBinding, type: string];
+
+const ACCESS: Readonly<Record<GpuBinding, string>> = {
+  read: "storage, read",
+  read_write: "storage, read_write",
+  uniform: "uniform",
+};
+
+const one = (): [number, number, number] => [1, 1, 1];
+const lanes = (n: number) => (): [number, number, number] => [Math.ceil(n / LANE_WG), 1, 1];
+
+/** A program whose binding declarations and binding list come from the same `vars`. */
+function decodeProgram(parts: {
+  readonly key: string;
+  readonly vars: readonly Var[];
+  readonly size: number;
+  /** Module-scope WGSL before the bindings (structs, workgroup variables). */
+  readonly preamble?: string;
+  /** The entry point, from `fn main(`. */
+  readonly main: string;
+  readonly workgroups: (n: number) => readonly [number, number, number];
+}): DecodeProgram {
+  const declarations = parts.vars.map(([name, binding, type], i) =>
+    `@group(0) @binding(${i}) var<${ACCESS[binding]}> ${name}: ${type};`
+  );
+  return {
+    key: parts.key,
+    bindings: parts.vars.map(([, binding]) => binding),
+    workgroupSize: [parts.size, 1, 1],
+    workgroups: parts.workgroups,
+    code: `${parts.preamble ? `${parts.preamble}\n` : ""}${declarations.join("\n")}
+@compute @workgroup_size(${parts.size})
+${parts.main}`,
+  };
+}
 
 function tree(op: (a: string, b: string) => string, size: number): string {
   return `  for (var k = ${size / 2}u; k > 0u; k >>= 1u) {
@@ -59,14 +105,15 @@ function tree(op: (a: string, b: string) => string, size: number): string {
  *
  * @param d Dimensions.
  * @param q4 Whether the table is q4.
- * @returns The shader; bindings table, [scales,] token, x.
+ * @returns The program; bindings table, [scales,] token, x.
  * @example
  * ```ts
- * import { embedShader } from "./_decode_wgsl.ts";
- * console.log(embedShader({ hidden: 64, heads: 1, kvHeads: 1, headDim: 64, context: 8, intermediate: 64, vocab: 16 }, false).key);
+ * import { embedProgram } from "./_decode_wgsl.ts";
+ * const d = { hidden: 64, heads: 1, kvHeads: 1, headDim: 64, context: 8, intermediate: 64, vocab: 16 };
+ * console.log(embedProgram(d, false).key); // "embed|q4=false|h=64"
  * ```
  */
-export function embedShader(d: DecodeDims, q4: boolean): DecodeShader {
+export function embedProgram(d: DecodeDims, q4: boolean): DecodeProgram {
   const h = d.hidden;
   const read = q4
     ? `let b = token[0] * ${h / 2}u + i / 2u;
@@ -74,43 +121,45 @@ export function embedShader(d: DecodeDims, q4: boolean): DecodeShader {
   let nib = select(byte >> 4u, byte & 15u, (i & 1u) == 0u);
   x[i] = (f32(nib) - 8.0) * scales[token[0] * ${h / 32}u + i / 32u];`
     : `x[i] = table[token[0] * ${h}u + i];`;
-  const bindings = q4
-    ? ["table: array<u32>", "scales: array<f32>", "token: array<u32>"]
-    : ["table: array<f32>", "token: array<u32>"];
-  return {
+  const table: readonly Var[] = q4
+    ? [["table", "read", "array<u32>"], ["scales", "read", "array<f32>"]]
+    : [["table", "read", "array<f32>"]];
+  return decodeProgram({
     key: `embed|q4=${q4}|h=${h}`,
-    code: `${bindings.map((b, i) => `@group(0) @binding(${i}) var<storage, read> ${b};`).join("\n")}
-@group(0) @binding(${bindings.length}) var<storage, read_write> x: array<f32>;
-@compute @workgroup_size(${LANE_WG})
-fn main(@builtin(global_invocation_id) g: vec3<u32>) {
+    vars: [...table, ["token", "read", "array<u32>"], ["x", "read_write", "array<f32>"]],
+    size: LANE_WG,
+    main: `fn main(@builtin(global_invocation_id) g: vec3<u32>) {
   let i = g.x;
   if (i >= ${h}u) { return; }
   ${read}
 }
 `,
-  };
+    workgroups: lanes(h),
+  });
 }
 
 /**
  * RMSNorm in one workgroup: xn = x / sqrt(mean(x²) + 1e-5) · gain.
  *
  * @param n Length of x.
- * @returns The shader; bindings x, gain, xn.
+ * @returns The program; bindings x, gain, xn.
  * @example
  * ```ts
- * import { rmsNormShader } from "./_decode_wgsl.ts";
- * console.log(rmsNormShader(512).key); // "rmsnorm|n=512"
+ * import { rmsNormProgram } from "./_decode_wgsl.ts";
+ * console.log(rmsNormProgram(512).key); // "rmsnorm|n=512"
  * ```
  */
-export function rmsNormShader(n: number): DecodeShader {
-  return {
+export function rmsNormProgram(n: number): DecodeProgram {
+  return decodeProgram({
     key: `rmsnorm|n=${n}`,
-    code: `@group(0) @binding(0) var<storage, read> x: array<f32>;
-@group(0) @binding(1) var<storage, read> gain: array<f32>;
-@group(0) @binding(2) var<storage, read_write> xn: array<f32>;
-var<workgroup> red: array<f32, ${REDUCE_WG}>;
-@compute @workgroup_size(${REDUCE_WG})
-fn main(@builtin(local_invocation_id) l: vec3<u32>) {
+    vars: [["x", "read", "array<f32>"], ["gain", "read", "array<f32>"], [
+      "xn",
+      "read_write",
+      "array<f32>",
+    ]],
+    size: REDUCE_WG,
+    preamble: `var<workgroup> red: array<f32, ${REDUCE_WG}>;`,
+    main: `fn main(@builtin(local_invocation_id) l: vec3<u32>) {
   var s = 0.0;
   for (var i = l.x; i < ${n}u; i += ${REDUCE_WG}u) { let v = x[i]; s += v * v; }
   red[l.x] = s;
@@ -120,32 +169,36 @@ ${tree((a, b) => `${a} + ${b}`, REDUCE_WG)}
   for (var i = l.x; i < ${n}u; i += ${REDUCE_WG}u) { xn[i] = x[i] * inv * gain[i]; }
 }
 `,
-  };
+    workgroups: one,
+  });
 }
 
 /**
  * RoPE (rotate-half pairing, base 10000) at `step.pos`: q in place, k into the K cache row.
  *
  * @param d Dimensions.
- * @returns The shader; bindings q, k, kcache, step.
+ * @returns The program; bindings q, k, kcache, step.
  * @example
  * ```ts
- * import { ropeShader } from "./_decode_wgsl.ts";
- * console.log(ropeShader({ hidden: 64, heads: 2, kvHeads: 1, headDim: 32, context: 8, intermediate: 64, vocab: 16 }).key);
+ * import { ropeProgram } from "./_decode_wgsl.ts";
+ * const d = { hidden: 64, heads: 2, kvHeads: 1, headDim: 32, context: 8, intermediate: 64, vocab: 16 };
+ * console.log(ropeProgram(d).key); // "rope|h=2|kv=1|hd=32"
  * ```
  */
-export function ropeShader(d: DecodeDims): DecodeShader {
+export function ropeProgram(d: DecodeDims): DecodeProgram {
   const half = d.headDim / 2;
   const kvd = d.kvHeads * d.headDim;
-  return {
+  return decodeProgram({
     key: `rope|h=${d.heads}|kv=${d.kvHeads}|hd=${d.headDim}`,
-    code: `${STEP}
-@group(0) @binding(0) var<storage, read_write> q: array<f32>;
-@group(0) @binding(1) var<storage, read> k: array<f32>;
-@group(0) @binding(2) var<storage, read_write> kcache: array<f32>;
-@group(0) @binding(3) var<uniform> step: Step;
-@compute @workgroup_size(${LANE_WG})
-fn main(@builtin(global_invocation_id) g: vec3<u32>) {
+    vars: [
+      ["q", "read_write", "array<f32>"],
+      ["k", "read", "array<f32>"],
+      ["kcache", "read_write", "array<f32>"],
+      STEP_VAR,
+    ],
+    size: LANE_WG,
+    preamble: STEP,
+    main: `fn main(@builtin(global_invocation_id) g: vec3<u32>) {
   let idx = g.x;
   if (idx >= ${(d.heads + d.kvHeads) * half}u) { return; }
   let h = idx / ${half}u;
@@ -169,7 +222,8 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
   }
 }
 `,
-  };
+    workgroups: lanes((d.heads + d.kvHeads) * half),
+  });
 }
 
 /**
@@ -177,25 +231,28 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
  * is (ceil(n / 64), heads).
  *
  * @param d Dimensions.
- * @returns The shader; bindings q, kcache, scores, step.
+ * @returns The program; bindings q, kcache, scores, step.
  * @example
  * ```ts
- * import { scoresShader } from "./_decode_wgsl.ts";
- * console.log(scoresShader({ hidden: 64, heads: 2, kvHeads: 1, headDim: 32, context: 8, intermediate: 64, vocab: 16 }).key);
+ * import { scoresProgram } from "./_decode_wgsl.ts";
+ * const d = { hidden: 64, heads: 2, kvHeads: 1, headDim: 32, context: 8, intermediate: 64, vocab: 16 };
+ * console.log(scoresProgram(d).workgroups(65)); // [2, 2, 1]
  * ```
  */
-export function scoresShader(d: DecodeDims): DecodeShader {
+export function scoresProgram(d: DecodeDims): DecodeProgram {
   const hd4 = d.headDim / 4;
   const kvd4 = d.kvHeads * hd4;
-  return {
+  return decodeProgram({
     key: `scores|h=${d.heads}|kv=${d.kvHeads}|hd=${d.headDim}|ctx=${d.context}`,
-    code: `${STEP}
-@group(0) @binding(0) var<storage, read> q: array<vec4<f32>>;
-@group(0) @binding(1) var<storage, read> kcache: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read_write> scores: array<f32>;
-@group(0) @binding(3) var<uniform> step: Step;
-@compute @workgroup_size(${LANE_WG})
-fn main(@builtin(global_invocation_id) g: vec3<u32>) {
+    vars: [
+      ["q", "read", "array<vec4<f32>>"],
+      ["kcache", "read", "array<vec4<f32>>"],
+      ["scores", "read_write", "array<f32>"],
+      STEP_VAR,
+    ],
+    size: LANE_WG,
+    preamble: STEP,
+    main: `fn main(@builtin(global_invocation_id) g: vec3<u32>) {
   let t = g.x;
   let h = g.y;
   if (t >= step.n) { return; }
@@ -206,7 +263,8 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
   scores[h * ${d.context}u + t] = s * ${1 / Math.sqrt(d.headDim)};
 }
 `,
-  };
+    workgroups: (n) => [Math.ceil(n / LANE_WG), d.heads, 1],
+  });
 }
 
 /**
@@ -215,29 +273,29 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
  *
  * @param d Dimensions.
  * @param wg Lanes per workgroup.
- * @returns The shader; bindings scores, step.
+ * @returns The program; bindings scores, step.
  * @example
  * ```ts
- * import { softmaxShader } from "./_decode_wgsl.ts";
- * console.log(softmaxShader({ hidden: 64, heads: 2, kvHeads: 1, headDim: 32, context: 8, intermediate: 64, vocab: 16 }).key);
+ * import { softmaxProgram } from "./_decode_wgsl.ts";
+ * const d = { hidden: 64, heads: 2, kvHeads: 1, headDim: 32, context: 8, intermediate: 64, vocab: 16 };
+ * console.log(softmaxProgram(d, 256).key); // "softmax|ctx=8|wg=256"
  * ```
  */
-export function softmaxShader(d: DecodeDims, wg: 64 | 256 = LANE_WG): DecodeShader {
-  return {
+export function softmaxProgram(d: DecodeDims, wg: 64 | 256 = LANE_WG): DecodeProgram {
+  return decodeProgram({
     key: `softmax|ctx=${d.context}|wg=${wg}`,
-    code: `${STEP}
-@group(0) @binding(0) var<storage, read_write> scores: array<f32>;
-@group(0) @binding(1) var<uniform> step: Step;
-var<workgroup> red: array<f32, ${wg}>;
-@compute @workgroup_size(${wg})
-fn main(@builtin(local_invocation_id) l: vec3<u32>, @builtin(workgroup_id) w: vec3<u32>) {
+    vars: [["scores", "read_write", "array<f32>"], STEP_VAR],
+    size: wg,
+    preamble: `${STEP}\nvar<workgroup> red: array<f32, ${wg}>;`,
+    main:
+      `fn main(@builtin(local_invocation_id) l: vec3<u32>, @builtin(workgroup_id) w: vec3<u32>) {
   let b = w.x * ${d.context}u;
   let n = step.n;
   var m = -3.4e38;
   for (var i = l.x; i < n; i += ${wg}u) { m = max(m, scores[b + i]); }
   red[l.x] = m;
   workgroupBarrier();
-${tree((a, c) => `max(${a}, ${c})`, LANE_WG)}
+${tree((a, c) => `max(${a}, ${c})`, wg)}
   let top = red[0];
   workgroupBarrier();
   var s = 0.0;
@@ -248,36 +306,40 @@ ${tree((a, c) => `max(${a}, ${c})`, LANE_WG)}
   }
   red[l.x] = s;
   workgroupBarrier();
-${tree((a, c) => `${a} + ${c}`, LANE_WG)}
+${tree((a, c) => `${a} + ${c}`, wg)}
   let inv = 1.0 / red[0];
   for (var i = l.x; i < n; i += ${wg}u) { scores[b + i] *= inv; }
 }
 `,
-  };
+    workgroups: () => [d.heads, 1, 1],
+  });
 }
 
 /**
  * Attention values: attn[h, e] = Σ_t scores[h, t] · V[t, kv(h), e] over t < step.n.
  *
  * @param d Dimensions.
- * @returns The shader; bindings scores, vcache, attn, step.
+ * @returns The program; bindings scores, vcache, attn, step.
  * @example
  * ```ts
- * import { valuesShader } from "./_decode_wgsl.ts";
- * console.log(valuesShader({ hidden: 64, heads: 2, kvHeads: 1, headDim: 32, context: 8, intermediate: 64, vocab: 16 }).key);
+ * import { valuesProgram } from "./_decode_wgsl.ts";
+ * const d = { hidden: 64, heads: 2, kvHeads: 1, headDim: 32, context: 8, intermediate: 64, vocab: 16 };
+ * console.log(valuesProgram(d).bindings); // ["read", "read", "read_write", "uniform"]
  * ```
  */
-export function valuesShader(d: DecodeDims): DecodeShader {
+export function valuesProgram(d: DecodeDims): DecodeProgram {
   const kvd = d.kvHeads * d.headDim;
-  return {
+  return decodeProgram({
     key: `values|h=${d.heads}|kv=${d.kvHeads}|hd=${d.headDim}|ctx=${d.context}`,
-    code: `${STEP}
-@group(0) @binding(0) var<storage, read> scores: array<f32>;
-@group(0) @binding(1) var<storage, read> vcache: array<f32>;
-@group(0) @binding(2) var<storage, read_write> attn: array<f32>;
-@group(0) @binding(3) var<uniform> step: Step;
-@compute @workgroup_size(${LANE_WG})
-fn main(@builtin(global_invocation_id) g: vec3<u32>) {
+    vars: [
+      ["scores", "read", "array<f32>"],
+      ["vcache", "read", "array<f32>"],
+      ["attn", "read_write", "array<f32>"],
+      STEP_VAR,
+    ],
+    size: LANE_WG,
+    preamble: STEP,
+    main: `fn main(@builtin(global_invocation_id) g: vec3<u32>) {
   let idx = g.x;
   if (idx >= ${d.heads * d.headDim}u) { return; }
   let h = idx / ${d.headDim}u;
@@ -288,55 +350,56 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
   attn[idx] = s;
 }
 `,
-  };
+    workgroups: lanes(d.heads * d.headDim),
+  });
 }
 
 /**
  * Residual add: x += out.
  *
  * @param n Length.
- * @returns The shader; bindings x, out.
+ * @returns The program; bindings x, out.
  * @example
  * ```ts
- * import { residualShader } from "./_decode_wgsl.ts";
- * console.log(residualShader(512).key); // "residual|n=512"
+ * import { residualProgram } from "./_decode_wgsl.ts";
+ * console.log(residualProgram(512).key); // "residual|n=512"
  * ```
  */
-export function residualShader(n: number): DecodeShader {
-  return {
+export function residualProgram(n: number): DecodeProgram {
+  return decodeProgram({
     key: `residual|n=${n}`,
-    code: `@group(0) @binding(0) var<storage, read_write> x: array<f32>;
-@group(0) @binding(1) var<storage, read> o: array<f32>;
-@compute @workgroup_size(${LANE_WG})
-fn main(@builtin(global_invocation_id) g: vec3<u32>) {
+    vars: [["x", "read_write", "array<f32>"], ["o", "read", "array<f32>"]],
+    size: LANE_WG,
+    main: `fn main(@builtin(global_invocation_id) g: vec3<u32>) {
   if (g.x < ${n}u) { x[g.x] += o[g.x]; }
 }
 `,
-  };
+    workgroups: lanes(n),
+  });
 }
 
 /**
  * Gated activation: gate = SiLU(gate) · up.
  *
  * @param n Length (the intermediate width).
- * @returns The shader; bindings gate, up.
+ * @returns The program; bindings gate, up.
  * @example
  * ```ts
- * import { siluMulShader } from "./_decode_wgsl.ts";
- * console.log(siluMulShader(1536).key); // "silu_mul|n=1536"
+ * import { siluMulProgram } from "./_decode_wgsl.ts";
+ * console.log(siluMulProgram(1536).key); // "silu_mul|n=1536"
  * ```
  */
-export function siluMulShader(n: number): DecodeShader {
-  return {
+export function siluMulProgram(n: number): DecodeProgram {
+  return decodeProgram({
     key: `silu_mul|n=${n}`,
-    code: `@group(0) @binding(0) var<storage, read_write> gate: array<f32>;
-@group(0) @binding(1) var<storage, read> up: array<f32>;
-@compute @workgroup_size(${LANE_WG})
-fn main(@builtin(global_invocation_id) g: vec3<u32>) {
+    vars: [["gate", "read_write", "array<f32>"], ["up", "read", "array<f32>"]],
+    size: LANE_WG,
+    main: `fn main(@builtin(global_invocation_id) g: vec3<u32>) {
   if (g.x < ${n}u) { let v = gate[g.x]; gate[g.x] = v / (1.0 + exp(-v)) * up[g.x]; }
 }
 `,
-  };
+    workgroups: lanes(n),
+  });
 }
 
 /**
@@ -344,23 +407,22 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
  * any logit is infinite or NaN (a broken decode must not pass for a token).
  *
  * @param vocab Number of logits.
- * @returns The shader; bindings logits, token.
+ * @returns The program; bindings logits, token.
  * @example
  * ```ts
- * import { argmaxShader } from "./_decode_wgsl.ts";
- * console.log(argmaxShader(4096).key); // "argmax|n=4096"
+ * import { argmaxProgram } from "./_decode_wgsl.ts";
+ * console.log(argmaxProgram(4096).key); // "argmax|n=4096"
  * ```
  */
-export function argmaxShader(vocab: number): DecodeShader {
-  return {
+export function argmaxProgram(vocab: number): DecodeProgram {
+  return decodeProgram({
     key: `argmax|n=${vocab}`,
-    code: `@group(0) @binding(0) var<storage, read> logits: array<f32>;
-@group(0) @binding(1) var<storage, read_write> token: array<u32>;
-var<workgroup> bv: array<f32, ${REDUCE_WG}>;
+    vars: [["logits", "read", "array<f32>"], ["token", "read_write", "array<u32>"]],
+    size: REDUCE_WG,
+    preamble: `var<workgroup> bv: array<f32, ${REDUCE_WG}>;
 var<workgroup> bi: array<u32, ${REDUCE_WG}>;
-var<workgroup> bad: atomic<u32>;
-@compute @workgroup_size(${REDUCE_WG})
-fn main(@builtin(local_invocation_id) l: vec3<u32>) {
+var<workgroup> bad: atomic<u32>;`,
+    main: `fn main(@builtin(local_invocation_id) l: vec3<u32>) {
   var best = -3.4e38;
   var at = 0xffffffffu;
   for (var i = l.x; i < ${vocab}u; i += ${REDUCE_WG}u) {
@@ -384,5 +446,6 @@ fn main(@builtin(local_invocation_id) l: vec3<u32>) {
   if (l.x == 0u) { token[0] = select(bi[0], 0xffffffffu, broken != 0u); }
 }
 `,
-  };
+    workgroups: one,
+  });
 }

@@ -16,6 +16,20 @@ import type {
   WgslProgram,
 } from "../../kernels/types.ts";
 import type { GpuHandle } from "../device.ts";
+import {
+  alignBytes,
+  bindGroupFor,
+  type CompiledProgram,
+  compileProgram,
+  type GpuProgram,
+  GpuResources,
+  opProgram,
+  Readback,
+  recordDispatch,
+  STORAGE_ALIGN,
+  TimestampQueries,
+  validated,
+} from "./gpu.ts";
 import { type BatchTiming, type Prepared, type Runner, UnsupportedError } from "../runner.ts";
 import { withWatchdog } from "./_watchdog.ts";
 
@@ -52,19 +66,6 @@ export const DEFAULT_ROTATE_BELOW_BYTES = 32 * 2 ** 20;
 export const DEFAULT_ROTATION_COPIES = 3;
 /** Most operand copies `rotationSpanBytes` makes (a tiny operand would otherwise need thousands). */
 export const MAX_ROTATION_COPIES = 256;
-
-/** WebGPU caps a query set at 4096 queries: 2048 begin/end pairs. */
-const QUERIES_PER_SET = 4096;
-/** Storage buffers are padded to this, so `vec4` views of an operand reach its last elements. */
-const STORAGE_ALIGN = 16;
-
-interface DeviceCache {
-  readonly pipelines: Map<string, GPUComputePipeline>;
-  readonly layouts: Map<string, GPUBindGroupLayout>;
-}
-
-// Keyed by device, so a destroyed or lost device takes its pipelines with it.
-const caches = new WeakMap<GPUDevice, DeviceCache>();
 
 /**
  * Creates the `webgpu` runner on an open device.
@@ -148,6 +149,26 @@ interface Settings {
   readonly rotationSpanBytes: number | null;
 }
 
+/** A case's device buffers: operand copies, output, readback, uniforms and scratch. */
+interface CaseBuffers {
+  /** The operands' host bytes, uploaded into every copy. */
+  readonly uploads: readonly Uint8Array<ArrayBuffer>[];
+  /** One set of operand buffers per rotated copy. */
+  readonly operandSets: readonly (readonly GPUBuffer[])[];
+  readonly output: GPUBuffer;
+  readonly outBytes: number;
+  readonly readback: Readback;
+  readonly uniform: GPUBuffer | null;
+  readonly scratch: GPUBuffer | null;
+}
+
+/** A case's compiled program, one bind group per operand copy, and its first run's cost. */
+interface CompiledCase {
+  readonly compiled: CompiledProgram;
+  readonly groups: readonly GPUBindGroup[];
+  readonly compileMs: number;
+}
+
 async function prepareWebGpu(
   gpu: GpuHandle,
   settings: Settings,
@@ -158,12 +179,40 @@ async function prepareWebGpu(
   inputs: OpInputs,
   residency: Residency,
 ): Promise<Prepared> {
-  const { device } = gpu;
   if (gpu.loss) {
     throw new Error(
       `WebGPU device was lost ("${gpu.loss.reason}": ${gpu.loss.message}): reopen it with gpu.reopen()`,
     );
   }
+  const program = supportedProgram(gpu.device, op, shape, dtype, variant, inputs);
+  const resources = new GpuResources(gpu.device);
+  try {
+    const buffers = await allocateCase(resources, op, shape, dtype, program, inputs, settings);
+    const gpuProgram = opProgram(program, dtype, inputs.arrays.length);
+    const compiled = await compileCase(gpu.device, op, program, gpuProgram, buffers, settings);
+    return new WebGpuCase(gpu, settings, op, program, inputs, dtype, residency, {
+      resources,
+      buffers,
+      compiled,
+    });
+  } catch (e) {
+    resources.destroy();
+    throw e;
+  }
+}
+
+/**
+ * The op's program for the case, once the device is known to run it: the implementation exists,
+ * the adapter has the dtype's features, the variant suits the shape and the limits hold.
+ */
+function supportedProgram(
+  device: GPUDevice,
+  op: OpSpec,
+  shape: Shape,
+  dtype: Dtype,
+  variant: Variant,
+  inputs: OpInputs,
+): WgslProgram {
   const impl = op.impls.webgpu;
   if (!impl) throw new UnsupportedError(`Op "${op.name}" has no WebGPU implementation`);
   for (const feature of impl.features?.[dtype] ?? []) {
@@ -175,277 +224,241 @@ async function prepareWebGpu(
   if (reason) throw new UnsupportedError(reason);
   const program = impl.program(shape, dtype, variant);
   checkLimits(device.limits, op, program, inputs, dtype);
+  return program;
+}
 
+/** Creates and fills the case's buffers; running out of device memory is unsupported, not a bug. */
+async function allocateCase(
+  resources: GpuResources,
+  op: OpSpec,
+  shape: Shape,
+  dtype: Dtype,
+  program: WgslProgram,
+  inputs: OpInputs,
+  settings: Settings,
+): Promise<CaseBuffers> {
+  const { device } = resources;
   const uploads = inputs.arrays.map(hostBytes);
   const operandBytes = uploads.reduce((sum, u) => sum + u.byteLength, 0);
   const copies = rotatedCopies(operandBytes, settings);
-  const outBytes = align(inputs.outputLength * (dtype === "f16" ? 2 : 4), 4);
-  const owned: (GPUBuffer | GPUQuerySet)[] = [];
-  const make = (size: number, usage: number) => {
-    const buffer = device.createBuffer({ size: align(Math.max(size, 4), STORAGE_ALIGN), usage });
-    owned.push(buffer);
-    return buffer;
-  };
-  const destroyOwned = () => {
-    for (const o of owned) o.destroy();
-    owned.length = 0;
-  };
-
-  try {
-    device.pushErrorScope("out-of-memory");
-    const operandSets = Array.from(
+  const outBytes = alignBytes(inputs.outputLength * (dtype === "f16" ? 2 : 4), 4);
+  device.pushErrorScope("out-of-memory");
+  const buffers: CaseBuffers = {
+    uploads,
+    operandSets: Array.from(
       { length: copies },
       () =>
-        uploads.map((u) => make(u.byteLength, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST)),
-    );
-    const output = make(
+        uploads.map((u) =>
+          resources.buffer(u.byteLength, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST)
+        ),
+    ),
+    output: resources.buffer(
       outBytes,
       GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST,
-    );
-    const staging = make(outBytes, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST);
-    const uniform = program.uniforms
-      ? make(program.uniforms.byteLength, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST)
-      : null;
-    const scratch = program.scratchBytes === undefined
+    ),
+    outBytes,
+    readback: new Readback(resources, outBytes),
+    uniform: program.uniforms ? resources.uniform(program.uniforms) : null,
+    scratch: program.scratchBytes === undefined
       ? null
-      : make(program.scratchBytes, GPUBufferUsage.STORAGE);
-    const oom = await device.popErrorScope();
-    if (oom) {
-      throw new UnsupportedError(
-        `Out of device memory for ${op.name} at ${JSON.stringify(shape)}: ${oom.message}`,
+      : resources.buffer(program.scratchBytes, GPUBufferUsage.STORAGE),
+  };
+  const oom = await device.popErrorScope();
+  if (oom) {
+    throw new UnsupportedError(
+      `Out of device memory for ${op.name} at ${JSON.stringify(shape)}: ${oom.message}`,
+    );
+  }
+  for (const set of buffers.operandSets) {
+    set.forEach((buffer, i) => resources.upload(buffer, uploads[i]!));
+  }
+  return buffers;
+}
+
+/**
+ * Compiles the program, binds every operand copy and runs it once: the first dispatch is where
+ * drivers compile, so its time is the case's compile cost.
+ */
+async function compileCase(
+  device: GPUDevice,
+  op: OpSpec,
+  program: WgslProgram,
+  gpuProgram: GpuProgram,
+  buffers: CaseBuffers,
+  settings: Settings,
+): Promise<CompiledCase> {
+  const started = performance.now();
+  const { compiled, groups } = await validated(device, `${op.name} (${program.key})`, () => {
+    const compiled = compileProgram(device, gpuProgram);
+    const groups = buffers.operandSets.map((set) =>
+      bindGroupFor(device, compiled, [
+        ...set,
+        buffers.output,
+        ...(buffers.uniform || buffers.scratch ? [buffers.uniform] : []),
+        ...(buffers.scratch ? [buffers.scratch] : []),
+      ])
+    );
+    const encoder = device.createCommandEncoder();
+    const pass = encoder.beginComputePass();
+    recordDispatch(pass, compiled, groups[0]!, program.workgroups);
+    pass.end();
+    device.queue.submit([encoder.finish()]);
+    return { compiled, groups };
+  });
+  await withWatchdog(device.queue.onSubmittedWorkDone(), settings.watchdogMs, "the first dispatch");
+  return { compiled, groups, compileMs: performance.now() - started };
+}
+
+/** A prepared `webgpu` case: verification runs, end-to-end and device-resident timing. */
+class WebGpuCase implements Prepared {
+  readonly compileMs: number;
+  readonly #device: GPUDevice;
+  readonly #timestamps: TimestampQueries | null;
+  readonly #what: string;
+  #disposed = false;
+  #verifications = 0;
+
+  constructor(
+    readonly gpu: GpuHandle,
+    readonly settings: Settings,
+    readonly op: OpSpec,
+    readonly program: WgslProgram,
+    readonly inputs: OpInputs,
+    readonly dtype: Dtype,
+    readonly residency: Residency,
+    readonly parts: {
+      readonly resources: GpuResources;
+      readonly buffers: CaseBuffers;
+      readonly compiled: CompiledCase;
+    },
+  ) {
+    this.compileMs = parts.compiled.compileMs;
+    this.#device = gpu.device;
+    this.#timestamps = TimestampQueries.create(parts.resources);
+    this.#what = `${op.name} (${program.key})`;
+  }
+
+  output(): Promise<Float32Array> {
+    return validated(this.#device, this.#what, async () => {
+      this.#alive();
+      // Successive calls go through every operand copy, so verification covers them all.
+      const set = this.#verifications++ % this.#copies;
+      this.#upload(set);
+      const encoder = this.#device.createCommandEncoder();
+      // A kernel that skips elements must not pass verification on a previous run's output.
+      encoder.clearBuffer(this.parts.buffers.output);
+      this.#dispatch(encoder, set);
+      const bytes = await this.#readOutput(encoder, "the verification readback");
+      return toFloat32(bytes, this.inputs.outputLength, this.dtype);
+    });
+  }
+
+  time(reps: number): Promise<BatchTiming> {
+    return validated(this.#device, this.#what, () => {
+      this.#alive();
+      if (!Number.isInteger(reps) || reps < 1) {
+        throw new RangeError(`Cannot time ${reps} runs: pass a positive integer`);
+      }
+      this.#timestamps?.reserve(reps);
+      return this.residency === "end-to-end" ? this.#timeEndToEnd(reps) : this.#timeResident(reps);
+    });
+  }
+
+  dispose(): void {
+    this.#disposed = true;
+    this.parts.resources.destroy();
+  }
+
+  get #copies(): number {
+    return this.parts.buffers.operandSets.length;
+  }
+
+  /** Each rep uploads its operands, dispatches in its own pass and reads the output back. */
+  async #timeEndToEnd(reps: number): Promise<BatchTiming> {
+    const started = performance.now();
+    for (let r = 0; r < reps; r++) {
+      this.#upload(r % this.#copies);
+      const encoder = this.#device.createCommandEncoder();
+      this.#dispatch(encoder, r % this.#copies, this.#timestamps?.writes(r));
+      await this.#readOutput(encoder, `end-to-end run ${r + 1} of ${reps}`);
+    }
+    const wallMs = performance.now() - started;
+    if (!this.#timestamps) return { wallMs };
+    const encoder = this.#device.createCommandEncoder();
+    this.#timestamps.resolve(encoder, reps);
+    this.#device.queue.submit([encoder.finish()]);
+    return withGpu({ wallMs }, await this.#timestamps.read(reps, this.settings.watchdogMs));
+  }
+
+  /**
+   * One compute pass for the batch, as a program chains its kernels: a pass per dispatch costs
+   * ~78 µs each on lavapipe against ~31 µs in one pass, and a decode step's hundred-odd small
+   * kernels would be priced that much too slow.
+   */
+  async #timeResident(reps: number): Promise<BatchTiming> {
+    const { compiled, groups } = this.parts.compiled;
+    const timestamps = this.#timestamps;
+    const started = performance.now();
+    const encoder = this.#device.createCommandEncoder();
+    const pass = encoder.beginComputePass(
+      timestamps ? { timestampWrites: timestamps.batchWrites() } : {},
+    );
+    for (let r = 0; r < reps; r++) {
+      recordDispatch(pass, compiled, groups[r % this.#copies]!, this.program.workgroups);
+    }
+    pass.end();
+    if (timestamps) timestamps.resolve(encoder, 1);
+    this.#device.queue.submit([encoder.finish()]);
+    if (!timestamps) {
+      await withWatchdog(
+        this.#device.queue.onSubmittedWorkDone(),
+        this.settings.watchdogMs,
+        `${reps} device-resident runs`,
+      );
+      return { wallMs: performance.now() - started };
+    }
+    // Mapping the timestamps is the one synchronisation: it waits for every dispatch.
+    const gpuMs = await timestamps.read(1, this.settings.watchdogMs);
+    return withGpu({ wallMs: performance.now() - started }, gpuMs);
+  }
+
+  #alive(): void {
+    if (this.#disposed) {
+      throw new Error(`Cannot run ${this.#what}: it was disposed, prepare it again`);
+    }
+    if (this.gpu.loss) {
+      throw new Error(
+        `WebGPU device was lost ("${this.gpu.loss.reason}"): reopen it with gpu.reopen()`,
       );
     }
+  }
 
-    for (const set of operandSets) {
-      set.forEach((buffer, i) => device.queue.writeBuffer(buffer, 0, uploads[i]!));
-    }
-    if (uniform && program.uniforms) {
-      device.queue.writeBuffer(uniform, 0, new Uint32Array(program.uniforms));
-    }
+  #upload(set: number): void {
+    const { resources, buffers } = this.parts;
+    buffers.operandSets[set]!.forEach((buffer, i) => resources.upload(buffer, buffers.uploads[i]!));
+  }
 
-    const started = performance.now();
-    device.pushErrorScope("validation");
-    const pipeline = pipelineFor(device, program, dtype, uploads.length);
-    const groups = operandSets.map((set) =>
-      device.createBindGroup({
-        layout: pipeline.getBindGroupLayout(0),
-        entries: [
-          ...[...set, output].map((buffer, binding) => ({ binding, resource: { buffer } })),
-          ...(uniform ? [{ binding: set.length + 1, resource: { buffer: uniform } }] : []),
-          ...(scratch ? [{ binding: set.length + 2, resource: { buffer: scratch } }] : []),
-        ],
-      })
-    );
-    const first = device.createCommandEncoder();
-    dispatch(first, pipeline, groups[0]!, program.workgroups);
-    device.queue.submit([first.finish()]);
-    const invalid = await device.popErrorScope();
-    if (invalid) throw new Error(`WebGPU rejected ${op.name} (${program.key}): ${invalid.message}`);
-    await withWatchdog(
-      device.queue.onSubmittedWorkDone(),
-      settings.watchdogMs,
-      "the first dispatch",
-    );
-    const compileMs = performance.now() - started;
+  #dispatch(
+    encoder: GPUCommandEncoder,
+    set: number,
+    timestampWrites?: GPUComputePassTimestampWrites,
+  ): void {
+    const { compiled, groups } = this.parts.compiled;
+    const pass = encoder.beginComputePass(timestampWrites ? { timestampWrites } : {});
+    recordDispatch(pass, compiled, groups[set]!, this.program.workgroups);
+    pass.end();
+  }
 
-    const timestamps = device.features.has("timestamp-query")
-      ? new TimestampPool(device, owned)
-      : null;
-    const hostOut = new Uint8Array(outBytes);
-    const readback = async (encoder: GPUCommandEncoder, what: string) => {
-      encoder.copyBufferToBuffer(output, 0, staging, 0, outBytes);
-      device.queue.submit([encoder.finish()]);
-      await withWatchdog(staging.mapAsync(GPUMapMode.READ, 0, outBytes), settings.watchdogMs, what);
-      hostOut.set(new Uint8Array(staging.getMappedRange(0, outBytes)));
-      staging.unmap();
-    };
-    const upload = (set: number) =>
-      operandSets[set]!.forEach((buffer, i) => device.queue.writeBuffer(buffer, 0, uploads[i]!));
-
-    let disposed = false;
-    let verifications = 0;
-    const alive = () => {
-      if (disposed) {
-        throw new Error(
-          `Cannot run ${op.name} (${program.key}): it was disposed, prepare it again`,
-        );
-      }
-      if (gpu.loss) {
-        throw new Error(
-          `WebGPU device was lost ("${gpu.loss.reason}"): reopen it with gpu.reopen()`,
-        );
-      }
-    };
-    const checked = async <T>(run: () => Promise<T>): Promise<T> => {
-      device.pushErrorScope("validation");
-      const outcome = await run().then((value) => ({ value }), (error: unknown) => ({ error }));
-      const invalid = await device.popErrorScope();
-      if (invalid) {
-        throw new Error(`WebGPU rejected ${op.name} (${program.key}): ${invalid.message}`);
-      }
-      if ("error" in outcome) throw outcome.error;
-      return outcome.value;
-    };
-
-    return {
-      compileMs,
-      output: () =>
-        checked(async () => {
-          alive();
-          // Successive calls go through every operand copy, so verification covers them all.
-          const set = verifications++ % copies;
-          upload(set);
-          const encoder = device.createCommandEncoder();
-          // A kernel that skips elements must not pass verification on a previous run's output.
-          encoder.clearBuffer(output);
-          dispatch(encoder, pipeline, groups[set]!, program.workgroups);
-          await readback(encoder, "the verification readback");
-          return toFloat32(hostOut, inputs.outputLength, dtype);
-        }),
-      time: (reps) =>
-        checked(async () => {
-          alive();
-          if (!Number.isInteger(reps) || reps < 1) {
-            throw new RangeError(`Cannot time ${reps} runs: pass a positive integer`);
-          }
-          timestamps?.reserve(reps);
-          const started = performance.now();
-          if (residency === "end-to-end") {
-            for (let r = 0; r < reps; r++) {
-              upload(r % copies);
-              const encoder = device.createCommandEncoder();
-              dispatch(
-                encoder,
-                pipeline,
-                groups[r % copies]!,
-                program.workgroups,
-                timestamps?.writes(r),
-              );
-              await readback(encoder, `end-to-end run ${r + 1} of ${reps}`);
-            }
-            const wallMs = performance.now() - started;
-            if (!timestamps) return { wallMs };
-            const encoder = device.createCommandEncoder();
-            timestamps.resolve(encoder, reps);
-            device.queue.submit([encoder.finish()]);
-            return withGpu({ wallMs }, await timestamps.read(reps, settings.watchdogMs));
-          }
-          // One compute pass for the batch, as a program chains its kernels: a pass per dispatch
-          // costs ~78 µs each on lavapipe against ~31 µs in one pass, and a decode step's
-          // hundred-odd small kernels would be priced that much too slow.
-          const encoder = device.createCommandEncoder();
-          const pass = encoder.beginComputePass(
-            timestamps ? { timestampWrites: timestamps.batchWrites() } : {},
-          );
-          pass.setPipeline(pipeline);
-          for (let r = 0; r < reps; r++) {
-            pass.setBindGroup(0, groups[r % copies]!);
-            pass.dispatchWorkgroups(...program.workgroups);
-          }
-          pass.end();
-          if (timestamps) timestamps.resolve(encoder, 1);
-          device.queue.submit([encoder.finish()]);
-          if (!timestamps) {
-            await withWatchdog(
-              device.queue.onSubmittedWorkDone(),
-              settings.watchdogMs,
-              `${reps} device-resident runs`,
-            );
-            return { wallMs: performance.now() - started };
-          }
-          // Mapping the timestamps is the one synchronisation: it waits for every dispatch.
-          const gpuMs = await timestamps.read(1, settings.watchdogMs);
-          return withGpu({ wallMs: performance.now() - started }, gpuMs);
-        }),
-      dispose: () => {
-        disposed = true;
-        destroyOwned();
-      },
-    };
-  } catch (e) {
-    destroyOwned();
-    throw e;
+  #readOutput(encoder: GPUCommandEncoder, what: string): Promise<ArrayBuffer> {
+    const { output, outBytes, readback } = this.parts.buffers;
+    readback.copy(encoder, output, outBytes);
+    this.#device.queue.submit([encoder.finish()]);
+    return readback.read(what, this.settings.watchdogMs);
   }
 }
 
 function withGpu(timing: { wallMs: number }, gpuMs: number | null): BatchTiming {
   return gpuMs === null ? timing : { ...timing, gpuMs };
-}
-
-function dispatch(
-  encoder: GPUCommandEncoder,
-  pipeline: GPUComputePipeline,
-  group: GPUBindGroup,
-  workgroups: readonly [number, number, number],
-  timestampWrites?: GPUComputePassTimestampWrites,
-): void {
-  const pass = encoder.beginComputePass(timestampWrites ? { timestampWrites } : {});
-  pass.setPipeline(pipeline);
-  pass.setBindGroup(0, group);
-  pass.dispatchWorkgroups(workgroups[0], workgroups[1], workgroups[2]);
-  pass.end();
-}
-
-function pipelineFor(
-  device: GPUDevice,
-  program: WgslProgram,
-  dtype: Dtype,
-  operands: number,
-): GPUComputePipeline {
-  let cache = caches.get(device);
-  if (!cache) {
-    cache = { pipelines: new Map(), layouts: new Map() };
-    caches.set(device, cache);
-  }
-  const hasUniforms = program.uniforms !== undefined;
-  const hasScratch = program.scratchBytes !== undefined;
-  const layoutKey = `operands=${operands}|uniforms=${hasUniforms}|scratch=${hasScratch}`;
-  const key = `${program.key}|${dtype}|${layoutKey}`;
-  const cached = cache.pipelines.get(key);
-  if (cached) return cached;
-  let layout = cache.layouts.get(layoutKey);
-  if (!layout) {
-    // An explicit layout: "auto" would drop bindings a shader does not read and break the bind group.
-    const entries: GPUBindGroupLayoutEntry[] = [];
-    for (let i = 0; i < operands; i++) {
-      entries.push({
-        binding: i,
-        visibility: GPUShaderStage.COMPUTE,
-        buffer: { type: "read-only-storage" },
-      });
-    }
-    entries.push({
-      binding: operands,
-      visibility: GPUShaderStage.COMPUTE,
-      buffer: { type: "storage" },
-    });
-    if (hasUniforms) {
-      entries.push({
-        binding: operands + 1,
-        visibility: GPUShaderStage.COMPUTE,
-        buffer: { type: "uniform" },
-      });
-    }
-    if (hasScratch) {
-      entries.push({
-        binding: operands + 2,
-        visibility: GPUShaderStage.COMPUTE,
-        buffer: { type: "storage" },
-      });
-    }
-    layout = device.createBindGroupLayout({ entries });
-    cache.layouts.set(layoutKey, layout);
-  }
-  const pipeline = device.createComputePipeline({
-    label: key,
-    layout: device.createPipelineLayout({ bindGroupLayouts: [layout] }),
-    compute: {
-      module: device.createShaderModule({ label: key, code: program.code }),
-      entryPoint: "main",
-    },
-  });
-  cache.pipelines.set(key, pipeline);
-  return pipeline;
 }
 
 function checkLimits(
@@ -476,7 +489,7 @@ function checkLimits(
     ["scratch", program.scratchBytes ?? 0] as const,
   ];
   for (const [name, bytes] of sizes) {
-    if (align(bytes, STORAGE_ALIGN) > largest) {
+    if (alignBytes(bytes, STORAGE_ALIGN) > largest) {
       throw new UnsupportedError(
         `${op.name} ${name} needs ${bytes} bytes, over the adapter's largest storage binding ${largest}`,
       );
@@ -484,83 +497,8 @@ function checkLimits(
   }
 }
 
-/** Begin/end timestamp pairs, one per run, in query sets of 2048 pairs; resolved and read in bulk. */
-class TimestampPool {
-  #sets: GPUQuerySet[] = [];
-  #resolved: GPUBuffer | null = null;
-  #readable: GPUBuffer | null = null;
-
-  constructor(readonly device: GPUDevice, readonly owned: (GPUBuffer | GPUQuerySet)[]) {}
-
-  reserve(runs: number): void {
-    const setsNeeded = Math.ceil((2 * runs) / QUERIES_PER_SET);
-    if (setsNeeded <= this.#sets.length) return;
-    while (this.#sets.length < setsNeeded) {
-      const set = this.device.createQuerySet({ type: "timestamp", count: QUERIES_PER_SET });
-      this.owned.push(set);
-      this.#sets.push(set);
-    }
-    for (const old of [this.#resolved, this.#readable]) old?.destroy();
-    const size = setsNeeded * QUERIES_PER_SET * 8;
-    this.#resolved = this.device.createBuffer({
-      size,
-      usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC,
-    });
-    this.#readable = this.device.createBuffer({
-      size,
-      usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
-    });
-    this.owned.push(this.#resolved, this.#readable);
-  }
-
-  writes(run: number): GPUComputePassTimestampWrites {
-    const index = (2 * run) % QUERIES_PER_SET;
-    return {
-      querySet: this.#sets[Math.floor((2 * run) / QUERIES_PER_SET)]!,
-      beginningOfPassWriteIndex: index,
-      endOfPassWriteIndex: index + 1,
-    };
-  }
-
-  /**
-   * Timestamps at the start and end of a device-resident batch's one compute pass. (A timestamp
-   * write in every pass costs ~0.3 ms per pass on lavapipe, ten times a small kernel.)
-   */
-  batchWrites(): GPUComputePassTimestampWrites {
-    return { querySet: this.#sets[0]!, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 };
-  }
-
-  resolve(encoder: GPUCommandEncoder, runs: number): void {
-    for (let s = 0; s * QUERIES_PER_SET < 2 * runs; s++) {
-      const count = Math.min(QUERIES_PER_SET, 2 * runs - s * QUERIES_PER_SET);
-      encoder.resolveQuerySet(this.#sets[s]!, 0, count, this.#resolved!, s * QUERIES_PER_SET * 8);
-    }
-    encoder.copyBufferToBuffer(this.#resolved!, 0, this.#readable!, 0, 2 * runs * 8);
-  }
-
-  /** Sum of the runs' GPU times, ms, or null when the timestamps are not usable (zero or backwards). */
-  async read(runs: number, watchdogMs: number): Promise<number | null> {
-    const readable = this.#readable!;
-    await withWatchdog(
-      readable.mapAsync(GPUMapMode.READ, 0, 2 * runs * 8),
-      watchdogMs,
-      "the timestamp readback",
-    );
-    const ticks = new BigInt64Array(readable.getMappedRange(0, 2 * runs * 8));
-    let totalNs = 0n;
-    let usable = true;
-    for (let r = 0; r < runs; r++) {
-      const delta = ticks[2 * r + 1]! - ticks[2 * r]!;
-      if (delta < 0n) usable = false;
-      totalNs += delta;
-    }
-    readable.unmap();
-    return usable && totalNs > 0n ? Number(totalNs) / 1e6 : null;
-  }
-}
-
 function hostBytes(array: HostArray): Uint8Array<ArrayBuffer> {
-  const size = align(Math.max(array.byteLength, 4), 4);
+  const size = alignBytes(Math.max(array.byteLength, 4), 4);
   if (array.buffer instanceof ArrayBuffer && size === array.byteLength) {
     return new Uint8Array(array.buffer, array.byteOffset, array.byteLength);
   }
@@ -571,9 +509,9 @@ function hostBytes(array: HostArray): Uint8Array<ArrayBuffer> {
   return copy;
 }
 
-function toFloat32(bytes: Uint8Array, length: number, dtype: Dtype): Float32Array {
-  if (dtype === "f16") return Float32Array.from(new Float16Array(bytes.buffer, 0, length));
-  return new Float32Array(bytes.buffer.slice(0, length * 4));
+function toFloat32(bytes: ArrayBuffer, length: number, dtype: Dtype): Float32Array {
+  if (dtype === "f16") return Float32Array.from(new Float16Array(bytes, 0, length));
+  return new Float32Array(bytes, 0, length);
 }
 
 /**
@@ -604,8 +542,4 @@ export function rotatedCopies(
     return Math.min(MAX_ROTATION_COPIES, Math.max(1, Math.ceil(span / Math.max(operandBytes, 1))));
   }
   return operandBytes < settings.rotateBelowBytes ? settings.rotationCopies : 1;
-}
-
-function align(bytes: number, to: number): number {
-  return Math.ceil(bytes / to) * to;
 }
