@@ -96,6 +96,12 @@ const RUNS_PER_MEASUREMENT = 10;
  */
 const BLIND_STEP_WORK = 16;
 
+/** Gaps filled on cheap series after the grid's deadline, at most, per job. */
+const LATE_FILLS = 4;
+
+/** A CPU run at most this long is cheap: its measurement takes tens of milliseconds. */
+const CHEAP_RUN_MS = 1;
+
 /** The cap never falls below this: a WebGPU end-to-end run costs ~11 ms of synchronisation alone. */
 const MIN_CASE_MS = 25;
 
@@ -152,18 +158,25 @@ function* rangeFirstGrid(grid: GridState): Steps {
   const first = [...new Set([sizes[0]!, sizes[Math.floor((sizes.length - 1) / 2)]!])];
   for (const size of first) yield* gridSize(grid, size);
   yield* confirmSlowness(grid, sizes.at(-1)!);
-  // The first climb is measured however late the job is: every series gets its range.
-  for (let climb = 0; climb === 0 || !state.time.past(state.time.gridDeadline()); climb++) {
+  // The first two climbs are measured however late the job is: every series gets its range (the
+  // second lets WebGPU end to end follow where the device-resident series went in the first).
+  for (let climb = 0; climb < 2 || !state.time.past(state.time.gridDeadline()); climb++) {
     const ceilings = grid.ceilings();
     if (ceilings.size === 0) break;
     for (const [size, series] of ceilings) yield* gridSize(grid, size, series);
   }
-  for (;;) {
-    if (state.time.past(state.time.gridDeadline())) return;
-    const size = grid.widestBendingGap();
+  // Past the grid's deadline, a few more gaps are filled on the CPU series whose runs there are
+  // short: tens of milliseconds each, where a WebGPU point costs a second.
+  for (let late = 0;;) {
+    const pastGrid = state.time.past(state.time.gridDeadline());
+    if (pastGrid && (late >= LATE_FILLS || state.time.past(state.time.jobDeadline()))) return;
+    const accept = pastGrid ? (key: string, size: number) => grid.cheap(key, size) : undefined;
+    const size = grid.widestBendingGap(accept);
     if (size === null) return;
     grid.tried.add(size);
-    yield* gridSize(grid, size);
+    const only = accept && new Set(grid.active().filter((key) => accept(key, size)));
+    yield* gridSize(grid, size, only);
+    if (pastGrid) late++;
   }
 }
 
@@ -265,13 +278,23 @@ class GridState {
    * dominated by its ~11 ms sync is not cut off as if all of it grew with size.
    */
   tooLong(backend: Backend, residency: Residency, size: number): boolean {
-    const key = seriesKey(backend, residency);
+    return this.predictedMs(seriesKey(backend, residency), size) > this.caseCapMs();
+  }
+
+  /** A series' run at `size` from its measured times; 0 before it has any. */
+  predictedMs(key: string, size: number): number {
     const from = this.reference(key, size);
-    if (from === null) return false;
+    if (from === null) return 0;
     const times = this.seen.get(key)!;
     const fixedMs = Math.min(...times.values());
     const variable = Math.max(times.get(from)! - fixedMs, 0);
-    return fixedMs + variable * (this.work(size) / this.work(from)) > this.caseCapMs();
+    return fixedMs + variable * (this.work(size) / this.work(from));
+  }
+
+  /** Whether measuring series `key` at `size` is cheap: a CPU series with a short run there. */
+  cheap(key: string, size: number): boolean {
+    return !key.startsWith("webgpu|") && this.seen.has(key) &&
+      this.predictedMs(key, size) <= CHEAP_RUN_MS;
   }
 
   /** The longest run worth measuring now: the plan's cap, or less when the job's time is short. */
@@ -318,10 +341,11 @@ class GridState {
         s > largest && !this.tooLong(backend, residency, s)
       );
       // Blind, it still takes the next grid size, however far that is.
-      const ceiling = scalable
+      const blind = scalable
         ? above.at(-1)
         : above.filter((s, i) => i === 0 || this.work(s) <= BLIND_STEP_WORK * this.work(largest))
           .at(-1);
+      const ceiling = Math.max(blind ?? 0, this.#deviceInformedCeiling(key, largest)) || undefined;
       if (ceiling === undefined) continue;
       out.set(ceiling, (out.get(ceiling) ?? new Set()).add(key));
     }
@@ -329,11 +353,32 @@ class GridState {
   }
 
   /**
+   * For WebGPU end to end: the largest size above `largest` where the device-resident series was
+   * measured and that kernel time, one round trip and the bytes at the measured transfer rates
+   * fit the case-time cap. An end-to-end run is mostly sync until its transfers grow, so its own
+   * times say little about a larger size; the device's say much. 0 when none.
+   */
+  #deviceInformedCeiling(key: string, largest: number): number {
+    if (key !== seriesKey("webgpu", "end-to-end")) return 0;
+    const resident = this.seen.get(seriesKey("webgpu", "device-resident"));
+    if (resident === undefined) return 0;
+    const { op, dtype } = this.job;
+    let best = 0;
+    for (const [size, residentMs] of resident) {
+      if (size <= largest) continue;
+      const p = transferPrediction(this.state.system, op, op.axis.shape(size), dtype, residentMs);
+      if (p !== null && p.ms <= this.caseCapMs()) best = Math.max(best, size);
+    }
+    return best;
+  }
+
+  /**
    * The grid size in the middle of the widest gap (in grid steps) between two sizes some active
    * series measured and whose rate differs by more than {@linkcode BEND_RATE_RATIO} between them;
-   * the larger gap on a tie. Null when no such gap holds an untried size.
+   * the larger gap on a tie; only where `accept` accepts the series and size, when given. Null
+   * when no such gap holds an untried size.
    */
-  widestBendingGap(): number | null {
+  widestBendingGap(accept?: (key: string, size: number) => boolean): number | null {
     const index = new Map(this.job.sizes.map((s, i) => [s, i]));
     let best: { width: number; at: number } | null = null;
     for (const key of this.active()) {
@@ -349,7 +394,7 @@ class GridState {
         const rateB = this.work(b) / times.get(b)!;
         if (Math.max(rateA / rateB, rateB / rateA) <= BEND_RATE_RATIO) continue;
         const at = this.job.sizes[ia + Math.floor(width / 2)]!;
-        if (this.tried.has(at)) continue;
+        if (this.tried.has(at) || (accept !== undefined && !accept(key, at))) continue;
         if (best === null || width > best.width || at > best.at) best = { width, at };
       }
     }

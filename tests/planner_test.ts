@@ -284,3 +284,35 @@ Deno.test("a budgeted grid climbs in bounded steps while a series' time is mostl
   assert.ok(longest.ms < 16 * plan.maxCaseMs, `ran ${longest.ms} ms at ${longest.size}`);
   assert.ok(runs.some((r) => r.ms > 2 * 11), "it climbed past the flat sizes");
 });
+
+Deno.test("a late job still fills a few gaps on its cheap CPU series", () => {
+  const clock = { s: 0 };
+  const plan = planFor({
+    quick: false,
+    mode: "default",
+    ops: [getOp("add")],
+    dtypes: ["f32"],
+    backends: ["js", "wasm"],
+  });
+  const planner = new Planner({ plan, llm: false, clock: () => clock.s });
+  // Each measurement takes 34 s of the job's ~260 s: its grid deadline (88 % of the slice) passes
+  // with the climb to the top, its own deadline a measurement or so later.
+  drive(planner, (r) => {
+    clock.s += 34;
+    const n = r.shape.n!;
+    return 0.0005 + n * (r.backend === "js" ? 1e-6 : 2e-7) * (n > 1e5 ? 2 : 1);
+  }, clock);
+  const { sizes } = plan.jobs[0]!;
+  const ends = [sizes[0], sizes[Math.floor((sizes.length - 1) / 2)], sizes.at(-1)];
+  const filled = new Set(
+    planner.measurements.filter((m) => !m.offAxis && m.backend === "wasm" && !ends.includes(m.size))
+      .map((m) => m.size),
+  );
+  assert.ok(
+    filled.size >= 1,
+    `a gap was filled on wasm: ${[...filled]} (measured ${
+      planner.measurements.filter((m) => m.backend === "wasm").map((m) => m.size)
+    })`,
+  );
+  assert.ok(filled.size <= 4 + plan.jobs[0]!.anchors.length, `at most a few: ${[...filled]}`);
+});
