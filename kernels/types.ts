@@ -372,6 +372,12 @@ export interface OpSpec {
   reference(shape: Shape, dtype: Dtype, inputs: OpInputs): Float64Array;
   /** Largest acceptable error, relative to the reference's scale (see `calibrate/verify.ts`). */
   tolerance(shape: Shape, dtype: Dtype): number;
+  /**
+   * Whether the programs that run it read its operands once per use, as a decode reads each
+   * layer's weight matrix once per token while the others stream through the caches: then it is
+   * timed with its operands as cold as there (see `calibrate/runners/webgpu.ts`).
+   */
+  readonly streamsOperands?: boolean;
   /** Implementations; `wasm` serves both `wasm` and `wasm-mt`. */
   readonly impls: {
     readonly js?: JsImpl;

@@ -5,8 +5,11 @@ import { withWatchdog } from "../calibrate/runners/_watchdog.ts";
 import {
   createWebGpuRunner,
   MAX_ROTATION_COPIES,
+  operandCopies,
   rotatedCopies,
+  STREAMED_SPAN_BYTES,
 } from "../calibrate/runners/webgpu.ts";
+import { getOp } from "../kernels/catalog.ts";
 import { seededRng } from "../kernels/_random.ts";
 import { add, fma, mul } from "../kernels/elementwise/mod.ts";
 import { matmul } from "../kernels/matmul/mod.ts";
@@ -310,4 +313,16 @@ Deno.test("withWatchdog() rejects a synchronisation that never finishes", async 
     /did not finish a test sync within 0\.01 s/,
   );
   assert.equal(await withWatchdog(Promise.resolve(7), 1000, "a quick sync"), 7);
+});
+
+Deno.test("an op that streams its operands (gemv) is timed with copies spanning more than a last-level cache", () => {
+  const settings = { rotateBelowBytes: 32 * 2 ** 20, rotationCopies: 3, rotationSpanBytes: null };
+  const weights = 512 * 512 * 4;
+  assert.equal(operandCopies(getOp("add"), weights, settings), 3);
+  assert.ok(operandCopies(getOp("gemv"), weights, settings) * weights >= STREAMED_SPAN_BYTES);
+  assert.equal(
+    operandCopies(getOp("gemv"), weights, { ...settings, rotationSpanBytes: 4 * weights }),
+    4,
+    "a runner's own span wins",
+  );
 });

@@ -105,6 +105,8 @@ export const gemv: OpSpec = {
   complexity: "matrix",
   dims: ["rows", "cols"],
   dtypes: ["f32", "f16", "q8", "q4"],
+  // A decode's projections: each weight matrix is read once per token.
+  streamsOperands: true,
   axis: {
     unit: "n (rows = cols)",
     min: 1,
