@@ -139,7 +139,28 @@ export async function validateDecode(
     ? () => opts.runners!
     : await webGpuSources(gpu);
   const runners = sourceFor?.() ?? null;
-  const plans = models.flatMap((model) =>
+  const plans = planDecodes(models, quants, rates, estimateOpts, sourceFor, opts);
+  await runDecodes(gpu, plans, { tokens, context, repeats }, opts);
+  return plans.map((plan) => validationOf(plan, rates, estimateOpts, repeats));
+}
+
+/** One (model, quant) of a validation: its estimate, the variants to decode with, its results. */
+type DecodePlan = ReturnType<typeof planDecodes>[number];
+
+/** The estimate options every validation uses. */
+type EstimateOpts = { readonly context: number; readonly batch: 1; readonly kvDtype: "f32" };
+
+/** Per (model, quant): the report-only estimate, the decode's variants and its alongside kernels. */
+function planDecodes(
+  models: readonly ModelSpec[],
+  quants: readonly DecodeQuant[],
+  rates: ReportRates,
+  estimateOpts: EstimateOpts,
+  sourceFor: ((options?: WebGpuRunnerOptions) => RunnerSource) | null,
+  opts: ValidateOptions,
+) {
+  const runners = sourceFor?.() ?? null;
+  return models.flatMap((model) =>
     quants.map((quant) => {
       const estimate = estimateTokensPerSec(model, quant, rates, estimateOpts);
       const projections = projectionVariants(estimate.kernels, DTYPE[quant], rates, model);
@@ -166,6 +187,15 @@ export async function validateDecode(
       };
     })
   );
+}
+
+/** Runs every plan's decodes `repeats` times, round-robin, each bracketed by its kernel windows. */
+async function runDecodes(
+  gpu: GpuHandle,
+  plans: readonly DecodePlan[],
+  { tokens, context, repeats }: { tokens: number; context: number; repeats: number },
+  opts: ValidateOptions,
+): Promise<void> {
   for (let r = 0; r < repeats; r++) {
     for (const plan of plans) {
       const before = await plan.alongside?.measureWindow();
@@ -182,125 +212,129 @@ export async function validateDecode(
       if (before !== undefined && after !== undefined) plan.brackets.push([before, after]);
     }
   }
+}
+
+/** A plan's validation: the measured decode against the report-only estimate, with diagnostics. */
+function validationOf(
+  plan: DecodePlan,
+  rates: ReportRates,
+  estimateOpts: EstimateOpts,
+  repeats: number,
+): LlmValidation {
   const round = (v: number) => Math.round(v * 100) / 100;
-  const out: LlmValidation[] = [];
-  for (
-    const {
+  const {
+    model,
+    quant,
+    estimate: sweep,
+    alongside,
+    unusable,
+    softmax,
+    runs,
+    brackets,
+    weightSpanBytes,
+  } = plan;
+  const first = runs[0]!;
+  const perTokenMs = runs.flatMap((m) => m.perTokenMs);
+  const medianMs = median(perTokenMs);
+  const measuredTokensPerSec = 1000 / medianMs;
+  // The headline is what a user gets: the estimate from the report's figures alone. The one
+  // priced from kernels timed alongside the decodes is a diagnostic of the estimate's
+  // composition (both see the machine in the same seconds), kept beside it.
+  const estimate = sweep;
+  const diagnostic: TokensPerSecEstimate | null = alongside
+    ? estimateTokensPerSec(
       model,
       quant,
-      estimate: sweep,
-      alongside,
-      unusable,
-      softmax,
-      runs,
-      brackets,
-      weightSpanBytes,
-    } of plans
-  ) {
-    const first = runs[0]!;
-    const perTokenMs = runs.flatMap((m) => m.perTokenMs);
-    const medianMs = median(perTokenMs);
-    const measuredTokensPerSec = 1000 / medianMs;
-    // The headline is what a user gets: the estimate from the report's figures alone. The one
-    // priced from kernels timed alongside the decodes is a diagnostic of the estimate's
-    // composition (both see the machine in the same seconds), kept beside it.
-    const estimate = sweep;
-    const diagnostic: TokensPerSecEstimate | null = alongside
-      ? estimateTokensPerSec(
+      { ...rates, kernelTime: alongside.model(rates.kernelTime!) },
+      estimateOpts,
+    )
+    : null;
+  const error = (e: TokensPerSecEstimate) => e.decodeTokensPerSec / measuredTokensPerSec - 1;
+  // Each decode against the estimate from the two windows around it: the machine's speed in
+  // those seconds, not the median moment of the whole validation.
+  const perDecode = alongside
+    ? runs.map((run, i) => {
+      const paired = estimateTokensPerSec(
         model,
         quant,
-        { ...rates, kernelTime: alongside.model(rates.kernelTime!) },
+        { ...rates, kernelTime: alongside.model(rates.kernelTime!, brackets[i]) },
         estimateOpts,
-      )
-      : null;
-    const error = (e: TokensPerSecEstimate) => e.decodeTokensPerSec / measuredTokensPerSec - 1;
-    // Each decode against the estimate from the two windows around it: the machine's speed in
-    // those seconds, not the median moment of the whole validation.
-    const perDecode = alongside
-      ? runs.map((run, i) => {
-        const paired = estimateTokensPerSec(
-          model,
-          quant,
-          { ...rates, kernelTime: alongside.model(rates.kernelTime!, brackets[i]) },
-          estimateOpts,
-        ).decodeTokensPerSec;
-        return {
-          measuredTokensPerSec: round(1000 / run.medianMs),
-          estimatedTokensPerSec: round(paired),
-          error: Math.round((paired * run.medianMs / 1000 - 1) * 1e4) / 1e4,
-        };
-      })
-      : [];
-    out.push({
-      model: model.name,
-      quant,
-      measuredTokensPerSec,
-      estimatedTokensPerSec: estimate.decodeTokensPerSec,
-      error: error(estimate),
-      details: {
-        device: rates.name,
-        estimateFrom: "the report's figures alone (what `deno task estimate` and " +
-          "estimateTokensPerSec() give)",
-        ...(alongside && diagnostic
-          ? {
-            alongsideEstimate: {
-              tokensPerSec: round(diagnostic.decodeTokensPerSec),
-              error: Math.round(error(diagnostic) * 1e4) / 1e4,
-              totalMs: round(diagnostic.perTokenMs.totalMs),
-              sources: [...diagnostic.sources],
-              from: `the estimate's kernels timed alongside the decodes (${alongside.size} ` +
-                `kernels, one window just before and one just after each of the ${repeats} ` +
-                `decodes; those that read weights with their operands rotated through ${
-                  (weightSpanBytes / 2 ** 20).toFixed(1)
-                } MiB, as cold as the decode leaves them)`,
-            },
-          }
-          : {}),
-        context,
-        tokens: perTokenMs.length,
-        decodes: runs.length,
-        warmup: first.warmup,
-        kvDtype: first.kvDtype,
-        gemvVariant: first.gemvVariant,
-        gemvVariantSource: unusable.length === 0
-          ? "the variants the estimate's gemv predictions describe"
-          : `the estimate's variants, except ${unusable.join(", ")} (the decode's default there)`,
-        softmaxVariant: softmax ??
-          "wg=64 (the decode's default: the estimate's is not f32 with 64 or 256 lanes)",
-        measuredMedianMs: round(medianMs),
-        measuredDecodeMedianMs: runs.map((m) => round(m.medianMs)),
-        measuredPerTokenMs: perTokenMs.map(round),
-        measuredEncodeMs: round(median(runs.map((m) => m.encodeMedianMs))),
-        ...gpuSplit(runs, round),
-        dispatchesPerToken: first.dispatchesPerToken,
-        weightBytes: first.weightBytes,
-        estimateMethod: estimate.perTokenMs.method,
-        estimatedMs: {
-          weightsStream: round(estimate.perTokenMs.weightsStreamMs),
-          matmul: round(estimate.perTokenMs.matmulMs),
-          kvRead: round(estimate.perTokenMs.kvReadMs),
-          dispatch: round(estimate.perTokenMs.dispatchMs),
-          encode: round(estimate.perTokenMs.encodeMs),
-          sync: round(estimate.perTokenMs.syncMs),
-          total: round(estimate.perTokenMs.totalMs),
-        },
-        estimatedKernelsPerStep: estimate.kernelsPerStep,
-        estimatedKernelMs: Object.fromEntries(
-          estimate.kernels.map((k) => [`${k.name} ×${k.launches}`, Math.round(k.ms * 1000) / 1000]),
-        ),
-        estimateTag: estimate.tag,
-        ...(alongside
-          ? {
-            alongsideWindowMs: alongside.windows(),
-            perDecode,
-            perDecodeMedianError: median(perDecode.map((d) => d.error)),
-          }
-          : {}),
-        sources: [...estimate.sources],
+      ).decodeTokensPerSec;
+      return {
+        measuredTokensPerSec: round(1000 / run.medianMs),
+        estimatedTokensPerSec: round(paired),
+        error: Math.round((paired * run.medianMs / 1000 - 1) * 1e4) / 1e4,
+      };
+    })
+    : [];
+  return {
+    model: model.name,
+    quant,
+    measuredTokensPerSec,
+    estimatedTokensPerSec: estimate.decodeTokensPerSec,
+    error: error(estimate),
+    details: {
+      device: rates.name,
+      estimateFrom: "the report's figures alone (what `deno task estimate` and " +
+        "estimateTokensPerSec() give)",
+      ...(alongside && diagnostic
+        ? {
+          alongsideEstimate: {
+            tokensPerSec: round(diagnostic.decodeTokensPerSec),
+            error: Math.round(error(diagnostic) * 1e4) / 1e4,
+            totalMs: round(diagnostic.perTokenMs.totalMs),
+            sources: [...diagnostic.sources],
+            from: `the estimate's kernels timed alongside the decodes (${alongside.size} ` +
+              `kernels, one window just before and one just after each of the ${repeats} ` +
+              `decodes; those that read weights with their operands rotated through ${
+                (weightSpanBytes / 2 ** 20).toFixed(1)
+              } MiB, as cold as the decode leaves them)`,
+          },
+        }
+        : {}),
+      context: estimateOpts.context,
+      tokens: perTokenMs.length,
+      decodes: runs.length,
+      warmup: first.warmup,
+      kvDtype: first.kvDtype,
+      gemvVariant: first.gemvVariant,
+      gemvVariantSource: unusable.length === 0
+        ? "the variants the estimate's gemv predictions describe"
+        : `the estimate's variants, except ${unusable.join(", ")} (the decode's default there)`,
+      softmaxVariant: softmax ??
+        "wg=64 (the decode's default: the estimate's is not f32 with 64 or 256 lanes)",
+      measuredMedianMs: round(medianMs),
+      measuredDecodeMedianMs: runs.map((m) => round(m.medianMs)),
+      measuredPerTokenMs: perTokenMs.map(round),
+      measuredEncodeMs: round(median(runs.map((m) => m.encodeMedianMs))),
+      ...gpuSplit(runs, round),
+      dispatchesPerToken: first.dispatchesPerToken,
+      weightBytes: first.weightBytes,
+      estimateMethod: estimate.perTokenMs.method,
+      estimatedMs: {
+        weightsStream: round(estimate.perTokenMs.weightsStreamMs),
+        matmul: round(estimate.perTokenMs.matmulMs),
+        kvRead: round(estimate.perTokenMs.kvReadMs),
+        dispatch: round(estimate.perTokenMs.dispatchMs),
+        encode: round(estimate.perTokenMs.encodeMs),
+        sync: round(estimate.perTokenMs.syncMs),
+        total: round(estimate.perTokenMs.totalMs),
       },
-    });
-  }
-  return out;
+      estimatedKernelsPerStep: estimate.kernelsPerStep,
+      estimatedKernelMs: Object.fromEntries(
+        estimate.kernels.map((k) => [`${k.name} ×${k.launches}`, Math.round(k.ms * 1000) / 1000]),
+      ),
+      estimateTag: estimate.tag,
+      ...(alongside
+        ? {
+          alongsideWindowMs: alongside.windows(),
+          perDecode,
+          perDecodeMedianError: median(perDecode.map((d) => d.error)),
+        }
+        : {}),
+      sources: [...estimate.sources],
+    },
+  };
 }
 
 /**
