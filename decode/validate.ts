@@ -138,7 +138,6 @@ export async function validateDecode(
     : opts.runners
     ? () => opts.runners!
     : await webGpuSources(gpu);
-  const runners = sourceFor?.() ?? null;
   const plans = planDecodes(models, quants, rates, estimateOpts, sourceFor, opts);
   await runDecodes(gpu, plans, { tokens, context, repeats }, opts);
   return plans.map((plan) => validationOf(plan, rates, estimateOpts, repeats));
