@@ -68,7 +68,8 @@ export const DEFAULT_ROTATION_COPIES = 3;
  * Bytes an op that streams its operands ({@linkcode OpSpec.streamsOperands}) rotates through when
  * the runner sets no span: more than a server CPU's last-level cache, so a software adapter's
  * operands come from memory, as a decode's weights do. (Timed with three copies, a 512×512
- * projection stayed in cache and the report-only decode estimate came out fast: 10 of 12 pairs over +9 %, up to +52 %.)
+ * projection stayed in cache, and the report-only decode estimate came out fast: 10 of 12 pairs
+ * over +9 %, up to +52 %.)
  */
 export const STREAMED_SPAN_BYTES = 64 * 2 ** 20;
 
