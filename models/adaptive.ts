@@ -143,7 +143,8 @@ export interface AdaptiveOptions {
   /**
    * Most time spent exploring, as a share of all the time recorded, [0, 1]: an exploration is
    * made only while the time recorded for explorations, plus this one's cost (the upper end of
-   * one call's 90 % range around the backend's estimate), stays within this share. An
+   * one call's 90 % range around the backend's estimate), stays within this share — over every
+   * workload, and (after its first two explorations) over the workload's own time. An
    * exploration that takes longer (a stall during the call, an estimate far too low) can take it
    * over by the excess; exploring then waits until the share is back under, with headroom kept
    * for such an excess.
@@ -274,9 +275,11 @@ interface Bucket {
  * of being fastest — and the exploration fits the time budget: the time recorded for explorations
  * plus this exploration's cost (the upper end of one call's 90 % range around the estimate), plus
  * headroom for the latest overshoot an exploration has had, must stay within `explorationBudget`
- * of all the time recorded (every workload). A backend the report prices far slower with a confident interval is
- * therefore never drawn, a near-tie is explored until its posterior settles, and a backend that
- * would cost more than the budget holds is not considered until the budget allows it. Backends
+ * of all the time recorded (every workload); and after a workload's first two explorations, its
+ * own explorations must also stay within that share of its own time, so workloads explore in
+ * proportion to the time they take. A backend the report prices far slower with a confident
+ * interval is therefore never drawn, a near-tie is explored until its posterior settles, and a
+ * backend that would cost more than the budget holds is not considered until the budget allows it. Backends
  * without a prior or an observation are each tried once, beyond the budget, since nothing else can
  * rank them. Draws come from a seeded generator, so runs are reproducible. Memory is bounded: at
  * most `maxBuckets` buckets, least recently used dropped first.
