@@ -6,11 +6,12 @@
  * transient deviation from it; a backend's mean ln time is their sum. It starts from the report's
  * predictions, the CPU backends' levels sharing a component — this machine, now, may run them all
  * faster or slower than the report — so the first times observed on one move the others too.
- * Levels widen a little with every observation in the bucket (old observations are forgotten at a
- * bounded rate, part of it shared by the CPU backends; a backend no longer run fades back to its
- * prior's width) and narrow where observations land. Each
- * backend's observation noise is estimated from its successive observations, and innovations are
- * clipped, so one stall moves the belief little. The median of a backend's last observations
+ * A backend's first observation far outside its prior says the report misdescribes this machine,
+ * and widens the priors of the backends not yet observed. Levels widen a little with every
+ * observation in the bucket (old observations are forgotten at a bounded rate, part of it shared
+ * by the CPU backends; a backend no longer run fades back to its drift's width) and narrow where
+ * observations land. Each backend's observation noise is estimated from its successive
+ * observations, and innovations are clipped, so one stall moves the belief little. The median of a backend's last observations
  * detects a change of level (another process took a core): the belief is widened by the jump,
  * mostly as a transient, so the estimate reaches the new level at once and the choice switches,
  * while the transient decays — a burst is forgotten once it is over, even for a backend nobody
@@ -62,12 +63,25 @@ const PERSISTENT_SHARE = 0.25;
  */
 const TRANSIENT_DECAY = 1 - 1 / 32;
 /**
- * Factor by which a level's variance grows per observation in the bucket, up to the variance its
- * prior had: what was learnt of a backend that is no longer run fades back (e-fold in 256
- * observations) to what the report said, so a backend left believed slow after a burst of load is
- * drawn again in time, while one the report prices far slower with confidence stays undrawn.
+ * Factor by which a level's variance grows per observation in the bucket, up to its `fadeTo`:
+ * what was learnt of a backend that is no longer run fades (e-fold in 256 observations), so a
+ * backend left believed a little slower is drawn again in time, while one far slower stays
+ * undrawn.
  */
 const FADE = 1 + 1 / 256;
+/**
+ * A level no longer observed fades back to its drift this many sds wide: what can change while a
+ * backend is not run is the machine, not the report's error, which its observations settled. A
+ * backend within that of the best is retried now and then; one left far slower is not (fading
+ * back to the prior's width had every backend within ×2–3 of the best drawn again and again, on
+ * a budget the near-ties needed).
+ */
+const FADE_DRIFT_SDS = 2;
+/**
+ * A backend's first observation this many predictive sds from its prior contradicts the report:
+ * the backends not yet observed have their prior widened (`BucketBelief`'s conflict rule).
+ */
+const CONFLICT_SDS = 2;
 /** Widest variance kept (sd e^5 ≈ ×150 either way), so the arithmetic stays finite. */
 const MAX_VARIANCE = 25;
 
@@ -105,8 +119,13 @@ export interface Arm {
   noise: number;
   /** Variance the arm is widened to at least when its bucket detects a change (its drift). */
   readonly changeFloor: number;
-  /** Variance its level fades back to when it is no longer observed (its prior's). */
+  /**
+   * Variance its level fades back to when it is no longer observed: its drift's, `FADE_DRIFT_SDS`
+   * wide (its prior's when narrower, or when a conflict widened its prior before it was observed).
+   */
   fadeTo: number;
+  /** Variance of its prior's own error (the part not shared), ln ms²; 0 without a prior. */
+  readonly ownPriorVariance: number;
   /** Last observation, ln ms (NaN before the first), for the noise estimate. */
   last: number;
   observations: number;
@@ -197,7 +216,7 @@ export class BucketBelief {
       if (a.prior === null) return;
       const li = level(i);
       this.#p[li]![li] = Math.min(MAX_VARIANCE, a.prior.sd ** 2 + (a.shared ? shared : 0));
-      this.arms[i]!.fadeTo = this.#p[li]![li]!;
+      this.arms[i]!.fadeTo = Math.min(this.#p[li]![li]!, (FADE_DRIFT_SDS * a.driftSd) ** 2);
       setups.forEach((b, j) => {
         if (j !== i && a.shared && b.shared && b.prior !== null) this.#p[li]![level(j)] = shared;
       });
@@ -223,6 +242,7 @@ export class BucketBelief {
       noise: NOISE_PRIOR_SD ** 2,
       changeFloor: setup.driftSd ** 2,
       fadeTo: NOISE_PRIOR_SD ** 2,
+      ownPriorVariance: setup.prior === null ? 0 : Math.min(MAX_VARIANCE, setup.prior.sd ** 2),
       last: NaN,
       observations: 0,
       recent: [],
@@ -282,6 +302,7 @@ export class BucketBelief {
     }
     arm.recent.push(x);
     if (arm.recent.length > CHANGE_WINDOW) arm.recent.shift();
+    if (first) this.#conflict(i, x);
     const jump = first ? 0 : this.#jump(i);
     if (jump !== 0) {
       // The window's median, not this one observation, says where the new level is.
@@ -319,6 +340,26 @@ export class BucketBelief {
       let x = this.mean(a);
       for (let c = 0; c <= r; c++) x += lower[r]![c]! * z[c]!;
       return x;
+    });
+  }
+
+  /**
+   * A prior contradicted: when backend `i`'s first observation `x` lies over `CONFLICT_SDS`
+   * predictive sds from its prior (the report misdescribes this machine — another machine's
+   * report, say), the backends not yet observed have their own prior variance scaled by
+   * (z / `CONFLICT_SDS`)², since a report wrong about one backend here is likely wrong about the
+   * others: the ranking it gave them stops keeping them from being drawn.
+   */
+  #conflict(i: number, x: number): void {
+    const z2 = (x - this.mean(i)) ** 2 / (this.variance(i) + this.arms[i]!.noise);
+    const widen = z2 / CONFLICT_SDS ** 2 - 1;
+    if (!(widen > 0)) return;
+    this.arms.forEach((other, j) => {
+      if (j === i || other.observations > 0 || !this.isKnown(j)) return;
+      const lj = level(j);
+      this.#p[lj]![lj]! += widen * other.ownPriorVariance;
+      this.#cap(lj);
+      other.fadeTo = Math.max(other.fadeTo, this.#p[lj]![lj]!);
     });
   }
 

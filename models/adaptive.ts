@@ -87,10 +87,19 @@ const MIN_DRIFT_SD = 0.05;
 const HEADROOM_DECAY = 0.9;
 /** Standard-normal quantile of a two-sided 90 % interval: a report's prediction interval. */
 const Z90 = 1.645;
+/**
+ * Explorations a workload may make on the budget of every workload before its own: the first ones
+ * are what corrects a wrong prior, and a new workload has not yet run long enough to fund them.
+ * After them a workload explores within its own share of the time, so cheap workloads exploring
+ * often cannot take the slack a costly one needs (a 0.3 ms kernel's near-tie waited 1,155 calls
+ * for one 1.25 ms exploration while 2 µs kernels explored).
+ */
+const OPENING_EXPLORATIONS = 2;
 
 /**
  * Which workload a choice or an observation is about. Sizes fall in log2 buckets: shapes whose
- * size on the op's axis shares ⌊log2 size⌋ share estimates.
+ * every dimension shares its ⌊log2⌋ share estimates (softmax 512×1024 and 1024×1024 do not, though
+ * their size on the op's axis, 1024 columns, is the same).
  *
  * @example
  * ```ts
@@ -135,7 +144,8 @@ export interface AdaptiveOptions {
   /**
    * Most time spent exploring, as a share of all the time recorded, [0, 1]: an exploration is
    * made only while the time recorded for explorations, plus this one's cost (the upper end of
-   * one call's 90 % range around the backend's estimate), stays within this share. An
+   * one call's 90 % range around the backend's estimate), stays within this share — over every
+   * workload, and (after its first two explorations) over the workload's own time. An
    * exploration that takes longer (a stall during the call, an estimate far too low) can take it
    * over by the excess; exploring then waits until the share is back under, with headroom kept
    * for such an excess.
@@ -244,15 +254,18 @@ interface Bucket {
   explorations: number;
   spentMs: number;
   exploredMs: number;
+  /** Cost set aside for this bucket's explorations chosen but not yet recorded, ms. */
+  reservedMs: number;
   changes: number;
 }
 
 /**
  * Chooses backends from a report's predictions and corrects them online.
  *
- * Belief: per (op, log2 size bucket, dtype, residency), a joint Normal over the backends' mean
- * ln(time). The report's prediction is the prior: its mean, and an sd combining its 90 % interval
- * (ln(hi/lo) / 3.29), the report's measured drift of that backend and {@linkcode CALL_PRIOR_SD},
+ * Belief: per (op, log2 bucket of every dimension, dtype, residency), a joint Normal over the
+ * backends' mean ln(time). The report's prediction is the prior: its mean, and an sd combining its
+ * 90 % interval (ln(hi/lo) / 3.29), the report's measured drift of that backend and
+ * {@linkcode CALL_PRIOR_SD},
  * with {@linkcode SHARED_PRIOR_SD} common to the CPU backends. Each observation updates it
  * (Normal–Normal, with an observation noise estimated from the observations, innovations clipped
  * so one stall moves it little); the belief widens a little with every call, so a backend observed
@@ -269,9 +282,11 @@ interface Bucket {
  * of being fastest — and the exploration fits the time budget: the time recorded for explorations
  * plus this exploration's cost (the upper end of one call's 90 % range around the estimate), plus
  * headroom for the latest overshoot an exploration has had, must stay within `explorationBudget`
- * of all the time recorded (every workload). A backend the report prices far slower with a confident interval is
- * therefore never drawn, a near-tie is explored until its posterior settles, and a backend that
- * would cost more than the budget holds is not considered until the budget allows it. Backends
+ * of all the time recorded (every workload); and after a workload's first two explorations, its
+ * own explorations must also stay within that share of its own time, so workloads explore in
+ * proportion to the time they take. A backend the report prices far slower with a confident
+ * interval is therefore never drawn, a near-tie is explored until its posterior settles, and a
+ * backend that would cost more than the budget holds is not considered until the budget allows it. Backends
  * without a prior or an observation are each tried once, beyond the budget, since nothing else can
  * rank them. Draws come from a seeded generator, so runs are reproducible. Memory is bounded: at
  * most `maxBuckets` buckets, least recently used dropped first.
@@ -420,6 +435,7 @@ export class AdaptiveSelector {
       arm.pending--;
       arm.pendingMs -= reserved;
       account.reservedMs = Math.max(0, account.reservedMs - reserved);
+      bucket.reservedMs = Math.max(0, bucket.reservedMs - reserved);
       account.headroomMs = Math.max(observedMs - reserved, HEADROOM_DECAY * account.headroomMs);
       bucket.exploredMs += observedMs;
       account.exploredMs += observedMs;
@@ -480,6 +496,7 @@ export class AdaptiveSelector {
     const arm = bucket.belief.arms[i]!;
     bucket.explorations++;
     this.#account.reservedMs += costMs;
+    bucket.reservedMs += costMs;
     arm.pending++;
     arm.pendingMs += costMs;
     return { ...this.#exploit(bucket.belief, i), explored: true };
@@ -507,7 +524,7 @@ export class AdaptiveSelector {
     belief.arms.forEach((_, i) => {
       if (i === greedy || !belief.isKnown(i)) return;
       const costMs = this.#costMs(belief, i);
-      if (!this.#fits(costMs)) return;
+      if (!this.#fits(bucket, costMs)) return;
       candidates.push(i);
       costs.push(costMs);
     });
@@ -528,11 +545,18 @@ export class AdaptiveSelector {
     return Math.exp(belief.mean(i) + Z90 * Math.sqrt(belief.arms[i]!.noise));
   }
 
-  /** Whether an exploration costing `costMs` keeps the exploring within its budget. */
-  #fits(costMs: number): boolean {
+  /**
+   * Whether an exploration of `bucket` costing `costMs` keeps the exploring within its budget: over
+   * every workload, with headroom for a stall; and, once the bucket has made its
+   * `OPENING_EXPLORATIONS`, within its own share of its own time.
+   */
+  #fits(bucket: Bucket, costMs: number): boolean {
     const a = this.#account;
-    const exploring = a.exploredMs + a.reservedMs + a.headroomMs + costMs;
-    return exploring <= this.#budget * (a.spentMs + a.reservedMs + costMs);
+    const all = a.exploredMs + a.reservedMs + a.headroomMs + costMs <=
+      this.#budget * (a.spentMs + a.reservedMs + costMs);
+    if (!all || bucket.explorations < OPENING_EXPLORATIONS) return all;
+    return bucket.exploredMs + bucket.reservedMs + costMs <=
+      this.#budget * (bucket.spentMs + bucket.reservedMs + costMs);
   }
 
   /** A standard-normal draw (Box–Muller; 1 − u keeps the logarithm finite). */
@@ -551,8 +575,9 @@ export class AdaptiveSelector {
     const residency = key.residency ?? "end-to-end";
     const op = catalogOp(key.op);
     const size = sizeOf(key, op);
-    const b = Math.floor(Math.log2(Math.max(size, 1)));
-    const id = `${key.op}|${dtype}|${residency}|${b}`;
+    const b = log2Bucket(size);
+    const dims = Object.entries(key.shape ?? {}).map(([d, x]) => `${d}${log2Bucket(x)}`).sort();
+    const id = `${key.op}|${dtype}|${residency}|${b}|${dims.join(",")}`;
     const found = this.#buckets.get(id);
     if (found !== undefined) {
       this.#buckets.delete(id);
@@ -577,6 +602,7 @@ export class AdaptiveSelector {
       explorations: 0,
       spentMs: 0,
       exploredMs: 0,
+      reservedMs: 0,
       changes: 0,
     };
     this.#buckets.set(id, bucket);
@@ -645,6 +671,11 @@ function sizeOf(key: AdaptiveKey, op: OpSpec | null): number {
   throw new RangeError(
     `Key of op "${key.op}" has no size: pass "shape" for a catalog op or "size" for any op`,
   );
+}
+
+/** ⌊log2 x⌋ of a size (0 for sizes below 2). */
+function log2Bucket(x: number): number {
+  return Math.floor(Math.log2(Math.max(x, 1)));
 }
 
 /** The known backend with the lowest estimate; null when none is known. */

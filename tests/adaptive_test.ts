@@ -316,3 +316,102 @@ Deno.test("exploration() holds every workload to one budget", () => {
   assert.ok(Math.abs(sum((b) => b.spentMs) - account.spentMs) < 1e-6);
   assert.ok(Math.abs(sum((b) => b.exploredMs) - account.exploredMs) < 1e-6);
 });
+
+const MIXED = [
+  LARGE_ADD,
+  { op: "matmul", shape: { m: 128, k: 128, n: 128 } },
+  { op: "gemv", shape: { rows: 512, cols: 4096 } },
+  SMALL_ADD,
+] as const;
+
+/**
+ * This machine's times when the synthetic report is another machine's: every CPU kernel 1.7×
+ * slower than it says, and the CPU backends ranked as `reorder` has the report's ranking (fastest
+ * first) — WebGPU as the report says.
+ */
+function otherMachine(
+  reorder: (ranked: readonly Backend[]) => readonly Backend[],
+): Array<ReadonlyMap<Backend, number>> {
+  const size = (k: (typeof MIXED)[number]) =>
+    k.op === "add" ? k.shape.n : k.op === "matmul" ? k.shape.n : k.shape.rows;
+  const reported = (k: (typeof MIXED)[number], b: Backend) =>
+    syntheticTimeMs(k.op, "f32", b, "end-to-end", size(k));
+  return MIXED.map((k) => {
+    const ranked = (["js", "wasm", "wasm-mt"] as const).slice()
+      .sort((a, b) => reported(k, a) - reported(k, b));
+    const here = reorder(ranked);
+    const times = new Map<Backend, number>(ranked.map((b, r) => [here[r]!, 1.7 * reported(k, b)]));
+    times.set("webgpu", reported(k, "webgpu"));
+    return times;
+  });
+}
+
+/** The mix in turn, `perWorkload` calls each; per workload its calls, and the time accounts. */
+function mixedLoop(
+  truths: ReadonlyArray<ReadonlyMap<Backend, number>>,
+  perWorkload: number,
+  seed: number,
+) {
+  const adaptive = new AdaptiveSelector(syntheticReport(), { seed });
+  const rng = seededRng(seed);
+  const own = MIXED.map(() => [] as Call[]);
+  let spent = 0, explored = 0, chosen = 0, best = 0;
+  for (let i = 0; i < perWorkload * MIXED.length; i++) {
+    const k = i % MIXED.length;
+    const { backend, explored: e } = adaptive.choose(MIXED[k]!);
+    const ms = truths[k]!.get(backend)! * Math.exp(0.1 * (rng() - 0.5));
+    adaptive.record(MIXED[k]!, backend, ms);
+    own[k]!.push({ backend, explored: e, ms });
+    spent += ms;
+    if (e) explored += ms;
+    chosen += truths[k]!.get(backend)!;
+    best += Math.min(...truths[k]!.values());
+  }
+  return { own, regret: chosen / best - 1, exploredShare: explored / spent };
+}
+
+/** The last call of a workload the selector chose (not explored) `backend` on; -1 if none. */
+function lastGreedy(calls: readonly Call[], on: (b: Backend) => boolean): number {
+  return calls.findLastIndex((c) => !c.explored && on(c.backend));
+}
+
+function fastestOf(times: ReadonlyMap<Backend, number>): Backend {
+  return [...times].sort((a, b) => a[1] - b[1])[0]![0];
+}
+
+Deno.test("AdaptiveSelector follows this machine within 2 calls of each workload when another machine's report swaps its two fastest backends", () => {
+  // The realistic wrong prior (bench:adaptive's scenario b): another machine ranks wasm and
+  // wasm-mt the other way round, and runs everything at another speed.
+  const truths = otherMachine(([first, second, third]) => [second!, first!, third!]);
+  for (const seed of [1, 2, 3]) {
+    const { own, regret, exploredShare } = mixedLoop(truths, 1000, seed);
+    own.forEach((calls, k) => {
+      const fastest = fastestOf(truths[k]!);
+      const last = lastGreedy(calls, (b) => b !== fastest);
+      assert.ok(last < 2, `seed ${seed}, ${MIXED[k]!.op}: off ${fastest} until call ${last}`);
+    });
+    assert.ok(regret <= 0.03, `seed ${seed}: regret ${regret}`);
+    assert.ok(exploredShare <= 0.03, `seed ${seed}: explored ${exploredShare}`);
+  }
+});
+
+Deno.test("AdaptiveSelector abandons a report its first observations contradict: its pick within 2 calls, the backend it priced slowest within 1,600", () => {
+  // The adversarial wrong prior: this machine ranks the CPU backends in the reverse of the
+  // report, so its pick is the slowest here (17× off) and the fastest here is the one it priced
+  // 6–10× slower. The pick goes at once; the best is found at the rate the budget affords an
+  // exploration priced from the discredited prior (matmul: one in ~400 calls).
+  const truths = otherMachine((ranked) => [...ranked].reverse());
+  for (const seed of [1, 2, 3]) {
+    const { own, exploredShare } = mixedLoop(truths, 2000, seed);
+    own.forEach((calls, k) => {
+      const fastest = fastestOf(truths[k]!);
+      const slowest = [...truths[k]!].filter(([b]) => b !== "webgpu")
+        .sort((a, b) => b[1] - a[1])[0]![0];
+      const kept = lastGreedy(calls, (b) => b === slowest);
+      const off = lastGreedy(calls, (b) => b !== fastest);
+      assert.ok(kept < 2, `seed ${seed}, ${MIXED[k]!.op}: the report's pick kept until ${kept}`);
+      assert.ok(off < 1600, `seed ${seed}, ${MIXED[k]!.op}: off ${fastest} until call ${off}`);
+    });
+    assert.ok(exploredShare <= 0.03, `seed ${seed}: explored ${exploredShare}`);
+  }
+});
