@@ -29,13 +29,16 @@ import {
   type Shape,
 } from "../kernels/types.ts";
 import type { RepeatabilityInfo } from "../core/schema.ts";
+import { HOST_REFERENCES, type HostReference, timeHostReference } from "./_host_reference.ts";
 
 const HELP = `Usage: deno task noise [options]
 
 Measures the same fixed cases on every backend in several windows a pause apart (interleaved per
 op, as calibrate does) and prints, per backend and residency, the share of (case, window) times
 within ±5 / ±10 / ±15 % of their case's median over the windows and the robust standard
-deviation of ln(time) (1.4826 × MAD), then the per-case window medians.
+deviation of ln(time) (1.4826 × MAD), then the per-case window medians. Before each op, two
+workloads that use none of gpucal's code (a register-only loop and a 32 MiB sum) are timed too:
+their repeatability is the host's own, the floor no backend can beat.
 
 Options:
   --windows N       Windows per case (default 4, at least 2)
@@ -155,10 +158,12 @@ async function measureWindow(
   windows: number,
   groups: readonly Group[],
   rows: Map<string, CaseRow>,
+  hostRows: Map<string, HostRow>,
   source: RunnerSource,
 ): Promise<void> {
   const ops = [...new Set(CASES.map((c) => c.op))];
   for (const op of ops) {
+    timeHostReferences(`before ${op}`, window, windows, hostRows);
     const planned = CASES.filter((c) => c.op === op).flatMap((c) => groups.map((g) => ({ c, g })));
     const requests: MeasureRequest[] = planned.map(({ c, g }) => ({
       op: c.op,
@@ -183,7 +188,38 @@ async function measureWindow(
   }
 }
 
-function timesOf(row: CaseRow): RepeatedTime[] {
+/** One host reference at one moment of every window: its window times (ms). */
+interface HostRow {
+  readonly reference: HostReference;
+  readonly case: string;
+  readonly ms: (number | null)[];
+}
+
+/** Times every host reference now, as the case `<reference> <moment>` of this window. */
+function timeHostReferences(
+  moment: string,
+  window: number,
+  windows: number,
+  hostRows: Map<string, HostRow>,
+): void {
+  for (const reference of HOST_REFERENCES) {
+    const key = `${reference} ${moment}`;
+    const row = hostRows.get(key) ??
+      { reference, case: key, ms: Array<number | null>(windows).fill(null) };
+    hostRows.set(key, row);
+    row.ms[window] = timeHostReference(reference);
+  }
+}
+
+/** Each host reference's repeatability over its moments and windows. */
+function summarizeHost(hostRows: readonly HostRow[]) {
+  return HOST_REFERENCES.flatMap((reference) => {
+    const stats = repeatability(hostRows.filter((r) => r.reference === reference).flatMap(timesOf));
+    return stats ? [{ reference, ...stats }] : [];
+  });
+}
+
+function timesOf(row: CaseRow | HostRow): RepeatedTime[] {
   return row.ms.flatMap((ms, window) => ms === null ? [] : [{ case: row.case, window, ms }]);
 }
 
@@ -205,6 +241,7 @@ function pct(x: number): string {
 
 function printText(
   summary: RepeatabilityInfo,
+  host: ReturnType<typeof summarizeHost>,
   rows: readonly CaseRow[],
   loads: readonly string[],
   seconds: number,
@@ -230,6 +267,19 @@ function printText(
         `${g[goal.within] >= goal.share ? "met" : "NOT met"} (≥ ${pct(goal.share)} ${bound})`,
       ];
     }),
+  ));
+  console.log("\nThe host without gpucal (timed before each op, same windows):");
+  console.log(textTable(
+    ["reference", "moments", "times", "±5 %", "±10 %", "±15 %", "σ ln"],
+    host.map((h) => [
+      h.reference === "scalar" ? "scalar (register loop)" : "stream (32 MiB sum)",
+      `${h.cases}`,
+      `${h.times}`,
+      pct(h.within5),
+      pct(h.within10),
+      pct(h.within15),
+      h.sigmaLn.toFixed(3),
+    ]),
   ));
   console.log("\nPer case: window medians, ms, and the largest deviation from their median:");
   console.log(textTable(
@@ -296,6 +346,7 @@ export async function main(args: string[]): Promise<number> {
   };
   const log = (s: string) => options.json || console.error(s);
   const rows = new Map<string, CaseRow>();
+  const hostRows = new Map<string, HostRow>();
   const loads: string[] = [];
   const started = performance.now();
   try {
@@ -305,7 +356,7 @@ export async function main(args: string[]): Promise<number> {
       }
       loads.push(loadAverage());
       const at = performance.now();
-      await measureWindow(w, options.windows, groups, rows, source);
+      await measureWindow(w, options.windows, groups, rows, hostRows, source);
       log(
         `window ${w + 1}/${options.windows} in ${((performance.now() - at) / 1000).toFixed(1)} s`,
       );
@@ -319,10 +370,13 @@ export async function main(args: string[]): Promise<number> {
   const seconds = (performance.now() - started) / 1000;
   const all = [...rows.values()];
   const summary = summarize(all, groups, options);
+  const host = summarizeHost([...hostRows.values()]);
   if (options.json) {
-    console.log(JSON.stringify({ repeatability: summary, cases: all, loads, seconds }));
+    console.log(
+      JSON.stringify({ repeatability: summary, hostReference: host, cases: all, loads, seconds }),
+    );
   } else {
-    printText(summary, all, loads, seconds);
+    printText(summary, host, all, loads, seconds);
   }
   return 0;
 }

@@ -52,6 +52,11 @@ export interface ValidateOptions {
   readonly repeats?: number;
   /** KV cache length; default 64. */
   readonly context?: number;
+  /**
+   * Time the whole validation may take, ms. The first round of decodes always runs; another
+   * starts only while the longest round so far still fits in what is left. Default: no limit.
+   */
+  readonly budgetMs?: number;
   /** Told before each decode starts. */
   readonly onStart?: (model: string, quant: DecodeQuant) => void;
   /**
@@ -119,9 +124,14 @@ export async function validateDecode(
   const models = (opts.models ?? ["tiny-16m", "tiny-64m"]).map(getPreset);
   const quants = opts.quants ?? ["f32", "int4"];
   const tokens = opts.tokens ?? DEFAULT_TOKENS;
+  const startedMs = performance.now();
   const repeats = opts.repeats ?? DEFAULT_REPEATS;
   if (!Number.isInteger(repeats) || repeats < 1) {
     throw new RangeError(`"repeats" must be a positive integer, got ${repeats}; pass e.g. 3`);
+  }
+  const deadlineMs = startedMs + (opts.budgetMs ?? Infinity);
+  if (!(opts.budgetMs === undefined || opts.budgetMs > 0)) {
+    throw new RangeError(`"budgetMs" must be positive, got ${opts.budgetMs}; pass e.g. 90000`);
   }
   const context = opts.context ?? 64;
   const rates = ratesFromReport(report, {
@@ -139,8 +149,8 @@ export async function validateDecode(
     ? () => opts.runners!
     : await webGpuSources(gpu);
   const plans = planDecodes(models, quants, rates, estimateOpts, sourceFor, opts);
-  await runDecodes(gpu, plans, { tokens, context, repeats }, opts);
-  return plans.map((plan) => validationOf(plan, rates, estimateOpts, repeats));
+  await runDecodes(gpu, plans, { tokens, context, repeats, deadlineMs }, opts);
+  return plans.map((plan) => validationOf(plan, rates, estimateOpts));
 }
 
 /** One (model, quant) of a validation: its estimate, the variants to decode with, its results. */
@@ -188,14 +198,25 @@ function planDecodes(
   );
 }
 
-/** Runs every plan's decodes `repeats` times, round-robin, each bracketed by its kernel windows. */
+/**
+ * Runs every plan's decodes `repeats` times, round-robin, each bracketed by its kernel windows; a
+ * round after the first starts only when the longest round so far ends before `deadlineMs`.
+ */
 async function runDecodes(
   gpu: GpuHandle,
   plans: readonly DecodePlan[],
-  { tokens, context, repeats }: { tokens: number; context: number; repeats: number },
+  { tokens, context, repeats, deadlineMs }: {
+    tokens: number;
+    context: number;
+    repeats: number;
+    deadlineMs: number;
+  },
   opts: ValidateOptions,
 ): Promise<void> {
+  let longestRoundMs = 0;
   for (let r = 0; r < repeats; r++) {
+    const roundStartMs = performance.now();
+    if (r > 0 && roundStartMs + longestRoundMs > deadlineMs) break;
     for (const plan of plans) {
       const before = await plan.alongside?.measureWindow();
       opts.onStart?.(plan.model.name, plan.quant);
@@ -210,6 +231,7 @@ async function runDecodes(
       const after = await plan.alongside?.measureWindow();
       if (before !== undefined && after !== undefined) plan.brackets.push([before, after]);
     }
+    longestRoundMs = Math.max(longestRoundMs, performance.now() - roundStartMs);
   }
 }
 
@@ -218,7 +240,6 @@ function validationOf(
   plan: DecodePlan,
   rates: ReportRates,
   estimateOpts: EstimateOpts,
-  repeats: number,
 ): LlmValidation {
   const round = (v: number) => Math.round(v * 100) / 100;
   const {
@@ -284,7 +305,7 @@ function validationOf(
             totalMs: round(diagnostic.perTokenMs.totalMs),
             sources: [...diagnostic.sources],
             from: `the estimate's kernels timed alongside the decodes (${alongside.size} ` +
-              `kernels, one window just before and one just after each of the ${repeats} ` +
+              `kernels, one window just before and one just after each of the ${runs.length} ` +
               `decodes; those that read weights with their operands rotated through ${
                 (weightSpanBytes / 2 ** 20).toFixed(1)
               } MiB, as cold as the decode leaves them)`,

@@ -7,7 +7,10 @@
  * prediction between points and beyond them.
  *
  * The correction's own held-out error comes from leaving each interior point out in turn and
- * interpolating from its neighbours (the fit itself held fixed).
+ * interpolating from its neighbours (the fit itself held fixed). A prediction carries the error
+ * of the points around it ({@linkcode localLooError}): one regime change (wasm-mt matmul runs
+ * inline at 4³ and wakes its workers from 8³, ×36 in time for ×8 in work) must not widen every
+ * interval of the series.
  *
  * @example
  * ```ts
@@ -32,6 +35,8 @@ export interface ResidualCurve {
   readonly looMape: number | null;
   /** The worst of those leave-one-out errors; null under 3 sizes. */
   readonly looMax: number | null;
+  /** Each size's leave-one-out error, aligned with `x`; NaN at the two ends (nothing to test). */
+  readonly looErrors: Float64Array;
 }
 
 /** A measured point as the correction needs it. */
@@ -85,6 +90,7 @@ export function residualCurve<P extends ResidualPoint>(
   });
   let looMape: number | null = null;
   let looMax: number | null = null;
+  const looErrors = new Float64Array(x.length).fill(NaN);
   if (x.length >= 3) {
     let sum = 0;
     let max = 0;
@@ -92,13 +98,55 @@ export function residualCurve<P extends ResidualPoint>(
       const w = (x[i]! - x[i - 1]!) / (x[i + 1]! - x[i - 1]!);
       const predicted = r[i - 1]! + w * (r[i + 1]! - r[i - 1]!);
       const error = Math.abs(Math.expm1(predicted - r[i]!));
+      looErrors[i] = error;
       sum += error;
       if (error > max) max = error;
     }
     looMape = sum / (x.length - 2);
     looMax = max;
   }
-  return { x, r, looMape, looMax };
+  return { x, r, looMape, looMax, looErrors };
+}
+
+/**
+ * The held-out error of the corrected prediction at some bytes: the worst leave-one-out error of
+ * the tested sizes nearest to it, one on each side (between two measured sizes: the ones whose
+ * leave-one-out gaps overlap it; beyond the measured range: the two nearest its end), and never
+ * under the series' median leave-one-out error (a gap's neighbours can all be quiet by luck).
+ * Null under 3 sizes.
+ *
+ * @param curve A residual curve.
+ * @param bytes The work's bytes.
+ * @returns The relative error (0.1 is 10 %), or null.
+ * @example
+ * ```ts
+ * import { localLooError, residualCurve } from "./_residuals.ts";
+ * // Smooth from 10 to 10⁴ bytes, then a 4× jump: only predictions near the jump carry it.
+ * const c = residualCurve(
+ *   [10, 100, 1e3, 1e4, 1e5, 1e6].map((bytes, i) => ({ bytes, ms: i < 4 ? 1 : 4 })),
+ *   () => 1,
+ * );
+ * console.log(localLooError(c, 30)! < 0.01, localLooError(c, 3e4)! > 0.5); // true true
+ * ```
+ */
+export function localLooError(curve: ResidualCurve, bytes: number): number | null {
+  const { x, looErrors } = curve;
+  const n = x.length;
+  if (n < 3) return null;
+  const tested = Array.from({ length: n - 2 }, (_, k) => k + 1);
+  const lx = Math.log(bytes);
+  const below = tested.filter((i) => x[i]! <= lx);
+  const above = tested.filter((i) => x[i]! > lx);
+  // Beyond the measured range, the two sizes tested nearest its end; within it, the nearest
+  // tested size on each side that has one.
+  const near = lx < x[0]!
+    ? above.slice(0, 2)
+    : lx > x[n - 1]!
+    ? below.slice(-2)
+    : [...below.slice(-1), ...above.slice(0, 1)];
+  const errors = tested.map((i) => looErrors[i]!).sort((a, b) => a - b);
+  const medianError = (errors[(errors.length - 1) >> 1]! + errors[errors.length >> 1]!) / 2;
+  return Math.max(medianError, ...near.map((i) => looErrors[i]!));
 }
 
 /**

@@ -26,6 +26,7 @@ import {
 import type { ProvenanceTag, Report, Tuning } from "../core/schema.ts";
 import { normalQuantile } from "../core/numeric.ts";
 import { correctionAt, DEFAULT_LEVEL } from "./_shape_model.ts";
+import { localLooError } from "./_residuals.ts";
 import { checkReach } from "./_bounds.ts";
 import {
   type BackendSeries,
@@ -192,6 +193,12 @@ function seriesOf(table: OpTable, backend: Backend): BackendSeries {
   return s;
 }
 
+/**
+ * Most of a fit's mean held-out error that a residual-corrected prediction carries as a floor
+ * (see `describe`).
+ */
+const FIT_FLOOR_CAP = 0.25;
+
 /** z of the stated level's two-sided normal interval, for the terms that are not calibrated. */
 const Z_LEVEL = normalQuantile(0.5 + DEFAULT_LEVEL / 2);
 
@@ -233,11 +240,18 @@ function describe(
       )
       : 0;
     const fitError = f.cvMaxError ?? f.cvMape ?? Math.expm1(2 * f.rmsLogError);
-    const looMax = p.residuals?.looMax ?? null;
-    const corrected = looMax !== null;
-    // The correction's leave-one-out error rests on a few sizes and cannot see an offset its
-    // neighbours share, so the interval never claims less than the fit's mean held-out error.
-    const axisError = looMax === null ? fitError : Math.max(looMax, f.cvMape ?? fitError);
+    const localError = p.residuals === null ? null : localLooError(p.residuals, bytes);
+    const corrected = localError !== null;
+    // Corrected by its residuals, the prediction is the measured curve between measured sizes:
+    // it is as good as interpolation is around this size (the leave-one-out errors near it, at
+    // least their median), not as good as one formula over the whole range (a wasm-mt matmul fit
+    // that missed the inline regime at 4³ held out at ×7, while interpolating near 512³ held to
+    // 5 %). The fit's mean held-out error stays a floor, since neighbours can share an offset
+    // that leaving one out cannot see, but only up to FIT_FLOOR_CAP: past it, the fit's form is
+    // what fails, and the measured curve, not the fit, carries the prediction.
+    const axisError = localError === null
+      ? fitError
+      : Math.max(localError, Math.min(f.cvMape ?? fitError, FIT_FLOOR_CAP));
     // Off the axis, the shape model's spread at this shape, scaled so its left-out shapes held
     // the level; it grows to the whole spread of shape effects far from every measured shape.
     const model = p.shapeModel;

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { correctionAt, residualCurve } from "../models/_residuals.ts";
+import { correctionAt, localLooError, residualCurve } from "../models/_residuals.ts";
 
 const flat = () => 1;
 
@@ -57,4 +57,28 @@ Deno.test("residualCurve() leaves out a median known only to worse than ±25 %",
   ], model);
   assert.equal(curve.x.length, 2);
   assert.ok(Math.abs(correctionAt(curve, 1e5) - 1) < 1e-9, "the fit carries the middle");
+});
+
+Deno.test("localLooError() carries a regime change only to predictions near it", () => {
+  // Smooth over 10–10⁴ bytes and 10⁵–10⁸, a 4× step between 10⁴ and 10⁵.
+  const sizes = [10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8];
+  const c = residualCurve(sizes.map((bytes, i) => ({ bytes, ms: i < 4 ? 1 : 4 })), flat);
+  assert.ok(c.looMax! > 0.5, "the series as a whole holds out badly at the step");
+  assert.ok(localLooError(c, 3e4)! >= 0.5, "between the sizes around the step: the step's error");
+  assert.ok(localLooError(c, 300)! < 1e-9, "far below it: interpolation held exactly");
+  assert.ok(localLooError(c, 3e6)! < 1e-9, "far above it too");
+  assert.ok(localLooError(c, 1e9)! < 1e-9, "beyond the largest size: the error near that end");
+  assert.ok(localLooError(c, 1)! < 1e-9, "below the smallest: the two sizes tested nearest it");
+});
+
+Deno.test("localLooError() never claims less than the series' median held-out error", () => {
+  // Every interior size is 2× off its neighbours' line (zig-zag) except the last one tested.
+  const c = residualCurve(
+    [1, 2, 1, 2, 1, 1, 1].map((ms, i) => ({ bytes: 10 ** i, ms })),
+    flat,
+  );
+  const errors = [...c.looErrors].filter((e) => !Number.isNaN(e)).sort((a, b) => a - b);
+  const median = (errors[2]! + errors[2]!) / 2;
+  assert.ok(localLooError(c, 10 ** 5.5)! >= median - 1e-12);
+  assert.equal(localLooError(residualCurve([{ bytes: 1, ms: 1 }], flat), 1), null);
 });
