@@ -316,3 +316,28 @@ Deno.test("a late job still fills a few gaps on its cheap CPU series", () => {
   );
   assert.ok(filled.size <= 4 + plan.jobs[0]!.anchors.length, `at most a few: ${[...filled]}`);
 });
+
+Deno.test("a late job still climbs a series whose runs stay short to its ceiling", () => {
+  const clock = { s: 0 };
+  const plan = planFor({
+    quick: false,
+    mode: "default",
+    ops: [getOp("add")],
+    dtypes: ["f32"],
+    backends: ["webgpu"],
+  });
+  const planner = new Planner({ plan, llm: false, clock: () => clock.s });
+  // Device-resident: 35 µs of dispatch, flat until ~10⁵ elements, then 10 GB/s: its first blind
+  // climb ends far below the top. Every measurement takes 18 s: the grid deadline passes there.
+  drive(planner, (r) => {
+    clock.s += 18;
+    const bytes = 12 * r.shape.n!;
+    const kernel = Math.max(0.035, bytes / 1e7);
+    return r.residency === "device-resident" ? kernel : 11 + kernel + bytes / 2e6;
+  }, clock);
+  const resident = planner.measurements.filter((m) =>
+    m.residency === "device-resident" && !m.offAxis
+  );
+  const top = Math.max(...resident.map((m) => m.size));
+  assert.equal(top, plan.jobs[0]!.sizes.at(-1), `device-resident reached ${top}`);
+});
