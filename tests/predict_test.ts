@@ -274,3 +274,35 @@ Deno.test("modelMs() and compiledMs() return the same bits for the same coeffici
     }
   }
 });
+
+Deno.test("predictTime() of WebGPU end to end beyond the bytes it measured reaches the transfer route", () => {
+  const base = syntheticReport();
+  // Uploads ten times slower than the sweep's end-to-end points ran: the interval must reach the
+  // time the device-resident kernel, one sync and the bytes at that rate give.
+  const system = { ...base.system, uploadGBps: { ...base.system.uploadGBps, value: 0.05 } };
+  const report = syntheticReport({ system });
+  const shape = { n: 50_000_000 };
+  const bytes = getOp("add").bytes(shape, "f32");
+  const t = predictTime(report, { op: "add", shape, dtype: "f32", backend: "webgpu" });
+  const resident = predictTime(report, {
+    op: "add",
+    shape,
+    dtype: "f32",
+    backend: "webgpu",
+    residency: "device-resident",
+  });
+  const route = resident.ms + system.dispatchRoundTripMs.value! + bytes / 0.05 / 1e6;
+  assert.ok(t.interval[1] >= route * (1 - 1e-9), `${t.interval} vs ${route}`);
+  assert.match(t.source, /upload rate .* the interval reaches it/);
+  const small = predictTime(report, {
+    op: "add",
+    shape: { n: 1000 },
+    dtype: "f32",
+    backend: "webgpu",
+  });
+  assert.doesNotMatch(
+    small.source,
+    /interval reaches/,
+    "within the measured bytes: its own points",
+  );
+});
