@@ -10,7 +10,7 @@ import type { Dtype } from "../kernels/types.ts";
 import { gemvWebGpu } from "../kernels/gemv/webgpu.ts";
 import type { GpuHandle } from "../calibrate/device.ts";
 import type { RunnerSource } from "../calibrate/measure.ts";
-import type { WebGpuRunnerOptions } from "../calibrate/runners/webgpu.ts";
+import { STREAMED_SPAN_BYTES, type WebGpuRunnerOptions } from "../calibrate/runners/webgpu.ts";
 import { getOp } from "../kernels/catalog.ts";
 import type { LlmValidation, Report } from "../core/schema.ts";
 import { median } from "../core/stats.ts";
@@ -429,10 +429,12 @@ async function webGpuSources(
 }
 
 /**
- * Most bytes a weight kernel's window rotates through: past the last-level caches of common CPUs
- * and GPUs, while the windows of a larger model's kernels still fit in memory together.
+ * Most bytes a weight kernel's window rotates through: the span the sweep's gemv rotates through
+ * ({@linkcode STREAMED_SPAN_BYTES}, past the last-level caches of common CPUs and GPUs), so the
+ * two time weights equally cold. Each window uploads every copy again: at 128 MiB, tiny-64m
+ * f32's windows took 4–7 s each on lavapipe, most of a 100 s validation.
  */
-const MAX_WEIGHT_SPAN_BYTES = 128 * 2 ** 20;
+const MAX_WEIGHT_SPAN_BYTES = STREAMED_SPAN_BYTES;
 
 /**
  * Bytes of operands the decode streams per token through the kernels that read weights (at most
