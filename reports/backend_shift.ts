@@ -21,7 +21,7 @@
  */
 import { bestPerSize } from "../calibrate/analyze.ts";
 import { median } from "../core/stats.ts";
-import type { Backend } from "../kernels/types.ts";
+import type { Backend, Dtype, Residency } from "../kernels/types.ts";
 import type { Report } from "../core/schema.ts";
 
 /** z of the backend-wide test: two-sided 99 %, as several backends are tested at once. */
@@ -181,44 +181,107 @@ type Paired = Omit<PointChange, "reference" | "ownLogChange"> & {
 };
 
 /**
- * Every point of one backend both reports measured: per op, dtype and residency, the best
- * variant's median at each shared size; `worked` when its time is at least twice the series'
- * smallest (its fixed cost) in both reports.
+ * One series: what a backend measured, in which dtype and residency.
+ *
+ * @example
+ * ```ts
+ * import type { SeriesKey } from "./backend_shift.ts";
+ * const s: SeriesKey = { op: "add", dtype: "f32", backend: "wasm", residency: "end-to-end" };
+ * ```
  */
+export interface SeriesKey {
+  readonly op: string;
+  readonly dtype: Dtype;
+  readonly backend: Backend;
+  readonly residency: Residency;
+}
+
+/**
+ * Every point of one series both reports measured: the best variant's median at each shared
+ * size; `worked` when its time is at least twice the series' smallest (its fixed cost) in both
+ * reports.
+ */
+function seriesPoints(baseline: Report, current: Report, s: SeriesKey): Paired[] {
+  const { op, dtype, backend, residency } = s;
+  const base = bestPerSize(baseline.measurements, op, dtype, backend, residency);
+  const cur = bestPerSize(current.measurements, op, dtype, backend, residency);
+  const floor = (ms: readonly { wall: { median: number } }[]) =>
+    Math.min(...ms.map((m) => m.wall.median));
+  const [baseFloor, curFloor] = [floor(base), floor(cur)];
+  const bySize = new Map(cur.map((m) => [m.size, m]));
+  const out: Paired[] = [];
+  for (const b of base) {
+    const c = bySize.get(b.size);
+    if (c === undefined || !(b.wall.median > 0 && c.wall.median > 0)) continue;
+    const worked = b.wall.median * (1 - WORK_SHARE) >= baseFloor &&
+      c.wall.median * (1 - WORK_SHARE) >= curFloor;
+    out.push({
+      key: `${op} ${dtype} ${residency} at ${sizeWords(b.size)}`,
+      op,
+      dtype,
+      residency,
+      worked,
+      backend,
+      size: b.size,
+      baselineMs: b.wall.median,
+      currentMs: c.wall.median,
+      logChange: Math.log(c.wall.median / b.wall.median),
+      withinSigma: Math.hypot(b.wall.relCi, c.wall.relCi) / Z95,
+    });
+  }
+  return out;
+}
+
+/** Every point of one backend both reports measured, series by series ({@linkcode seriesPoints}). */
 function pointsOf(baseline: Report, current: Report, backend: Backend): Paired[] {
   const series = new Map(
     baseline.measurements.filter((m) => m.backend === backend && m.state === "ok")
       .map((m) => [`${m.op} ${m.dtype} ${m.residency}`, m] as const),
   );
-  const out: Paired[] = [];
-  for (const [name, { op, dtype, residency }] of series) {
-    const base = bestPerSize(baseline.measurements, op, dtype, backend, residency);
-    const cur = bestPerSize(current.measurements, op, dtype, backend, residency);
-    const floor = (ms: readonly { wall: { median: number } }[]) =>
-      Math.min(...ms.map((m) => m.wall.median));
-    const [baseFloor, curFloor] = [floor(base), floor(cur)];
-    const bySize = new Map(cur.map((m) => [m.size, m]));
-    for (const b of base) {
-      const c = bySize.get(b.size);
-      if (c === undefined || !(b.wall.median > 0 && c.wall.median > 0)) continue;
-      const worked = b.wall.median * (1 - WORK_SHARE) >= baseFloor &&
-        c.wall.median * (1 - WORK_SHARE) >= curFloor;
-      out.push({
-        key: `${name} at ${sizeWords(b.size)}`,
-        op,
-        dtype,
-        residency,
-        worked,
-        backend,
-        size: b.size,
-        baselineMs: b.wall.median,
-        currentMs: c.wall.median,
-        logChange: Math.log(c.wall.median / b.wall.median),
-        withinSigma: Math.hypot(b.wall.relCi, c.wall.relCi) / Z95,
-      });
-    }
-  }
-  return out;
+  return [...series.values()].flatMap(({ op, dtype, residency }) =>
+    seriesPoints(baseline, current, { op, dtype, backend, residency })
+  );
+}
+
+/**
+ * The points of one series that moved slower than the tolerance against the host: where its
+ * work carries the time in both reports (the fixed cost below that moves with other things),
+ * the time's change less the host reference's, above ln(1 + tolerance). A kernel that got slower
+ * shows at each size its work carries; a single measurement that strayed (a burst of other work
+ * on a shared machine, a run stopped mid-measurement) shows at one.
+ *
+ * @param baseline The baseline report.
+ * @param current The current report of the same machine.
+ * @param series The series: op, dtype, backend and residency.
+ * @param options The tolerance (default 10 %).
+ * @returns The slowed points, in the baseline's order of sizes, with their own change.
+ * @example
+ * ```ts ignore
+ * import { slowedPoints } from "./backend_shift.ts";
+ * const series = { op: "matmul", dtype: "f32", backend: "wasm", residency: "end-to-end" } as const;
+ * const slowed = slowedPoints(baseline, current, series);
+ * if (slowed.length === 1) console.log(`only ${slowed[0]!.key} moved: a stray measurement?`);
+ * ```
+ */
+export function slowedPoints(
+  baseline: Report,
+  current: Report,
+  series: SeriesKey,
+  options: BackendShiftOptions = {},
+): PointChange[] {
+  const limit = Math.log(1 + (options.tolerance ?? 0.1));
+  const reference = hostReferences(baseline, current).reference(series.backend);
+  return seriesPoints(baseline, current, series).filter((p) => p.worked).map((p) => ({
+    key: p.key,
+    op: p.op,
+    backend: p.backend,
+    size: p.size,
+    baselineMs: p.baselineMs,
+    currentMs: p.currentMs,
+    logChange: p.logChange,
+    reference,
+    ownLogChange: p.logChange - (reference?.logShift ?? 0),
+  })).filter((p) => p.ownLogChange > limit);
 }
 
 /**

@@ -29,7 +29,8 @@ second run of the same machine would also show is reported as "within run-to-run
 figures against the others, with a 99 % interval that allows for its drift; the figures that
 carry a verdict are named. A crossover moving either way is a regression (programs decide with
 it), unless it moved within a near-tie of its two backends ("either; within x %"); a rate
-falling or a time rising is a regression; a series or figure that disappeared is a regression
+falling or a time rising is a regression (a rate measured at one size only when a second size of
+its series is slower too: one measurement can stray); a series or figure that disappeared is a regression
 unless the current run's command skipped it (--ops, --dtypes, --backends).
 
 Options:

@@ -33,6 +33,7 @@ import {
   type HostFrame,
   type HostReference,
   hostReferences,
+  slowedPoints,
 } from "./backend_shift.ts";
 import { type RunScope, runScope, seriesCoverage, skipReason } from "./coverage.ts";
 import { nearTie, type Tie } from "./near_tie.ts";
@@ -919,6 +920,30 @@ function crossoverRows(ctx: Context): ComparisonRow[] {
   });
 }
 
+/**
+ * A measured rate that regressed, kept a regression only when a second point of its series
+ * moved the same way ({@linkcode slowedPoints}). One measured point is one measurement: on a
+ * shared 2-core VM a clean back-to-back run moved single points ×3 to ×60 (a burst of other
+ * work, a run stopped mid-measurement) while the series' other sizes stayed put, so one point
+ * alone is left to its backend's pooled test, which a slowed kernel or backend does reach.
+ */
+function corroborated(ctx: Context, row: ComparisonRow, fit: CostFit): ComparisonRow {
+  if (!row.regressed) return row;
+  const series = { op: fit.op, dtype: fit.dtype, backend: fit.backend, residency: fit.residency };
+  const slowed = slowedPoints(ctx.baseline, ctx.current, series, { tolerance: ctx.tolerance });
+  if (slowed.length >= 2) {
+    return { ...row, note: `${row.note}; slower at ${slowed.length} sizes of its series` };
+  }
+  const only = slowed.length === 1 ? `only ${slowed[0]!.key} is slower` : "no point is slower";
+  return {
+    ...row,
+    regressed: false,
+    note: `${row.note}; not a regression on one point: of its series' sizes where the work ` +
+      `carries the time, ${only} beyond the tolerance against the host (one measurement can ` +
+      `stray on a shared machine; its backend's test pools every point)`,
+  };
+}
+
 function rateRows(ctx: Context): ComparisonRow[] {
   const baseRates = rateMap(ctx.base, ctx.cur);
   const currentRates = rateMap(ctx.cur, ctx.base);
@@ -960,7 +985,10 @@ function rateRows(ctx: Context): ComparisonRow[] {
       ...(b.at !== undefined && b.at === c.at ? [`measured at ${roundSignificant(b.at, 3)}`] : []),
       ...(b.variant !== c.variant ? [`best variant ${b.variant} → ${c.variant}`] : []),
     ];
-    if (share >= DETERMINED_SHARE) return { ...row, note: [row.note, ...variants].join("; ") };
+    if (share >= DETERMINED_SHARE) {
+      const judged = { ...row, note: [row.note, ...variants].join("; ") };
+      return b.at !== undefined && b.at === c.at ? corroborated(ctx, judged, b.fit) : judged;
+    }
     const undetermined = `not judged: the rate explains ${percent(share).slice(1)} of the ` +
       `time at the largest size fitted, too little to determine it`;
     return {

@@ -102,6 +102,46 @@ Deno.test("compareReports() compares the rate measured at the largest size both 
   assert.match(row.note, /best variant .* → fma=true,kc=128/);
 });
 
+/** The synthetic report with only the largest measured point of matmul f32 wasm slowed. */
+function strayAtLargest(factor: number): Report {
+  const report = syntheticReport();
+  const largest = Math.max(
+    ...report.measurements.filter((m) => m.op === "matmul" && m.backend === "wasm").map((m) =>
+      m.size
+    ),
+  );
+  report.measurements = report.measurements.map((m) =>
+    m.state === "ok" && m.op === "matmul" && m.backend === "wasm" && m.size === largest
+      ? {
+        ...m,
+        wall: { ...m.wall, median: m.wall.median * factor },
+        gflops: m.gflops / factor,
+        gbps: m.gbps / factor,
+      }
+      : m
+  );
+  return report;
+}
+
+Deno.test("compareReports() leaves a rate that moved at one measured point only to its backend's test", () => {
+  const key = "matmul f32 wasm end-to-end compute";
+  const result = compareReports(syntheticReport(), strayAtLargest(3));
+  const row = result.rows.find((r) => r.key === key);
+  assert.ok(row);
+  assert.ok(Math.abs(row.change! - (1 / 3 - 1)) < 1e-9, "the move is shown");
+  assert.equal(row.beyondNoise, true);
+  assert.equal(row.regressed, false, row.note);
+  assert.match(
+    row.note,
+    /not a regression on one point: .*only matmul f32 end-to-end at \d+ is slower/,
+  );
+  assert.equal(result.regressed, false);
+  const series = compareReports(syntheticReport(), slowedSeries(syntheticReport(), MATMUL_WASM, 3))
+    .rows.find((r) => r.key === key);
+  assert.equal(series?.regressed, true, "the whole series slowed: every size shows it");
+  assert.match(series.note, /slower at \d+ sizes of its series/);
+});
+
 Deno.test("compareReports() falls back to the fitted rate where the reports share no size", () => {
   const current = syntheticReport();
   current.measurements = current.measurements.filter((m) =>
