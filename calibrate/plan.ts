@@ -32,7 +32,8 @@ const QUICK_PROBE_EVERY_S = 10;
 /**
  * A quick run's time plan, s. Its jobs' first sizes are measured however late they run, so the
  * plan has to hold them: the ten jobs of a full quick run (f16 left out), the system figures
- * (4 s) and the probes took about 34 s of in-process time here, leaving a little for refinement.
+ * and the probes took 40 s in-process on this VM under a load of 3 (the old quick run took 75 s
+ * so loaded and 66 s idle), about 34 s idle, leaving a little for refinement.
  */
 const QUICK_TOTAL_S = 36;
 
