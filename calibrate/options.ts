@@ -51,7 +51,10 @@ export interface CalibrateOptions {
   readonly quick?: boolean;
   /** Ops to calibrate (default: all in the catalog). */
   readonly ops?: readonly string[];
-  /** Dtypes to calibrate (default: all each op supports). */
+  /**
+   * Dtypes to calibrate (default: all each op supports; in a quick run all but f16, and the
+   * report says f16 was not measured).
+   */
   readonly dtypes?: readonly Dtype[];
   /** Backends to calibrate (default: all). */
   readonly backends?: readonly Backend[];

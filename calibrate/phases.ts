@@ -34,7 +34,7 @@ const SCREENED_VARIANTS = 4;
 
 /**
  * One (op, dtype) job: variant search, grid, repeats, refinement, bends, off-axis shapes, then a
- * drift probe and a save.
+ * drift probe when one is due (the plan's `probeEveryS`) and a save.
  *
  * @param state The planner's state.
  * @param job The job.
@@ -57,7 +57,7 @@ export function* jobSteps(state: PlanState, job: CalibrationJob): Steps {
   }
   yield* offAxisSteps(state, job, backends, chosen);
   yield* retryUnsure(state, op, dtype, retried);
-  yield { kind: "probe" };
+  if (state.probeDue(job === state.plan.jobs.at(-1))) yield* state.probe();
   yield { kind: "save" };
 }
 

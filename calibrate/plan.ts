@@ -23,6 +23,19 @@ const DEFAULT_MAX_BYTES = 64 * 2 ** 20;
 const DECODE_OPS = new Set(["gemv"]);
 /** Host bytes one case may touch in a quick run. */
 const QUICK_MAX_BYTES = 48 * 2 ** 20;
+/**
+ * Seconds between a quick run's drift probes. A probe (every backend, interleaved) took 0.45 s
+ * here; after each of its 19 jobs they were 9 s of an 80 s run. Four or five probes still span the
+ * run and give each backend its drift (three make a figure).
+ */
+const QUICK_PROBE_EVERY_S = 10;
+/**
+ * A quick run's time plan, s. Its jobs' first sizes are measured however late they run, so the
+ * plan has to hold them: the ten jobs of a full quick run (f16 left out), the system figures
+ * and the probes took 40 s in-process on this VM under a load of 3 (the old quick run took 75 s
+ * so loaded and 66 s idle), about 34 s idle, leaving a little for refinement.
+ */
+const QUICK_TOTAL_S = 36;
 
 /**
  * One (op, dtype) sweep.
@@ -86,6 +99,16 @@ export interface CalibrationPlan {
    * percent between minutes, and a point taken in one window carries the minute it was taken in.
    */
   readonly passes: number;
+  /**
+   * Seconds between drift probes: a job is followed by one once this long has passed since the
+   * last probe (the last job always is); 0 probes after every job.
+   */
+  readonly probeEveryS: number;
+  /**
+   * Dtypes the mode left out because the options named none ({@linkcode QUICK_SKIPPED_DTYPES}),
+   * where an op and a backend in play could have measured them; the report says so.
+   */
+  readonly skippedDtypes: readonly Dtype[];
   /** Rough count of measurements, for the progress bar. */
   readonly estimatedCases: number;
   /** The run's mode: how much time it may take and how it spends it. */
@@ -176,6 +199,19 @@ export interface PlanOptions {
 /** Most passes a plan takes. */
 export const MAX_PASSES = 5;
 
+/**
+ * Dtypes a quick run leaves out unless `dtypes` names them. f16 is a WebGPU-only (shader-f16)
+ * measurement whose jobs pay the fixed costs of a whole job each (first sizes, compiles,
+ * verification, a save) for two series: its eight jobs took 22 s of an 80 s quick run here.
+ *
+ * @example
+ * ```ts
+ * import { QUICK_SKIPPED_DTYPES } from "./plan.ts";
+ * console.log(QUICK_SKIPPED_DTYPES); // ["f16"]
+ * ```
+ */
+export const QUICK_SKIPPED_DTYPES: readonly Dtype[] = ["f16"];
+
 function sizesFor(op: OpSpec, dtype: Dtype, mode: Mode): number[] {
   const quick = mode === "quick";
   const maxBytes = quick
@@ -211,6 +247,7 @@ function sizesFor(op: OpSpec, dtype: Dtype, mode: Mode): number[] {
 export function planFor(options: PlanOptions): CalibrationPlan {
   const mode = options.mode ?? (options.quick ? "quick" : "thorough");
   const jobs: CalibrationJob[] = [];
+  const skipped = new Set<Dtype>();
   let estimatedCases = 0;
   for (const op of options.ops) {
     for (const dtype of op.dtypes) {
@@ -220,6 +257,10 @@ export function planFor(options: PlanOptions): CalibrationPlan {
         implOf(op, b) !== undefined && (dtype !== "f16" || b === "webgpu")
       );
       if (backends.length === 0) continue;
+      if (!options.dtypes && mode === "quick" && QUICK_SKIPPED_DTYPES.includes(dtype)) {
+        skipped.add(dtype);
+        continue;
+      }
       const sizes = sizesFor(op, dtype, mode);
       // Variants are searched where a run is big enough to tell them apart but small enough
       // that trying a slow one (a naive matmul on a software GPU) stays cheap.
@@ -255,12 +296,13 @@ export function planFor(options: PlanOptions): CalibrationPlan {
     ...settings,
     jobs,
     passes: checkedPasses(options.passes ?? settings.passes),
+    skippedDtypes: [...skipped],
     estimatedCases,
     mode,
   };
 }
 
-type ModeSettings = Omit<CalibrationPlan, "jobs" | "estimatedCases" | "mode">;
+type ModeSettings = Omit<CalibrationPlan, "jobs" | "skippedDtypes" | "estimatedCases" | "mode">;
 
 /**
  * What each mode measures and how long it may take. The default mode's budgets per measurement
@@ -270,7 +312,9 @@ type ModeSettings = Omit<CalibrationPlan, "jobs" | "estimatedCases" | "mode">;
  */
 const MODES: Readonly<Record<Mode, ModeSettings>> = {
   quick: {
-    stopping: { budgetMs: 80, minSamples: 5, targetRelCi: 0.03 },
+    // 60 ms: a WebGPU end-to-end point is its five samples of the ~12 ms sync, and a CPU point
+    // that has not reached ±3 % by then is one the machine's noise holds there anyway.
+    stopping: { budgetMs: 60, minSamples: 5, targetRelCi: 0.03 },
     searchStopping: { budgetMs: 80, minSamples: 3, targetRelCi: 0.05 },
     // A quick run skips the variant search: each backend's declared default variant.
     searchVariants: false,
@@ -279,7 +323,9 @@ const MODES: Readonly<Record<Mode, ModeSettings>> = {
     refineRounds: 1,
     bendPoints: 0,
     passes: 1,
-    time: { totalS: 40, systemS: 4, llmS: 0, revisitShare: 0, offAxisShare: 0.1 },
+    probeEveryS: QUICK_PROBE_EVERY_S,
+    // The plan is the run less its start (loading, opening the adapter) and its last save.
+    time: { totalS: QUICK_TOTAL_S, systemS: 4, llmS: 0, revisitShare: 0, offAxisShare: 0.1 },
     llm: { repeats: 1, tokens: 8, kernelBudgetMs: 80 },
   },
   default: {
@@ -293,6 +339,7 @@ const MODES: Readonly<Record<Mode, ModeSettings>> = {
     refineRounds: 2,
     bendPoints: 2,
     passes: 2,
+    probeEveryS: 0,
     // The LLM validation with its defaults (3 decodes of 16 tokens per pair, 150 ms per kernel
     // per alongside window) took ~2.5 min here; 2 decodes of 8 tokens and 80 ms windows fit its
     // reserve.
@@ -311,6 +358,7 @@ const MODES: Readonly<Record<Mode, ModeSettings>> = {
     refineRounds: 3,
     bendPoints: 4,
     passes: 2,
+    probeEveryS: 0,
     time: { totalS: null, systemS: 20, llmS: 150, revisitShare: 0, offAxisShare: 0 },
     llm: {},
   },

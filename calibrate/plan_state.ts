@@ -167,6 +167,24 @@ export class PlanState {
     this.#emit = options.onEvent ?? (() => {});
   }
 
+  /** When the last drift probe was asked for, seconds since the run began; null before any. */
+  #probedAtS: number | null = null;
+
+  /** A drift probe: asked for and its time noted. */
+  *probe(): Steps {
+    this.#probedAtS = this.time.now();
+    yield { kind: "probe" };
+  }
+
+  /**
+   * Whether a drift probe is due after a job: always after the last, else once the plan's
+   * `probeEveryS` have passed since the last probe (every job when it is 0).
+   */
+  probeDue(lastJob: boolean): boolean {
+    return lastJob || this.#probedAtS === null ||
+      this.time.now() - this.#probedAtS >= this.plan.probeEveryS;
+  }
+
   /** Announces a phase. */
   phase(phase: string): void {
     this.#emit({

@@ -94,7 +94,7 @@ function* calibrationSteps(state: PlanState, llm: boolean): Steps {
     state.system = system ?? null;
   }
   state.time.systemDone();
-  yield { kind: "probe" };
+  yield* state.probe();
   const jobs = state.plan.jobs;
   for (const [i, job] of jobs.entries()) {
     state.time.startJob(i);

@@ -126,6 +126,9 @@ export class CalibrationSession {
       unmeasuredAdapter: gpuLeftOut ? adapter : null,
     });
     for (const w of warnings) session.warn(w);
+    const skipped = skippedWarning(session.plan().skippedDtypes);
+    // A resumed quick run carries the warning over already.
+    if (skipped !== null && !session.#warnings.includes(skipped)) session.warn(skipped);
     return session;
   }
 
@@ -340,6 +343,14 @@ async function gitCommit(): Promise<string | null> {
   } catch {
     return null;
   }
+}
+
+/** The report's word that a quick run left dtypes out, or null when it left none out. */
+function skippedWarning(dtypes: readonly string[]): string | null {
+  if (dtypes.length === 0) return null;
+  const list = dtypes.join(", ");
+  return `${list} not measured: a quick run leaves ${list} out; calibrate without --quick, or ` +
+    `name it with --dtypes, to measure it`;
 }
 
 function unknownOp(name: string): never {

@@ -29,14 +29,17 @@ crossover thresholds, and writes a calibration report (JSON) atomically after ev
 
 Modes (times on a 2-core VM with a software GPU; faster machines finish sooner):
   (default)            A time plan of about 5 minutes: a complete report, LLM validation included
-  --quick              Under 45 s: fewer sizes, smaller budgets, no variant search, no LLM check
+  --quick              Under 45 s: fewer sizes, smaller budgets, no variant search, no LLM check,
+                       no f16 unless --dtypes names it (the report says f16 was not measured)
   --thorough           Every size, budget and pass, about 30 minutes (the exhaustive run)
 
 Options:
   --ops LIST           Ops to calibrate, comma-separated (default: all): ${
   OPS.map((o) => o.name).join(",")
 }
-  --dtypes LIST        Dtypes (default: all each op supports): ${DTYPES.join(",")}
+  --dtypes LIST        Dtypes (default: all each op supports; --quick: all but f16): ${
+  DTYPES.join(",")
+}
   --backends LIST      Backends (default: all): ${BACKENDS.join(",")}
   --budget SECONDS     Stop after this long and write a partial report (complete: false)
   --passes N           Windows per sweep point, minutes apart, pooled (default: 2, the noisy

@@ -242,3 +242,26 @@ Deno.test("windowsDisagree() asks for another window only when window medians di
   assert.equal(windowsDisagree([w(1, 1, 1), w(1.3, 1.3)]), true);
   assert.equal(windowsDisagree([w(1), w(), w(5)]), true);
 });
+
+Deno.test("measureMany() hands the cases of one op, shape and dtype the same operands, and other shapes their own", async () => {
+  const seen: { backend: string; n: number; inputs: OpInputs }[] = [];
+  const base = fakeRunner(() => {}, []);
+  const recording = (backend: "js" | "wasm"): Runner => ({
+    ...base,
+    backend,
+    prepare(op, shape, dtype, variant, inputs, residency) {
+      seen.push({ backend, n: shape.n!, inputs });
+      return base.prepare(op, shape, dtype, variant, inputs, residency);
+    },
+  });
+  const runners: RunnerSource = (backend) =>
+    Promise.resolve(recording(backend === "wasm" ? "wasm" : "js"));
+  const results = await measureMany([
+    { op: "add", shape: { n: 1000 }, dtype: "f32", backend: "js" },
+    { op: "add", shape: { n: 1000 }, dtype: "f32", backend: "wasm" },
+    { op: "add", shape: { n: 2000 }, dtype: "f32", backend: "js" },
+  ], { runners, ...quick });
+  assert.deepEqual(results.map((r) => r.state), ["ok", "ok", "ok"]);
+  assert.equal(seen[0]!.inputs, seen[1]!.inputs, "js and wasm at n = 1000 share their operands");
+  assert.notEqual(seen[2]!.inputs, seen[0]!.inputs, "n = 2000 has its own");
+});

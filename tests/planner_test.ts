@@ -1,11 +1,12 @@
 import assert from "node:assert/strict";
-import { getOp } from "../kernels/catalog.ts";
-import { planFor } from "../calibrate/plan.ts";
+import { getOp, OPS } from "../kernels/catalog.ts";
+import { BACKENDS } from "../kernels/types.ts";
+import { planFor, QUICK_SKIPPED_DTYPES } from "../calibrate/plan.ts";
 import { Planner } from "../calibrate/planner.ts";
 import type { MeasureRequest } from "../core/result.ts";
 import { DOMINATED_MIN_POINTS } from "../calibrate/decide.ts";
 import { missingSystemFigures } from "../calibrate/assemble.ts";
-import { drive } from "./_fake_runner.ts";
+import { drive, fakeResult } from "./_fake_runner.ts";
 
 /** add on js (10 ns per element) and wasm (2 ns per element), both with 1 µs of overhead. */
 const addTimes = (req: MeasureRequest) =>
@@ -340,4 +341,86 @@ Deno.test("a late job still climbs a series whose runs stay short to its ceiling
   );
   const top = Math.max(...resident.map((m) => m.size));
   assert.equal(top, plan.jobs[0]!.sizes.at(-1), `device-resident reached ${top}`);
+
+Deno.test("a quick plan leaves f16 out unless its dtypes name it, and says it did", () => {
+  const quick = planFor({ quick: true, ops: OPS, dtypes: null, backends: BACKENDS });
+  assert.deepEqual(QUICK_SKIPPED_DTYPES, ["f16"]);
+  assert.equal(quick.jobs.filter((j) => j.dtype === "f16").length, 0);
+  assert.deepEqual(quick.skippedDtypes, ["f16"]);
+  const withF16Ops = OPS.filter((op) => op.dtypes.includes("f16")).length;
+  assert.ok(withF16Ops > 0);
+  assert.equal(quick.jobs.length, OPS.reduce((n, op) => n + op.dtypes.length, 0) - withF16Ops);
+  // Named, f16 is measured in a quick run too.
+  const named = planFor({ quick: true, ops: OPS, dtypes: ["f32", "f16"], backends: BACKENDS });
+  assert.equal(named.jobs.filter((j) => j.dtype === "f16").length, withF16Ops);
+  assert.deepEqual(named.skippedDtypes, []);
+  // Without WebGPU nothing could have measured f16: nothing was left out.
+  const cpu = planFor({ quick: true, ops: OPS, dtypes: null, backends: ["js", "wasm"] });
+  assert.deepEqual(cpu.skippedDtypes, []);
+});
+
+Deno.test("the default and thorough plans keep every dtype, probe after every job and keep their budgets", () => {
+  for (const mode of ["default", "thorough"] as const) {
+    const plan = planFor({ quick: false, mode, ops: OPS, dtypes: null, backends: BACKENDS });
+    const withF16Ops = OPS.filter((op) => op.dtypes.includes("f16")).length;
+    assert.equal(plan.jobs.filter((j) => j.dtype === "f16").length, withF16Ops, mode);
+    assert.equal(plan.jobs.length, OPS.reduce((n, op) => n + op.dtypes.length, 0), mode);
+    assert.deepEqual(plan.skippedDtypes, [], mode);
+    assert.equal(plan.probeEveryS, 0, mode);
+  }
+  const byDefault = planFor({
+    quick: false,
+    mode: "default",
+    ops: OPS,
+    dtypes: null,
+    backends: BACKENDS,
+  });
+  assert.deepEqual(byDefault.stopping, { budgetMs: 120, minSamples: 5 });
+  assert.equal(byDefault.time.totalS, 290);
+  const thorough = planFor({
+    quick: false,
+    mode: "thorough",
+    ops: OPS,
+    dtypes: null,
+    backends: BACKENDS,
+  });
+  assert.deepEqual(thorough.stopping, { budgetMs: 400, minSamples: 7 });
+  assert.equal(thorough.time.totalS, null);
+});
+
+Deno.test("a quick planner probes drift every 10 s and after its last job; the default after every job", () => {
+  // Each case takes 3 s of the fake clock: a job takes seconds, as on a real machine.
+  const slowAdd = (req: MeasureRequest) => 100 + addTimes(req);
+  const run = (mode: "quick" | "default") => {
+    const clock = { s: 0 };
+    const ops = ["add", "mul", "fma", "sum", "dot"].map(getOp);
+    const planner = new Planner({
+      plan: planFor({ quick: mode === "quick", mode, ops, dtypes: ["f32"], backends: ["js"] }),
+      llm: false,
+      clock: () => clock.s,
+    });
+    const steps: string[] = [];
+    const probedAt: number[] = [];
+    for (let step = planner.next(); step; step = planner.next()) {
+      steps.push(step.kind);
+      if (step.kind === "probe") probedAt.push(clock.s);
+      if (step.kind === "measure") {
+        const results = step.requests.map((r) => fakeResult(r, slowAdd));
+        clock.s += 3 * results.length;
+        planner.observe({ results, windows: results.map(() => ({ wall: [1], gpu: [] })) });
+      } else planner.observe({});
+    }
+    return { steps, probedAt, jobs: ops.length };
+  };
+  const byDefault = run("default");
+  assert.equal(byDefault.probedAt.length, byDefault.jobs + 1, "one at the start, one per job");
+  const quick = run("quick");
+  assert.ok(quick.probedAt.length < quick.jobs + 1, `${quick.probedAt.length} probes`);
+  assert.ok(
+    quick.probedAt.length >= 3,
+    `${quick.probedAt.length} probes: enough for a drift figure`,
+  );
+  const gaps = quick.probedAt.slice(1, -1).map((t, i) => t - quick.probedAt[i]!);
+  assert.ok(gaps.every((g) => g >= 10), `gaps ${gaps}`);
+  assert.deepEqual(quick.steps.slice(-2), ["probe", "save"], "the last job ends with a probe");
 });
