@@ -341,6 +341,7 @@ Deno.test("a late job still climbs a series whose runs stay short to its ceiling
   );
   const top = Math.max(...resident.map((m) => m.size));
   assert.equal(top, plan.jobs[0]!.sizes.at(-1), `device-resident reached ${top}`);
+});
 
 Deno.test("a quick plan leaves f16 out unless its dtypes name it, and says it did", () => {
   const quick = planFor({ quick: true, ops: OPS, dtypes: null, backends: BACKENDS });
