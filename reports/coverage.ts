@@ -14,6 +14,7 @@
  *
  * @module
  */
+import { QUICK_SKIPPED_DTYPES } from "../calibrate/plan.ts";
 import type { Backend } from "../kernels/types.ts";
 import type { Measurement, Report } from "../core/schema.ts";
 
@@ -35,6 +36,8 @@ export interface RunScope {
   readonly flags: string;
   /** The run stopped at its `--budget` before it finished. */
   readonly budget: boolean;
+  /** Dtypes its mode left out because no `--dtypes` named them (f16 in `--quick`), or null. */
+  readonly modeSkipped?: ReadonlySet<string> | null;
 }
 
 /**
@@ -94,12 +97,14 @@ export function runScope(report: Report): RunScope {
     const value = flagValue(command, name);
     return value === undefined ? [] : [`--${name} ${value}`];
   }).join(" ");
+  const quick = report.provenance.mode === "quick" || report.provenance.quick;
   return {
     ops: lists[0]!,
     dtypes: lists[1]!,
     backends: lists[2]!,
     flags,
     budget: report.provenance.stopReason === "budget",
+    modeSkipped: quick && lists[1] === null ? new Set(QUICK_SKIPPED_DTYPES) : null,
   };
 }
 
@@ -125,6 +130,9 @@ export function skipReason(
   const skipped = outside(scope.ops, what.op) || outside(scope.dtypes, what.dtype) ||
     (what.backends ?? []).some((b) => outside(scope.backends, b));
   if (skipped) return `skipped: the current run was made with ${scope.flags}`;
+  if (what.dtype !== undefined && scope.modeSkipped?.has(what.dtype)) {
+    return `skipped: a --quick run leaves ${what.dtype} out unless --dtypes names it`;
+  }
   if (scope.budget) return "not reached: the current run stopped at its --budget";
   return null;
 }

@@ -47,6 +47,36 @@ Deno.test("compareReports() lists an op the current run skipped with --ops, and 
   assert.match(text, /series +matmul f32 wasm end-to-end .* skipped/);
 });
 
+Deno.test("compareReports() lists the f16 series a --quick run left out as skipped, unless --dtypes named f16", () => {
+  const quick = (command: string[]) => {
+    const r = syntheticReport();
+    r.measurements = r.measurements.filter((m) => m.dtype !== "f16");
+    r.fits = r.fits.filter((f) => f.dtype !== "f16");
+    r.crossovers = r.crossovers.filter((c) => c.dtype !== "f16");
+    r.tuning = r.tuning.filter((t) => t.dtype !== "f16");
+    r.thresholds = r.thresholds.filter((t) => t.dtype !== "f16");
+    r.provenance = { ...r.provenance, quick: true, mode: "quick", command };
+    return r;
+  };
+  // The baseline measured matmul f16 on WebGPU too.
+  const baseline = syntheticReport();
+  baseline.measurements = [
+    ...baseline.measurements,
+    ...baseline.measurements.filter((m) =>
+      m.op === "matmul" && m.dtype === "f32" && m.backend === "webgpu"
+    ).map((m) => ({ ...m, dtype: "f16" as const, seq: m.seq + 10_000 })),
+  ];
+  const plain = compareReports(baseline, quick(["deno", "task", "calibrate", "--quick"]));
+  const f16 = plain.rows.filter((r) => r.kind === "series" && r.key.includes(" f16 "));
+  assert.ok(f16.length > 0);
+  assert.ok(f16.every((r) => !r.regressed && /--quick run leaves f16 out/.test(r.note)));
+  const named = compareReports(
+    baseline,
+    quick(["deno", "task", "calibrate", "--quick", "--dtypes", "f32,f16"]),
+  );
+  assert.equal(named.regressed, true, "with f16 named, a lost f16 series is a regression");
+});
+
 Deno.test("compareReports() calls a backend that disappeared a regression unless --backends left it out", () => {
   const current = syntheticReport();
   current.measurements = current.measurements.filter((m) => m.backend !== "webgpu");
