@@ -171,6 +171,11 @@ export interface LlmValidationPlan {
   readonly tokens?: number;
   /** Sampling budget of each kernel in each alongside window, ms; the module's default when absent. */
   readonly kernelBudgetMs?: number;
+  /**
+   * Time the validation may take, ms: after its first round of decodes, another starts only while
+   * the longest round so far still fits. No limit when absent.
+   */
+  readonly budgetMs?: number;
 }
 
 /**

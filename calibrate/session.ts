@@ -14,7 +14,7 @@ import type { CalibrateOptions } from "./options.ts";
 import { type GpuHandle, type GpuInfo, openGpu, peekAdapter } from "./device.ts";
 import { describeMachine, machineFingerprint, machineSlug } from "./machine.ts";
 import { measureMany, type RunnerSource, type WindowSamples } from "./measure.ts";
-import { type CalibrationPlan, type Mode, planFor } from "./plan.ts";
+import { type CalibrationPlan, type LlmValidationPlan, type Mode, planFor } from "./plan.ts";
 import { Planner } from "./planner.ts";
 import { measurementKey, type PlanStep, type StepOutcome } from "./plan_state.ts";
 import type { Runner } from "./runner.ts";
@@ -156,6 +156,17 @@ export class CalibrationSession {
     });
   }
 
+  /**
+   * The LLM validation's plan with the plan's time for it as its budget, so a slow decode ends
+   * the phase after its first round instead of overrunning (108 s against 90 s planned here).
+   */
+  #llmPlan(): LlmValidationPlan {
+    const { llm, time } = this.plan();
+    return time.llmS > 0 && llm.budgetMs === undefined
+      ? { ...llm, budgetMs: time.llmS * 1000 }
+      : llm;
+  }
+
   /** The planner of this session (one per session). */
   planner(): Planner {
     const llm = (this.options.llm ?? this.mode !== "quick") && this.#gpu !== null &&
@@ -192,7 +203,7 @@ export class CalibrationSession {
         this.#llm = await this.options.validateLlm!(
           this.#gpu!,
           this.#report(false, "interrupted"),
-          this.plan().llm,
+          this.#llmPlan(),
           (message) => this.warn(message),
         ) ?? this.#llm;
         return {};

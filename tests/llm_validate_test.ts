@@ -117,6 +117,27 @@ gpuTest(
   },
 );
 
+gpuTest(
+  "validateDecode() with its budget spent after the first round decodes no second one",
+  async (gpu) => {
+    const report = await loadReport(REPORT.pathname);
+    const [v] = await validateDecode(gpu, report, {
+      models: ["tiny-16m"],
+      quants: ["int4"],
+      tokens: 2,
+      repeats: 3,
+      context: 8,
+      alongside: false,
+      budgetMs: 1,
+    });
+    assert.equal(v!.details?.decodes, 1);
+    await assert.rejects(
+      () => validateDecode(gpu, report, { budgetMs: 0 }),
+      /"budgetMs" must be positive, got 0/,
+    );
+  },
+);
+
 gpuTest("validateDecode() refuses a repeat count that is not a positive integer", async (gpu) => {
   const report = await loadReport(REPORT.pathname);
   await assert.rejects(
