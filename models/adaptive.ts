@@ -78,6 +78,24 @@ export const SHARED_PRIOR_SD = 0.5;
  */
 export const CALL_PRIOR_SD = 0.5;
 
+/**
+ * Share of the budget an exploration earns from each ms recorded: the rest, a quarter of the
+ * budget, pays for the allowance a span of calls may inherit from the calls before it (see
+ * `CARRY_CALLS`).
+ */
+const EARN_SHARE = 0.75;
+/**
+ * Calls whose time bounds the allowance carried over: unused allowance is kept only up to the
+ * budget's share of the time recorded over about the last this many calls (a sum that decays by
+ * 1/1200 a call). So over any span of calls, exploring takes at most
+ * `budget × (0.75 × the span's time + the time of the 1,200 calls before it)` — within the budget
+ * whenever the span takes at least 4 times as long as the 1,200 calls before it (each half of
+ * the bench's 10,000-call loop) — plus what an exploration took beyond the cost set aside for it
+ * (a stall). A loop whose first half needed no exploring cannot spend its savings in the second,
+ * and the carry still funds an exploration costing 10× a call of a workload that is a quarter
+ * of the mix (finding the fastest backend of a report its first observations contradicted).
+ */
+const CARRY_CALLS = 1200;
 /** Smallest drift sd used, whatever the report says (a 0 would freeze a prior). */
 const MIN_DRIFT_SD = 0.05;
 /**
@@ -313,13 +331,23 @@ export class AdaptiveSelector {
   readonly #rng: Rng;
   readonly #buckets = new Map<string, Bucket>();
   /**
-   * The time budget, over every bucket: time recorded, the part recorded for explorations, the
-   * cost set aside for explorations chosen but not yet recorded, and headroom for a stall: the
-   * most the latest explorations' recorded times exceeded what was set aside for them (shrunk by
-   * `HEADROOM_DECAY` with each exploration since), so one more such stall does not take exploring
-   * over its share.
+   * The time budget, over every bucket: time recorded, the part recorded for explorations; the
+   * allowance (`EARN_SHARE` of the budget of every ms recorded, less every exploration's time,
+   * kept under the budget of the last `CARRY_CALLS` calls' time, `recentMs`); the cost set aside
+   * for explorations chosen but not yet recorded, and headroom for a stall: the most the latest
+   * explorations' recorded times exceeded what was set aside for them (shrunk by `HEADROOM_DECAY`
+   * with each exploration since, and as the carried allowance with every call, so a stall long
+   * ago cannot hold exploring shut), so one more such stall does not take exploring over its
+   * share.
    */
-  readonly #account = { spentMs: 0, exploredMs: 0, reservedMs: 0, headroomMs: 0 };
+  readonly #account = {
+    spentMs: 0,
+    exploredMs: 0,
+    allowanceMs: 0,
+    recentMs: 0,
+    reservedMs: 0,
+    headroomMs: 0,
+  };
 
   /**
    * Creates a selector whose priors are the report's predictions.
@@ -430,6 +458,9 @@ export class AdaptiveSelector {
     const account = this.#account;
     bucket.spentMs += observedMs;
     account.spentMs += observedMs;
+    account.recentMs = account.recentMs * (1 - 1 / CARRY_CALLS) + observedMs;
+    account.headroomMs *= 1 - 1 / CARRY_CALLS;
+    account.allowanceMs += EARN_SHARE * this.#budget * observedMs;
     if (arm.pending > 0) {
       const reserved = arm.pendingMs / arm.pending;
       arm.pending--;
@@ -439,7 +470,9 @@ export class AdaptiveSelector {
       account.headroomMs = Math.max(observedMs - reserved, HEADROOM_DECAY * account.headroomMs);
       bucket.exploredMs += observedMs;
       account.exploredMs += observedMs;
+      account.allowanceMs -= observedMs;
     }
+    account.allowanceMs = Math.min(account.allowanceMs, this.#budget * account.recentMs);
     if (belief.observe(i, Math.log(Math.max(observedMs, MIN_OBSERVED_MS)))) bucket.changes++;
   }
 
@@ -547,13 +580,12 @@ export class AdaptiveSelector {
 
   /**
    * Whether an exploration of `bucket` costing `costMs` keeps the exploring within its budget: over
-   * every workload, with headroom for a stall; and, once the bucket has made its
-   * `OPENING_EXPLORATIONS`, within its own share of its own time.
+   * every workload, the allowance must hold it, what is set aside and headroom for a stall; and,
+   * once the bucket has made its `OPENING_EXPLORATIONS`, within its own share of its own time.
    */
   #fits(bucket: Bucket, costMs: number): boolean {
     const a = this.#account;
-    const all = a.exploredMs + a.reservedMs + a.headroomMs + costMs <=
-      this.#budget * (a.spentMs + a.reservedMs + costMs);
+    const all = a.reservedMs + a.headroomMs + costMs <= a.allowanceMs;
     if (!all || bucket.explorations < OPENING_EXPLORATIONS) return all;
     return bucket.exploredMs + bucket.reservedMs + costMs <=
       this.#budget * (bucket.spentMs + bucket.reservedMs + costMs);
