@@ -15,8 +15,8 @@
  * level (another process took a core) is detected by a two-sided CUSUM on each observation's
  * clipped z-score (a stall counts as a few sds, so 4 in a row do not add up to a change; a
  * backend jumping between two modes counts both in its noise, so its slow calls add up only when
- * they come more often than they did), helped by the median of the last 9 calls once the sum is
- * half way. The belief is then widened by the jump, mostly as a transient, so the estimate reaches
+ * they come more often than they did), the median of the last 9 calls confirming an upward
+ * change once the sum is past 8, or alone a downward one. The belief is then widened by the jump, mostly as a transient, so the estimate reaches
  * the new level at once and the choice switches, while the transient decays — a burst is forgotten
  * once it is over, even for a backend nobody runs meanwhile — and a change that lasts is confirmed
  * into the level when the backend is next tried. The other backends are widened to their drift, so they are worth checking again.
