@@ -436,7 +436,9 @@ export class BucketBelief {
     }
     // A stall only ever makes a call slower: a backend that got faster needs no confirmation
     // (and a false alarm is cheap, the backend believed faster being run and observed at once).
-    if (arm.down > CUSUM_LIMIT || moved < -CHANGE_SDS) return [...arm.downRun];
+    if (arm.down > CUSUM_LIMIT || (moved < -CHANGE_SDS && arm.downRun.length > 0)) {
+      return [...arm.downRun];
+    }
     return null;
   }
 

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { seededRng } from "../kernels/_random.ts";
 import type { Backend } from "../kernels/types.ts";
 import { type AdaptiveKey, AdaptiveSelector } from "../models/adaptive.ts";
+import { BucketBelief, forgetRate } from "../models/_adaptive_belief.ts";
 import { syntheticReport, syntheticTimeMs } from "./_fixtures.ts";
 
 const KEY = {
@@ -492,6 +493,36 @@ Deno.test("AdaptiveSelector follows a step to a slower level within 15 calls, an
         switched >= 2000 && switched - 2000 <= step.within,
         `${step.name}, seed ${seed}: switched ${switched - 2000} calls after the step`,
       );
+    }
+  }
+});
+
+Deno.test("BucketBelief stays finite whatever the times: steps, two modes, stalls, on backends sharing cores", () => {
+  // A change detected below the estimate once came with no CUSUM run to say where the new level
+  // is (the estimate had moved away from the backend's last calls through another backend's), and
+  // its mean of no observations turned the bucket's belief into NaN for good.
+  const prior = (ms: number) => ({ ms, sd: 0.5, provenance: "fitted" as const });
+  for (const seed of [1, 2, 3, 4, 5, 6, 7, 8]) {
+    const rng = seededRng(seed);
+    const belief = new BucketBelief(
+      [
+        { backend: "wasm", prior: prior(1), driftSd: 0.1, shared: true },
+        { backend: "wasm-mt", prior: prior(0.5), driftSd: 0.1, shared: true },
+        { backend: "js", prior: prior(4), driftSd: 0.1, shared: true },
+      ],
+      0.5,
+      forgetRate(1 / 16),
+    );
+    const level = [0, -0.7, 1.4];
+    for (let i = 0; i < 20000; i++) {
+      if (rng() < 0.002) level[Math.floor(rng() * 3)]! += 3 * (rng() - 0.5);
+      const a = rng() < 0.8 ? 0 : 1 + Math.floor(rng() * 2);
+      const mode = rng() < 0.3 ? 0.7 : 0;
+      const stall = rng() < 0.01 ? 3 : 0;
+      belief.observe(a, level[a]! + mode + stall + 0.05 * (rng() - 0.5));
+      for (const b of [0, 1, 2]) {
+        assert.ok(Number.isFinite(belief.mean(b)), `seed ${seed}, call ${i}: backend ${b}`);
+      }
     }
   }
 });
