@@ -436,6 +436,7 @@ export interface ScenarioResult {
   readonly prior: string;
   readonly seconds: number;
   readonly whole: Score;
+  readonly firstHalf: Score;
   readonly lastHalf: Score;
   /** (c) only: the calls before the drift started, and after. */
   readonly beforeDrift: Score | null;
@@ -445,6 +446,11 @@ export interface ScenarioResult {
   readonly sources: readonly RegretSource[];
   /** (c) only: the workloads whose fastest backend the drift changed, and when the choice followed. */
   readonly switches: readonly Switch[] | null;
+  /**
+   * The most time spent exploring, as a share, over the spans the bench prints (the whole loop,
+   * each half, and for (c) before and after the drift): the budget's bar.
+   */
+  readonly mostExplored: number;
   readonly recovery: Recovery | null;
   readonly driftNote: string | null;
   readonly selectorExploredShare: number;
@@ -513,14 +519,21 @@ export function summarize(run: LoopRun, labels: readonly string[]): ScenarioResu
   const moved = switches(run, labels);
   const spanScore = (from: number, to: number) =>
     score(run.calls, run.oracle, span(from, to), run.meanOracle);
+  const spans = {
+    whole: spanScore(0, n),
+    firstHalf: spanScore(0, half),
+    lastHalf: spanScore(half, n),
+    beforeDrift: run.driftAt === null ? null : spanScore(0, run.driftAt),
+    afterDrift: run.driftAt === null ? null : spanScore(run.driftAt, n),
+  };
   return {
     name: run.name,
     prior: run.prior,
     seconds: run.seconds,
-    whole: spanScore(0, n),
-    lastHalf: spanScore(half, n),
-    beforeDrift: run.driftAt === null ? null : spanScore(0, run.driftAt),
-    afterDrift: run.driftAt === null ? null : spanScore(run.driftAt, n),
+    ...spans,
+    mostExplored: Math.max(
+      ...Object.values(spans).filter((x): x is Score => x !== null).map((x) => x.explored),
+    ),
     windows: regretWindows(run.calls, run.oracle, span(run.driftAt ?? 0, n), WINDOW),
     sources: regretSources(run.calls, run.oracle, labels),
     switches: moved,
@@ -585,9 +598,12 @@ export function printScenario(r: ScenarioResult, backends: readonly Backend[]): 
   printSources(r.sources);
   printWindows(r);
   if (r.switches === null) return;
-  if (r.switches.length === 0) {
-    console.log("the drift changed no workload's fastest backend here: nothing to switch");
-  }
+  console.log(
+    r.switches.length === 0
+      ? "(c) not exercised: the drift turned no workload's fastest backend (medians of the " +
+        "probes before and after it), so there was nothing to follow"
+      : `the drift turned ${r.switches.length} of ${r.workloads.length} workloads' fastest backend`,
+  );
   for (const s of r.switches) {
     const slower = Object.entries(s.slowdown)
       .map(([b, x]) => `${b} ×${x.toFixed(2)}`).join(", ");
@@ -667,7 +683,11 @@ export function printSummary(results: readonly ScenarioResult[], budget: number)
       "the same with every call at its backend's oracle time (without what the OS took):",
   );
   const rows = results.flatMap((r) => {
-    const lines: Array<[string, Score]> = [["whole loop", r.whole], ["last half", r.lastHalf]];
+    const lines: Array<[string, Score]> = [
+      ["whole loop", r.whole],
+      ["first half", r.firstHalf],
+      ["last half", r.lastHalf],
+    ];
     if (r.beforeDrift !== null) lines.push(["before the drift", r.beforeDrift]);
     if (r.afterDrift !== null) lines.push(["after the drift", r.afterDrift]);
     return lines.map(([label, s]) => [
@@ -698,4 +718,39 @@ export function printSummary(results: readonly ScenarioResult[], budget: number)
     ],
     rows,
   ));
+  printBars(results, budget);
+}
+
+/** The issue's bars, one line each: met or not, with the figure. */
+function printBars(results: readonly ScenarioResult[], budget: number): void {
+  const mark = (ok: boolean) => ok ? "met" : "NOT met";
+  for (const r of results) {
+    const bars: string[] = [];
+    if (r.name === "a") {
+      bars.push(
+        `last half regret ${pct(r.lastHalf.regret)} ≤ 3 %: ${mark(r.lastHalf.regret <= 0.03)}`,
+      );
+    }
+    if (r.name === "b") {
+      const ok = r.whole.regret <= 0.05 && r.lastHalf.fastest >= 0.9;
+      bars.push(
+        `whole regret ${pct(r.whole.regret)} ≤ 5 % and fastest in the last half ` +
+          `${pct(r.lastHalf.fastest)} ≥ 90 %: ${mark(ok)}`,
+      );
+    }
+    if (r.name === "c") {
+      const changed = r.recovery?.changedCalls ?? null;
+      bars.push(
+        r.switches === null || r.switches.length === 0
+          ? "drift followed: not exercised (the drift turned no workload)"
+          : `the turned workloads' regret ≤ 5 % from ${changed ?? "— (never)"} calls after the ` +
+            `drift started: ${mark(changed !== null)}`,
+      );
+    }
+    bars.push(
+      `exploring ≤ ${pct(budget)} in every span above (most ${pct(r.mostExplored)}): ` +
+        mark(r.mostExplored <= budget),
+    );
+    console.log(`${TITLES[r.name].slice(0, 3)} ${bars.join("; ")}`);
+  }
 }

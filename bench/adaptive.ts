@@ -15,7 +15,7 @@
  *
  * @module
  */
-import { oneLineFailure, parseFlags, UsageError } from "../core/cli_args.ts";
+import { oneLineFailure } from "../core/cli_args.ts";
 import { openGpu } from "../calibrate/device.ts";
 import { describeMachine, machineFingerprint } from "../calibrate/machine.ts";
 import type { Prepared, Runner } from "../calibrate/runner.ts";
@@ -37,6 +37,7 @@ import { ADAPTIVE_DEFAULTS, AdaptiveSelector } from "../models/adaptive.ts";
 import { predictTime } from "../models/predict.ts";
 import {
   choosePriors,
+  CROSSOVER_CANDIDATES,
   loadReports,
   mixOf,
   nearestSamples,
@@ -45,9 +46,9 @@ import {
   type Probe,
   type Recording,
   type ScenarioName,
-  SCENARIOS,
   staticChoice,
   trimmedMean,
+  type Workload,
   workloadLabel,
 } from "./_adaptive_loop.ts";
 import {
@@ -58,16 +59,28 @@ import {
   type ScenarioResult,
   summarize,
 } from "./_adaptive_score.ts";
+import { DEFAULT_CALLS, type LoopOptions, parseLoopOptions } from "./_adaptive_options.ts";
 
-const DEFAULT_CALLS = 10000;
 /** WebGPU's pairs are probed in one of this many cycles over the pairs (it is never close here). */
 const GPU_PROBE_EVERY = 12;
-/** Fewest calls per scenario: a few cycles of probes over every pair. */
-const MIN_CALLS = 200;
 /** Untimed calls per prepared kernel before the loop (compile, JIT, first-touch). */
 const WARM_UP_CALLS = 3;
-/** The core the busy process of scenario (c) is pinned to. */
+/** The core the busy processes of scenario (c) are pinned to. */
 const BUSY_CORE = "1";
+/**
+ * Busy processes scenario (c) pins to that core. One shares the core with wasm-mt's worker, which
+ * then runs its share now on time, now a scheduler slice late: on this 2-vCPU VM some workloads
+ * turned to wasm and others did not, run to run (one run turned none). Two take the core: the
+ * worker's share there is a third, or the scheduler moves it onto the caller's core, and either
+ * way wasm-mt loses most of its second core.
+ */
+const BUSY_PROCESSES = 2;
+/** Crossover workloads (c) adds to the mix, the candidates the drift turns by most. */
+const CROSSOVER_PICKS = 3;
+/** Single calls per backend and condition when screening the crossover candidates. */
+const SCREEN_CALLS = 21;
+/** Margin by which a candidate must lead on a quiet machine and lose under the drift. */
+const SCREEN_MARGIN = 0.1;
 
 const HELP = `Usage: deno task bench:adaptive [options]
 
@@ -90,15 +103,6 @@ Options:
   --json            Print the results as JSON on stdout
   -h, --help        Show this help`;
 
-interface Options {
-  readonly calls: number;
-  readonly scenarios: readonly ScenarioName[];
-  readonly budget: number;
-  readonly seed: number;
-  readonly reportsDir: string;
-  readonly json: boolean;
-}
-
 /** A workload prepared on every backend that runs it here. */
 interface Kernel {
   readonly op: string;
@@ -110,45 +114,11 @@ interface Kernel {
 /** Per workload and backend, a scenario's probes in call order. */
 type Probes = ReadonlyArray<ReadonlyMap<Backend, readonly Probe[]>>;
 
-function parseOptions(args: string[]): Options | "help" {
-  const { values } = parseFlags(args, {
-    calls: { type: "string" },
-    scenarios: { type: "string" },
-    budget: { type: "string" },
-    seed: { type: "string" },
-    reports: { type: "string" },
-    json: { type: "boolean" },
-    help: { type: "boolean", short: "h" },
-  });
-  if (values.help) return "help";
-  const calls = values.calls === undefined ? DEFAULT_CALLS : Number(values.calls);
-  if (!Number.isSafeInteger(calls) || calls < MIN_CALLS) {
-    throw new UsageError(`--calls must be an integer ≥ ${MIN_CALLS}, got "${values.calls}"`);
-  }
-  const scenarios = (values.scenarios ?? "a,b,c").split(",").map((s) => s.trim());
-  for (const s of scenarios) {
-    if (!SCENARIOS.includes(s as ScenarioName)) {
-      throw new UsageError(`--scenarios takes a, b and c, got "${s}"`);
-    }
-  }
-  const budget = values.budget === undefined
-    ? ADAPTIVE_DEFAULTS.explorationBudget
-    : Number(values.budget);
-  if (!(budget >= 0 && budget <= 1)) {
-    throw new UsageError(`--budget must be a share in [0, 1], got "${values.budget}"`);
-  }
-  const seed = values.seed === undefined ? 1 : Number(values.seed);
-  if (!Number.isSafeInteger(seed)) {
-    throw new UsageError(`--seed must be an integer, got "${values.seed}"`);
-  }
-  return {
-    calls,
-    scenarios: scenarios as ScenarioName[],
-    budget,
-    seed,
-    reportsDir: values.reports ?? "reports",
-    json: values.json ?? false,
-  };
+/** A scenario's loop, its probes and its mix. */
+interface Scenario {
+  readonly run: LoopRun;
+  readonly probes: Probes;
+  readonly workloads: ReadonlyArray<Workload>;
 }
 
 /** This machine's fingerprint, as `calibrate` would compute it (adapter included). */
@@ -208,25 +178,96 @@ async function prepareKernel(
   return { op, shape, label, prepared };
 }
 
-/** A busy loop pinned to one core; null (and why) when it cannot be started. */
+/** `BUSY_PROCESSES` busy loops pinned to `BUSY_CORE`; null (and why) when they cannot start. */
 function startBusyCore(): { stop(): Promise<void> } | string {
-  let child: Deno.ChildProcess;
-  try {
-    child = new Deno.Command("taskset", {
-      args: ["-c", BUSY_CORE, "sh", "-c", "while :; do :; done"],
-      stdin: "null",
-      stdout: "null",
-      stderr: "null",
-    }).spawn();
-  } catch (e) {
-    return `cannot start taskset: ${e instanceof Error ? e.message : String(e)}`;
-  }
-  return {
-    stop: async () => {
+  const children: Deno.ChildProcess[] = [];
+  const stop = async () => {
+    for (const child of children) {
       child.kill("SIGKILL");
       await child.status;
-    },
+    }
   };
+  try {
+    for (let i = 0; i < BUSY_PROCESSES; i++) {
+      children.push(
+        new Deno.Command("taskset", {
+          args: ["-c", BUSY_CORE, "sh", "-c", "while :; do :; done"],
+          stdin: "null",
+          stdout: "null",
+          stderr: "null",
+        }).spawn(),
+      );
+    }
+  } catch (e) {
+    void stop();
+    return `cannot start taskset: ${e instanceof Error ? e.message : String(e)}`;
+  }
+  return { stop };
+}
+
+/** One crossover candidate's screening: wasm-mt's and wasm's medians, quiet and under the drift. */
+interface Screened {
+  readonly kernel: Kernel;
+  readonly quiet: { wasm: number; mt: number };
+  readonly busy: { wasm: number; mt: number };
+  /** The smaller of wasm-mt's quiet lead and its loss under the drift, as shares. */
+  readonly margin: number;
+}
+
+/** Medians of `SCREEN_CALLS` alternated single calls of wasm and wasm-mt. */
+async function pairMedians(kernel: Kernel): Promise<{ wasm: number; mt: number }> {
+  const wasm: number[] = [], mt: number[] = [];
+  for (let i = 0; i < SCREEN_CALLS; i++) {
+    wasm.push((await kernel.prepared.get("wasm")!.time(1)).wallMs);
+    mt.push((await kernel.prepared.get("wasm-mt")!.time(1)).wallMs);
+  }
+  return { wasm: median(wasm), mt: median(mt) };
+}
+
+/**
+ * Times the crossover candidates quiet, then with (c)'s busy processes started, and ranks them by
+ * how surely the drift turns them (widest margin first): what makes (c) exercise a change of the
+ * fastest backend whatever else the machine runs today.
+ */
+async function screenCrossover(candidates: readonly Kernel[]): Promise<Screened[] | string> {
+  const runnable = candidates.filter((k) => k.prepared.has("wasm") && k.prepared.has("wasm-mt"));
+  const quiet: Array<{ wasm: number; mt: number }> = [];
+  for (const k of runnable) quiet.push(await pairMedians(k));
+  const busy = startBusyCore();
+  if (typeof busy === "string") return busy;
+  const loaded: Array<{ wasm: number; mt: number }> = [];
+  try {
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    for (const k of runnable) loaded.push(await pairMedians(k));
+  } finally {
+    await busy.stop();
+  }
+  return runnable.map((kernel, i): Screened => {
+    const q = quiet[i]!, b = loaded[i]!;
+    return { kernel, quiet: q, busy: b, margin: Math.min(q.wasm / q.mt - 1, b.mt / b.wasm - 1) };
+  }).sort((x, y) => y.margin - x.margin);
+}
+
+/** The screening, one line per candidate, and which were taken. */
+function screeningLines(screened: readonly Screened[], taken: readonly Kernel[]): string[] {
+  return [
+    `(c) crossover candidates, ${SCREEN_CALLS} calls each: wasm / wasm-mt medians quiet, then ` +
+    `with ${BUSY_PROCESSES} busy processes on core ${BUSY_CORE}; margin = the smaller of ` +
+    `wasm-mt's lead and its loss (taken: the ${CROSSOVER_PICKS} widest, ≥ ` +
+    `${100 * SCREEN_MARGIN} % when enough are)`,
+    ...screened.map((s) =>
+      `  ${taken.includes(s.kernel) ? "*" : " "} ${s.kernel.label}: quiet ` +
+      `${s.quiet.wasm.toPrecision(3)} / ${s.quiet.mt.toPrecision(3)} ms, busy ` +
+      `${s.busy.wasm.toPrecision(3)} / ${s.busy.mt.toPrecision(3)} ms, margin ` +
+      `${(100 * s.margin).toFixed(0)} %`
+    ),
+  ];
+}
+
+/** The crossover workloads (c) runs: the widest screened margins, past `SCREEN_MARGIN` if enough. */
+function pickCrossover(screened: readonly Screened[]): Kernel[] {
+  const sure = screened.filter((s) => s.margin >= SCREEN_MARGIN);
+  return (sure.length > 0 ? sure : screened).slice(0, CROSSOVER_PICKS).map((s) => s.kernel);
 }
 
 /**
@@ -261,17 +302,17 @@ async function runScenario(
   name: ScenarioName,
   prior: Prior,
   kernels: readonly Kernel[],
-  options: Options,
-): Promise<{ run: LoopRun; probes: Probes }> {
+  options: LoopOptions,
+): Promise<Scenario> {
   const backends = [...new Set(kernels.flatMap((k) => [...k.prepared.keys()]))];
   const adaptive = new AdaptiveSelector(prior.report, {
     backends,
     explorationBudget: options.budget,
-    seed: options.seed,
+    seed: options.seeds[0]!,
   });
   const statics = kernels.map((k) => staticChoice(prior.report, k, [...k.prepared.keys()]));
-  const pick = seededRng(options.seed);
-  const spacing = seededRng(options.seed + 1);
+  const pick = seededRng(options.seeds[0]!);
+  const spacing = seededRng(options.seeds[0]! + 1);
   const order = probeOrder(kernels, spacing);
   /** Each workload's latest backend in the loop, for the probes' spacers. */
   const last = [...statics];
@@ -347,7 +388,7 @@ async function runScenario(
     changes,
     believed,
   };
-  return { run, probes };
+  return { run, probes, workloads: kernels.map((k) => ({ op: k.op, shape: k.shape })) };
 }
 
 /**
@@ -374,7 +415,7 @@ function oracleTimes(
  * draws from.
  */
 function recordingOf(
-  runs: ReadonlyArray<{ run: LoopRun; probes: Probes }>,
+  runs: readonly Scenario[],
   correct: Prior,
   wrong: Prior,
 ): Recording {
@@ -383,10 +424,10 @@ function recordingOf(
     otherFingerprint: wrong.report.fingerprint === correct.report.fingerprint
       ? null
       : wrong.report.fingerprint,
-    scenarios: Object.fromEntries(runs.map(({ run, probes }) => [run.name, {
+    scenarios: Object.fromEntries(runs.map(({ run, probes, workloads }) => [run.name, {
       calls: run.calls.length,
       driftAt: run.driftAt,
-      workloads: mixOf(run.name),
+      workloads,
       probes: probes.map((byBackend) =>
         Object.fromEntries(
           [...byBackend].map((
@@ -409,9 +450,9 @@ async function openRunners(log: (line: string) => void): Promise<Map<Backend, Ru
 }
 
 async function main(args: string[]): Promise<number> {
-  let options: Options;
+  let options: LoopOptions;
   try {
-    const parsed = parseOptions(args);
+    const parsed = parseLoopOptions(args, "bench");
     if (parsed === "help") {
       console.log(HELP);
       return 0;
@@ -430,21 +471,35 @@ async function main(args: string[]): Promise<number> {
   const [correct, wrong] = choosePriors(reports, await thisFingerprint());
   const runners = await openRunners(log);
   const kernels = new Map<string, Kernel>();
-  try {
-    for (const w of options.scenarios.flatMap(mixOf)) {
-      const label = workloadLabel(w);
-      if (kernels.has(label)) continue;
+  const prepare = async (w: Workload) => {
+    const label = workloadLabel(w);
+    if (!kernels.has(label)) {
       kernels.set(label, await prepareKernel(correct.report, runners, w.op, w.shape, log));
+    }
+    return kernels.get(label)!;
+  };
+  try {
+    let crossover: ReadonlyArray<Workload> | undefined;
+    if (options.scenarios.includes("c")) {
+      const candidates = [];
+      for (const w of CROSSOVER_CANDIDATES) candidates.push(await prepare(w));
+      const screened = await screenCrossover(candidates);
+      if (typeof screened === "string") log(`(c) crossover candidates not screened: ${screened}`);
+      else {
+        const taken = pickCrossover(screened);
+        screeningLines(screened, taken).forEach((line) => log(line));
+        crossover = taken.map((k) => ({ op: k.op, shape: k.shape }));
+      }
     }
     const backends = BACKENDS.filter((b) => runners.has(b));
     const results: ScenarioResult[] = [];
-    const runs: Array<{ run: LoopRun; probes: Probes }> = [];
+    const runs: Scenario[] = [];
     for (const name of options.scenarios) {
       const prior = name === "b" ? wrong : correct;
-      const labels = mixOf(name).map(workloadLabel);
-      const mix = labels.map((label) => kernels.get(label)!);
+      const mix: Kernel[] = [];
+      for (const w of mixOf(name, crossover)) mix.push(await prepare(w));
       const scenario = await runScenario(name, prior, mix, options);
-      const result = summarize(scenario.run, labels);
+      const result = summarize(scenario.run, mix.map((k) => k.label));
       results.push(result);
       runs.push(scenario);
       if (!options.json) printScenario(result, backends);

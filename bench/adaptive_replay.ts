@@ -14,7 +14,7 @@
  *
  * @module
  */
-import { oneLineFailure, parseFlags, UsageError } from "../core/cli_args.ts";
+import { oneLineFailure, UsageError } from "../core/cli_args.ts";
 import { textTable } from "../core/format.ts";
 import { seededRng } from "../kernels/_random.ts";
 import { type Backend, BACKENDS } from "../kernels/types.ts";
@@ -32,7 +32,6 @@ import {
   type RecordedScenario,
   type Recording,
   type ScenarioName,
-  SCENARIOS,
   staticChoice,
   trimmedMean,
   workloadLabel,
@@ -45,8 +44,7 @@ import {
   type ScenarioResult,
   summarize,
 } from "./_adaptive_score.ts";
-
-const DEFAULT_CALLS = 10000;
+import { DEFAULT_CALLS, type LoopOptions, parseLoopOptions } from "./_adaptive_options.ts";
 
 const HELP = `Usage: deno run --allow-read bench/adaptive_replay.ts --from FILE [options]
 
@@ -308,63 +306,6 @@ export async function readRecording(path: string): Promise<Recording> {
   return recording;
 }
 
-interface Options {
-  readonly from: string;
-  readonly calls: number;
-  readonly scenarios: readonly ScenarioName[];
-  readonly seeds: readonly number[];
-  readonly budget: number;
-  readonly reportsDir: string;
-  readonly detail: boolean;
-  readonly json: boolean;
-}
-
-function parseOptions(args: string[]): Options | "help" {
-  const { values } = parseFlags(args, {
-    from: { type: "string" },
-    calls: { type: "string" },
-    scenarios: { type: "string" },
-    seeds: { type: "string" },
-    budget: { type: "string" },
-    reports: { type: "string" },
-    detail: { type: "boolean" },
-    json: { type: "boolean" },
-    help: { type: "boolean", short: "h" },
-  });
-  if (values.help) return "help";
-  if (values.from === undefined) throw new UsageError("--from is required: pass a recording");
-  const calls = values.calls === undefined ? DEFAULT_CALLS : Number(values.calls);
-  if (!Number.isSafeInteger(calls) || calls < 2) {
-    throw new UsageError(`--calls must be an integer ≥ 2, got "${values.calls}"`);
-  }
-  const scenarios = (values.scenarios ?? "a,b,c").split(",").map((s) => s.trim());
-  for (const s of scenarios) {
-    if (!SCENARIOS.includes(s as ScenarioName)) {
-      throw new UsageError(`--scenarios takes a, b and c, got "${s}"`);
-    }
-  }
-  const seeds = (values.seeds ?? "1").split(",").map((s) => Number(s.trim()));
-  if (seeds.some((s) => !Number.isSafeInteger(s))) {
-    throw new UsageError(`--seeds must be integers, got "${values.seeds}"`);
-  }
-  const budget = values.budget === undefined
-    ? ADAPTIVE_DEFAULTS.explorationBudget
-    : Number(values.budget);
-  if (!(budget >= 0 && budget <= 1)) {
-    throw new UsageError(`--budget must be a share in [0, 1], got "${values.budget}"`);
-  }
-  return {
-    from: values.from,
-    calls,
-    scenarios: scenarios as ScenarioName[],
-    seeds,
-    budget,
-    reportsDir: values.reports ?? "reports",
-    detail: values.detail ?? false,
-    json: values.json ?? false,
-  };
-}
-
 function pct(x: number | null | undefined): string {
   return x === null || x === undefined ? "—" : `${(100 * x).toFixed(1)} %`;
 }
@@ -380,6 +321,7 @@ function printLines(rows: ReadonlyArray<{ seed: number; result: ScenarioResult }
       "at trimmed means",
       "fastest last half",
       "exploring",
+      "most exploring, any span",
       "static whole",
       "switched after",
       "changed ≤ 5 % from",
@@ -392,6 +334,7 @@ function printLines(rows: ReadonlyArray<{ seed: number; result: ScenarioResult }
       pct(r.lastHalf.regretAtMeans),
       pct(r.lastHalf.fastest),
       pct(r.whole.explored),
+      pct(r.mostExplored),
       pct(r.whole.staticRegret),
       r.switches?.map((s) => `${s.afterCalls ?? "never"}`).join(" ") ?? "",
       r.recovery === null ? "" : `${r.recovery.changedCalls ?? "never"}`,
@@ -400,17 +343,17 @@ function printLines(rows: ReadonlyArray<{ seed: number; result: ScenarioResult }
 }
 
 async function main(args: string[]): Promise<number> {
-  let options: Options;
+  let options: LoopOptions;
   let recording: Recording;
   let priors: [Prior, Prior];
   try {
-    const parsed = parseOptions(args);
+    const parsed = parseLoopOptions(args, "replay");
     if (parsed === "help") {
       console.log(HELP);
       return 0;
     }
     options = parsed;
-    recording = await readRecording(options.from);
+    recording = await readRecording(options.from!);
     priors = await recordedPriors(recording, options.reportsDir);
   } catch (e) {
     return oneLineFailure(e);

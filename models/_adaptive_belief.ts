@@ -11,12 +11,15 @@
  * observation in the bucket (old observations are forgotten at a bounded rate, part of it shared
  * by the CPU backends; a backend no longer run fades back to its drift's width) and narrow where
  * observations land. Each backend's observation noise is estimated from its successive
- * observations, and innovations are clipped, so one stall moves the belief little. The median of a backend's last observations
- * detects a change of level (another process took a core): the belief is widened by the jump,
- * mostly as a transient, so the estimate reaches the new level at once and the choice switches,
- * while the transient decays — a burst is forgotten once it is over, even for a backend nobody
- * runs meanwhile — and a change that lasts is confirmed into the level when the backend is next
- * tried. The other backends are widened to their drift, so they are worth checking again.
+ * observations, and innovations are clipped, so one stall moves the belief little. A change of
+ * level (another process took a core) is detected by a two-sided CUSUM on each observation's
+ * clipped z-score (a stall counts as a few sds, so 4 in a row do not add up to a change; a
+ * backend jumping between two modes counts both in its noise, so its slow calls add up only when
+ * they come more often than they did), the median of the last 9 calls confirming an upward
+ * change once the sum is past 8, or alone a downward one. The belief is then widened by the jump, mostly as a transient, so the estimate reaches
+ * the new level at once and the choice switches, while the transient decays — a burst is forgotten
+ * once it is over, even for a backend nobody runs meanwhile — and a change that lasts is confirmed
+ * into the level when the backend is next tried. The other backends are widened to their drift, so they are worth checking again.
  *
  * @module
  */
@@ -35,16 +38,47 @@ const HUBER_C = 2.5;
 /** A successive difference counts at most this many sds in the noise estimate. */
 const DIFF_CLIP = 3;
 /**
- * Observations a change is judged on: a backend's last 9. Their median moves only once 5 of them
- * moved, so a stall of up to 4 calls in a row (a loaded machine has them) is not taken for a
- * change, and a real one is caught in 5 observations.
+ * Allowance of the change detector (a two-sided CUSUM on each observation's clipped z-score against
+ * the estimate): a z under this adds nothing, so noise alone drifts the sums back to 0.
+ */
+const CUSUM_SLACK = 0.5;
+/**
+ * Most one observation adds to a CUSUM sum, in sds: a stall counts as a few sds, not as its size,
+ * so 4 stalls in a row add 7 — under `CUSUM_LIMIT`, with 3 to spare for the noise before them.
+ */
+const CUSUM_CLIP = 2.25;
+/**
+ * A change is declared when a CUSUM sum passes this. A shift of 2.5 sds or more is caught in 6
+ * observations of the backend (10 / (2.25 − 0.5)), 2 sds in 7; a backend whose times jump between
+ * two modes (wasm-mt's worker waiting for a busy core) counts both modes in its noise, so the
+ * slow mode adds little and must come more often than it does to add up: unlike a window's median,
+ * which a run of 5 slow calls in 9 moves, the sums weigh every observation.
+ */
+const CUSUM_LIMIT = 10;
+/**
+ * Noise sd above which a backend's level forgets no faster: the steady forgetting is a share of
+ * the noise variance up to this, so a backend whose times jump between two modes averages over
+ * more calls (its estimate would otherwise wander by a fifth of its spread and cross a near-tie's),
+ * and a real change is the CUSUM's to catch.
+ */
+const FORGET_NOISE_CAP = NOISE_PRIOR_SD;
+/**
+ * Observations the quick test judges: a backend's last 9. Their median moves only once 5 of them
+ * moved, so a stall of up to 4 calls in a row is not taken for a change.
  */
 const CHANGE_WINDOW = 9;
 /**
- * A change is declared when the window's median is this many predictive sds (of one observation)
- * from the estimate: about 3.5 sds of a 9-median, so noise alone almost never does it.
+ * The quick test: the window's median this many predictive sds above the estimate, with the upward
+ * CUSUM sum past `CUSUM_CONFIRM`, declares a change before the sum reaches `CUSUM_LIMIT` (below
+ * the estimate, the median alone does: a stall never makes a call faster). The median alone
+ * chased noise upward: a backend whose times jump between two modes has 5 slow calls in 9 now and
+ * then, its median then sits on the slow mode, and it was left aside for a hundred calls; the sum
+ * says whether the slow calls came more often than they do.
  */
 const CHANGE_SDS = 1.5;
+const CUSUM_CONFIRM = 8;
+/** Observations kept of a rising CUSUM run (the new level is their mean): a bound on state. */
+const RUN_MAX = 32;
 /**
  * Share of the steady forgetting that the shared backends (the CPU ones: they run on the same
  * cores) take together: the machine's speed drifts for all of them, so the times observed on one
@@ -131,6 +165,15 @@ export interface Arm {
   observations: number;
   /** The last `CHANGE_WINDOW` observations, ln ms, oldest first. */
   readonly recent: number[];
+  /** The CUSUM sums of upward and downward shifts, in sds. */
+  up: number;
+  down: number;
+  /**
+   * The observations since each sum last left 0 (at most `RUN_MAX`, latest kept), ln ms: where a
+   * change started, so their mean is the new level.
+   */
+  readonly upRun: number[];
+  readonly downRun: number[];
   /** Changes of level detected on this arm. */
   changes: number;
   /** Explorations chosen but not yet recorded, and the cost reserved for them, ms. */
@@ -246,6 +289,10 @@ export class BucketBelief {
       last: NaN,
       observations: 0,
       recent: [],
+      up: 0,
+      down: 0,
+      upRun: [],
+      downRun: [],
       changes: 0,
       pending: 0,
       pendingMs: 0,
@@ -300,16 +347,19 @@ export class BucketBelief {
       arm.last = x;
       return false;
     }
-    arm.recent.push(x);
-    if (arm.recent.length > CHANGE_WINDOW) arm.recent.shift();
     if (first) this.#conflict(i, x);
-    const jump = first ? 0 : this.#jump(i);
-    if (jump !== 0) {
-      // The window's median, not this one observation, says where the new level is.
-      const n = arm.recent.length;
+    const run = first ? null : this.#cusum(i, x);
+    if (run !== null) {
+      // Where the new level is: the run's mean, or the last calls' median when it is further (a
+      // backend now jumping between two modes is believed at its slow one until it shows it is not,
+      // so it is not retried at once).
+      const runMean = run.reduce((sum, y) => sum + y, 0) / run.length;
+      const towards = Math.sign(runMean - this.mean(i));
+      const level = towards * Math.max(towards * runMean, towards * median(arm.recent));
+      const jump = level - this.mean(i);
       this.#shock(i, jump ** 2);
-      this.#update(i, jump, this.variance(i) + (Math.PI / 2) * arm.noise / n);
-      arm.recent.length = 0;
+      this.#update(i, jump, this.variance(i) + arm.noise / run.length);
+      resetCusum(arm);
       arm.changes++;
     } else {
       const innovation = x - this.mean(i);
@@ -323,7 +373,7 @@ export class BucketBelief {
       updateNoise(arm, x);
     }
     arm.last = x;
-    return jump !== 0;
+    return run !== null;
   }
 
   /**
@@ -364,14 +414,32 @@ export class BucketBelief {
   }
 
   /**
-   * How far backend `i`'s level moved: the median of its recent observations less its estimate,
-   * when that is over `CHANGE_SDS` predictive sds and most of the window agrees; else 0.
+   * Adds observation `x` of backend `i` to its CUSUM sums (its z-score against the estimate and
+   * one observation's predictive sd, clipped at `CUSUM_CLIP`, less `CUSUM_SLACK`).
+   *
+   * @returns The observations of the run that took a sum past `CUSUM_LIMIT`; null when none did.
    */
-  #jump(i: number): number {
+  #cusum(i: number, x: number): number[] | null {
     const arm = this.arms[i]!;
-    if (arm.recent.length < (CHANGE_WINDOW + 1) / 2) return 0;
-    const jump = median(arm.recent) - this.mean(i);
-    return Math.abs(jump) > CHANGE_SDS * Math.sqrt(this.variance(i) + arm.noise) ? jump : 0;
+    const sd = Math.sqrt(this.variance(i) + arm.noise);
+    const z = Math.max(-CUSUM_CLIP, Math.min(CUSUM_CLIP, (x - this.mean(i)) / sd));
+    arm.up = Math.max(0, arm.up + z - CUSUM_SLACK);
+    arm.down = Math.max(0, arm.down - z - CUSUM_SLACK);
+    extendRun(arm.upRun, arm.up, x);
+    extendRun(arm.downRun, arm.down, x);
+    arm.recent.push(x);
+    if (arm.recent.length > CHANGE_WINDOW) arm.recent.shift();
+    const judged = arm.recent.length >= (CHANGE_WINDOW + 1) / 2;
+    const moved = judged ? (median(arm.recent) - this.mean(i)) / sd : 0;
+    if (arm.up > CUSUM_LIMIT || (moved > CHANGE_SDS && arm.up > CUSUM_CONFIRM)) {
+      return [...arm.upRun];
+    }
+    // A stall only ever makes a call slower: a backend that got faster needs no confirmation
+    // (and a false alarm is cheap, the backend believed faster being run and observed at once).
+    if (arm.down > CUSUM_LIMIT || (moved < -CHANGE_SDS && arm.downRun.length > 0)) {
+      return [...arm.downRun];
+    }
+    return null;
   }
 
   /** The state entries whose sum is backend `i`'s mean. */
@@ -403,7 +471,7 @@ export class BucketBelief {
     const own = new Array<number>(this.#x.length).fill(0);
     this.arms.forEach((arm, a) => {
       if (!this.isKnown(a)) return;
-      const q = this.#forget * arm.noise;
+      const q = this.#forget * Math.min(arm.noise, FORGET_NOISE_CAP ** 2);
       const shared = arm.shared ? SHARED_CHANGE : 0;
       common[level(a)] = Math.sqrt(shared * q);
       own[level(a)] = (1 - shared) * q;
@@ -489,6 +557,25 @@ function level(a: number): number {
 /** State index of backend `a`'s transient deviation. */
 function transient(a: number): number {
   return 2 * a + 1;
+}
+
+/** Adds `x` to a CUSUM run while its sum is above 0; empties it when the sum is back at 0. */
+function extendRun(run: number[], sum: number, x: number): void {
+  if (sum === 0) {
+    run.length = 0;
+    return;
+  }
+  run.push(x);
+  if (run.length > RUN_MAX) run.shift();
+}
+
+/** Starts an arm's change detection afresh, after a change. */
+function resetCusum(arm: Arm): void {
+  arm.up = 0;
+  arm.down = 0;
+  arm.upRun.length = 0;
+  arm.downRun.length = 0;
+  arm.recent.length = 0;
 }
 
 /**

@@ -78,6 +78,24 @@ export const SHARED_PRIOR_SD = 0.5;
  */
 export const CALL_PRIOR_SD = 0.5;
 
+/**
+ * Share of the budget an exploration earns from each ms recorded: the rest, a quarter of the
+ * budget, pays for the allowance a span of calls may inherit from the calls before it (see
+ * `CARRY_CALLS`).
+ */
+const EARN_SHARE = 0.75;
+/**
+ * Calls whose time bounds the allowance carried over: unused allowance is kept only up to the
+ * budget's share of the time recorded over about the last this many calls (a sum that decays by
+ * 1/1200 a call). So over any span of calls, exploring takes at most
+ * `budget × (0.75 × the span's time + the time of the 1,200 calls before it)` — within the budget
+ * whenever the span takes at least 4 times as long as the 1,200 calls before it (each half of
+ * the bench's 10,000-call loop) — plus what an exploration took beyond the cost set aside for it
+ * (a stall). A loop whose first half needed no exploring cannot spend its savings in the second,
+ * and the carry still funds an exploration costing 10× a call of a workload that is a quarter
+ * of the mix (finding the fastest backend of a report its first observations contradicted).
+ */
+const CARRY_CALLS = 1200;
 /** Smallest drift sd used, whatever the report says (a 0 would freeze a prior). */
 const MIN_DRIFT_SD = 0.05;
 /**
@@ -142,13 +160,14 @@ export interface AdaptiveOptions {
   /** @deprecated Ignored: exploration is Thompson sampling under `explorationBudget`. */
   readonly epsilon?: number;
   /**
-   * Most time spent exploring, as a share of all the time recorded, [0, 1]: an exploration is
-   * made only while the time recorded for explorations, plus this one's cost (the upper end of
-   * one call's 90 % range around the backend's estimate), stays within this share — over every
-   * workload, and (after its first two explorations) over the workload's own time. An
-   * exploration that takes longer (a stall during the call, an estimate far too low) can take it
-   * over by the excess; exploring then waits until the share is back under, with headroom kept
-   * for such an excess.
+   * Most time spent exploring, as a share of the time recorded, [0, 1]: an exploration is made
+   * only when its cost (the upper end of one call's 90 % range around the backend's estimate)
+   * fits in an allowance that earns three quarters of this share of every ms recorded and carries
+   * over at most this share of about the last 1,200 calls' time — so any span of calls taking 4×
+   * as long as the 1,200 before it explores within this share — and (after its first two
+   * explorations) within this share of the workload's own time. An exploration that takes longer
+   * (a stall during the call, an estimate far too low) can take it over by the excess; exploring
+   * then waits until the allowance is back, with headroom kept for such an excess.
    */
   readonly explorationBudget?: number;
   /** Most buckets kept; the least recently used is dropped beyond it. */
@@ -270,24 +289,28 @@ interface Bucket {
  * (Normal–Normal, with an observation noise estimated from the observations, innovations clipped
  * so one stall moves it little); the belief widens a little with every call, so a backend observed
  * every call weighs a new observation by about `alpha` and old observations are forgotten, with
- * state of a fixed size. A change of level (another process took a core) is detected from the
- * median of a backend's last 9 observations, so stalls of up to 4 calls in a row are not taken
- * for one; the estimate then jumps to the new level and the choice switches within 5 observations
- * of that backend. Most of a jump is held as a transient that decays (half-life about 22
- * observations of the bucket), so a backend left aside during a burst of load is retried once the
- * burst would be over; a change that lasts is confirmed when it is.
+ * state of a fixed size. A change of level (another process took a core) is detected by a CUSUM
+ * on each observation's clipped z-score, so stalls of up to 4 calls in a row are not taken for
+ * one, nor a backend whose times jump between two modes for one that changed; the estimate then
+ * jumps to the new level and the choice switches (within 15 observations of a step to a slower
+ * level in the synthetic tests, 50 of a step to half the calls 2.2× slower). Most of a jump is
+ * held as a transient that decays (half-life about 22 observations of the bucket), so a backend
+ * left aside during a burst of load is retried once the burst would be over; a change that lasts
+ * is confirmed when it is.
  *
  * Choice: the backend with the lowest estimate, unless a Thompson draw (a joint sample of the
  * means, the lowest wins) picks another — which happens with that backend's posterior probability
- * of being fastest — and the exploration fits the time budget: the time recorded for explorations
- * plus this exploration's cost (the upper end of one call's 90 % range around the estimate), plus
- * headroom for the latest overshoot an exploration has had, must stay within `explorationBudget`
- * of all the time recorded (every workload); and after a workload's first two explorations, its
- * own explorations must also stay within that share of its own time, so workloads explore in
- * proportion to the time they take. A backend the report prices far slower with a confident
+ * of being fastest — and the exploration fits the time budget: this exploration's cost (the upper
+ * end of one call's 90 % range around the estimate), the cost set aside for explorations not yet
+ * recorded and headroom for the latest overshoot an exploration has had must fit in the allowance
+ * (`EARN_SHARE` of `explorationBudget` of every ms recorded, less the explorations' time, carried
+ * over up to the budget of about the last `CARRY_CALLS` calls' time, so every long enough span
+ * keeps within the budget); and after a workload's first two explorations, its own explorations
+ * must also stay within that share of its own time, so workloads explore in proportion to the time
+ * they take. A backend the report prices far slower with a confident
  * interval is therefore never drawn, a near-tie is explored until its posterior settles, and a
- * backend that would cost more than the budget holds is not considered until the budget allows it. Backends
- * without a prior or an observation are each tried once, beyond the budget, since nothing else can
+ * backend that would cost more than the budget holds is not considered until the budget allows
+ * it. Backends without a prior or an observation are each tried once, beyond the budget, since nothing else can
  * rank them. Draws come from a seeded generator, so runs are reproducible. Memory is bounded: at
  * most `maxBuckets` buckets, least recently used dropped first.
  *
@@ -313,13 +336,23 @@ export class AdaptiveSelector {
   readonly #rng: Rng;
   readonly #buckets = new Map<string, Bucket>();
   /**
-   * The time budget, over every bucket: time recorded, the part recorded for explorations, the
-   * cost set aside for explorations chosen but not yet recorded, and headroom for a stall: the
-   * most the latest explorations' recorded times exceeded what was set aside for them (shrunk by
-   * `HEADROOM_DECAY` with each exploration since), so one more such stall does not take exploring
-   * over its share.
+   * The time budget, over every bucket: time recorded, the part recorded for explorations; the
+   * allowance (`EARN_SHARE` of the budget of every ms recorded, less every exploration's time,
+   * kept under the budget of the last `CARRY_CALLS` calls' time, `recentMs`); the cost set aside
+   * for explorations chosen but not yet recorded, and headroom for a stall: the most the latest
+   * explorations' recorded times exceeded what was set aside for them (shrunk by `HEADROOM_DECAY`
+   * with each exploration since, and as the carried allowance with every call, so a stall long
+   * ago cannot hold exploring shut), so one more such stall does not take exploring over its
+   * share.
    */
-  readonly #account = { spentMs: 0, exploredMs: 0, reservedMs: 0, headroomMs: 0 };
+  readonly #account = {
+    spentMs: 0,
+    exploredMs: 0,
+    allowanceMs: 0,
+    recentMs: 0,
+    reservedMs: 0,
+    headroomMs: 0,
+  };
 
   /**
    * Creates a selector whose priors are the report's predictions.
@@ -430,6 +463,9 @@ export class AdaptiveSelector {
     const account = this.#account;
     bucket.spentMs += observedMs;
     account.spentMs += observedMs;
+    account.recentMs = account.recentMs * (1 - 1 / CARRY_CALLS) + observedMs;
+    account.headroomMs *= 1 - 1 / CARRY_CALLS;
+    account.allowanceMs += EARN_SHARE * this.#budget * observedMs;
     if (arm.pending > 0) {
       const reserved = arm.pendingMs / arm.pending;
       arm.pending--;
@@ -439,7 +475,9 @@ export class AdaptiveSelector {
       account.headroomMs = Math.max(observedMs - reserved, HEADROOM_DECAY * account.headroomMs);
       bucket.exploredMs += observedMs;
       account.exploredMs += observedMs;
+      account.allowanceMs -= observedMs;
     }
+    account.allowanceMs = Math.min(account.allowanceMs, this.#budget * account.recentMs);
     if (belief.observe(i, Math.log(Math.max(observedMs, MIN_OBSERVED_MS)))) bucket.changes++;
   }
 
@@ -547,13 +585,12 @@ export class AdaptiveSelector {
 
   /**
    * Whether an exploration of `bucket` costing `costMs` keeps the exploring within its budget: over
-   * every workload, with headroom for a stall; and, once the bucket has made its
-   * `OPENING_EXPLORATIONS`, within its own share of its own time.
+   * every workload, the allowance must hold it, what is set aside and headroom for a stall; and,
+   * once the bucket has made its `OPENING_EXPLORATIONS`, within its own share of its own time.
    */
   #fits(bucket: Bucket, costMs: number): boolean {
     const a = this.#account;
-    const all = a.exploredMs + a.reservedMs + a.headroomMs + costMs <=
-      this.#budget * (a.spentMs + a.reservedMs + costMs);
+    const all = a.reservedMs + a.headroomMs + costMs <= a.allowanceMs;
     if (!all || bucket.explorations < OPENING_EXPLORATIONS) return all;
     return bucket.exploredMs + bucket.reservedMs + costMs <=
       this.#budget * (bucket.spentMs + bucket.reservedMs + costMs);

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { seededRng } from "../kernels/_random.ts";
 import type { Backend } from "../kernels/types.ts";
 import { type AdaptiveKey, AdaptiveSelector } from "../models/adaptive.ts";
+import { BucketBelief, forgetRate } from "../models/_adaptive_belief.ts";
 import { syntheticReport, syntheticTimeMs } from "./_fixtures.ts";
 
 const KEY = {
@@ -413,5 +414,115 @@ Deno.test("AdaptiveSelector abandons a report its first observations contradict:
       assert.ok(off < 1600, `seed ${seed}, ${MIXED[k]!.op}: off ${fastest} until call ${off}`);
     });
     assert.ok(exploredShare <= 0.03, `seed ${seed}: explored ${exploredShare}`);
+  }
+});
+
+/** Share of the time recorded in calls `from` to `to` that explorations took. */
+function spanExplored(calls: readonly Call[], from: number, to: number): number {
+  return exploredShare(calls.slice(from, to));
+}
+
+Deno.test("exploring stays within explorationBudget in each half, even when the first half needed none", () => {
+  // First half: wasm-mt is 3× slower than wasm (nothing worth exploring, the savings pile up);
+  // second half: a near-tie, which Thompson sampling would explore as often as the budget lets
+  // it. The savings of the first half must not fund the second.
+  const truth = (b: Backend, i: number) => b === "wasm" ? 1 : i < 5000 ? 3 : 1.02;
+  for (const budget of [0.01, 0.03, 0.1]) {
+    for (const seed of [1, 2, 3]) {
+      const adaptive = new AdaptiveSelector(syntheticReport(), {
+        backends: ["wasm", "wasm-mt"],
+        explorationBudget: budget,
+        seed,
+      });
+      const calls = closedLoop(adaptive, LARGE_ADD, truth, 10000, seed);
+      for (const [from, to] of [[0, 5000], [5000, 10000], [0, 10000], [2500, 7500]]) {
+        const share = spanExplored(calls, from!, to!);
+        assert.ok(share <= budget, `budget ${budget}, seed ${seed}, calls ${from}-${to}: ${share}`);
+      }
+      assert.ok(spanExplored(calls, 5000, 10000) > 0.5 * budget, "the near-tie was explored");
+    }
+  }
+});
+
+/** Times of a backend that jump between two modes: `slow` with probability `p`, else `fast`. */
+function bimodal(seed: number, p: number, fast: number, slow: number): () => number {
+  const rng = seededRng(seed);
+  return () => rng() < p ? slow : fast;
+}
+
+Deno.test("AdaptiveSelector keeps a backend whose times jump between two modes, when they did not change", () => {
+  // wasm-mt's worker waits for a busy core now and then: 40 % of its calls take 1 ms instead of
+  // 0.5 (mean 0.7 ms, geometric mean 0.66), against wasm's steady 0.8 ms. A window's median sits
+  // on the slow mode whenever 5 calls in 9 are slow, which happens by chance every few hundred
+  // calls; that must not be taken for a change.
+  for (const [p, fast, slow, other] of [[0.4, 0.5, 1, 0.8], [0.3, 1, 1.6, 1.4]] as const) {
+    for (const seed of [1, 2, 3, 4, 5]) {
+      const mt = bimodal(seed, p, fast, slow);
+      const truth = (b: Backend) => b === "wasm" ? other : mt();
+      const adaptive = new AdaptiveSelector(syntheticReport(), {
+        backends: ["wasm", "wasm-mt"],
+        seed,
+      });
+      const calls = closedLoop(adaptive, LARGE_ADD, truth, 4000, seed);
+      const away = calls.slice(500).filter((c) => !c.explored && c.backend === "wasm").length;
+      assert.ok(away <= 50, `${p} of ${slow} ms, seed ${seed}: wasm chosen ${away} times`);
+      assert.ok(adaptive.estimates(LARGE_ADD).changes <= 2);
+    }
+  }
+});
+
+Deno.test("AdaptiveSelector follows a step to a slower level within 15 calls, and to two modes within 50", () => {
+  // wasm-mt 1 ms, wasm 1.3 ms; at call 2000 wasm-mt slows: to 1.6 ms, or to half its calls at
+  // 2.2 ms (the busy core of bench:adaptive's scenario (c)).
+  const steps = [
+    { name: "1.6 ms", within: 15, after: () => 1.6 },
+    { name: "1 or 2.2 ms", within: 50, after: (seed: number) => bimodal(seed, 0.5, 1, 2.2) },
+  ];
+  for (const step of steps) {
+    for (const seed of [1, 2, 3, 4, 5]) {
+      const slowed = step.after(seed);
+      const mt = (i: number) => i < 2000 ? 1 : typeof slowed === "number" ? slowed : slowed();
+      const truth = (b: Backend, i: number) => b === "wasm" ? 1.3 : mt(i);
+      const adaptive = new AdaptiveSelector(syntheticReport(), {
+        backends: ["wasm", "wasm-mt"],
+        seed,
+      });
+      const calls = closedLoop(adaptive, LARGE_ADD, truth, 3000, seed);
+      const switched = calls.findIndex((c, i) => i >= 2000 && !c.explored && c.backend === "wasm");
+      assert.ok(
+        switched >= 2000 && switched - 2000 <= step.within,
+        `${step.name}, seed ${seed}: switched ${switched - 2000} calls after the step`,
+      );
+    }
+  }
+});
+
+Deno.test("BucketBelief stays finite whatever the times: steps, two modes, stalls, on backends sharing cores", () => {
+  // A change detected below the estimate once came with no CUSUM run to say where the new level
+  // is (the estimate had moved away from the backend's last calls through another backend's), and
+  // its mean of no observations turned the bucket's belief into NaN for good.
+  const prior = (ms: number) => ({ ms, sd: 0.5, provenance: "fitted" as const });
+  for (const seed of [1, 2, 3, 4, 5, 6, 7, 8]) {
+    const rng = seededRng(seed);
+    const belief = new BucketBelief(
+      [
+        { backend: "wasm", prior: prior(1), driftSd: 0.1, shared: true },
+        { backend: "wasm-mt", prior: prior(0.5), driftSd: 0.1, shared: true },
+        { backend: "js", prior: prior(4), driftSd: 0.1, shared: true },
+      ],
+      0.5,
+      forgetRate(1 / 16),
+    );
+    const level = [0, -0.7, 1.4];
+    for (let i = 0; i < 20000; i++) {
+      if (rng() < 0.002) level[Math.floor(rng() * 3)]! += 3 * (rng() - 0.5);
+      const a = rng() < 0.8 ? 0 : 1 + Math.floor(rng() * 2);
+      const mode = rng() < 0.3 ? 0.7 : 0;
+      const stall = rng() < 0.01 ? 3 : 0;
+      belief.observe(a, level[a]! + mode + stall + 0.05 * (rng() - 0.5));
+      for (const b of [0, 1, 2]) {
+        assert.ok(Number.isFinite(belief.mean(b)), `seed ${seed}, call ${i}: backend ${b}`);
+      }
+    }
   }
 });
