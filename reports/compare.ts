@@ -944,6 +944,30 @@ function corroborated(ctx: Context, row: ComparisonRow, fit: CostFit): Compariso
   };
 }
 
+/**
+ * A measured rate's drift with the run-to-run noise of one point of its backend added: the spread
+ * of how far these two reports' matched points of that backend moved apart ({@linkcode
+ * HostFrame.pointNoise}). The probes' drift is of one small case; a rate is one point, and on a
+ * shared 2-vCPU VM single points of clean back-to-back quick runs moved far beyond it (add f32
+ * on wasm 28 % against the host, its probes' σ 16 %): 6 of 10 clean pairs failed on one CPU rate.
+ */
+function withPointNoise(ctx: Context, r: Rate): Drift | null {
+  if (r.drift === null || r.at === undefined) return r.drift;
+  const { op, dtype, residency, backend } = r.fit;
+  const noise = ctx.refs.pointNoise(backend, { op, dtype, residency, size: r.at });
+  return { backend: r.drift.backend, sigma: Math.hypot(r.drift.sigma, noise) };
+}
+
+/**
+ * A host-bound system figure's drift with the point noise of its backend added (a peak is one
+ * measured point too; see {@linkcode withPointNoise}).
+ */
+function withBackendNoise(ctx: Context, drift: Drift | null, backend: Backend): Drift | null {
+  if (drift === null) return null;
+  const noise = ctx.refs.pointNoise(backend, { op: "", dtype: "", residency: "", size: -1 });
+  return { backend: drift.backend, sigma: Math.hypot(drift.sigma, noise) };
+}
+
 function rateRows(ctx: Context): ComparisonRow[] {
   const baseRates = rateMap(ctx.base, ctx.cur);
   const currentRates = rateMap(ctx.cur, ctx.base);
@@ -961,7 +985,7 @@ function rateRows(ctx: Context): ComparisonRow[] {
         sample: {
           value: r.value,
           ci: r.ci,
-          ...widened(report, r.value, r.ci, r.drift, r.amplification),
+          ...widened(report, r.value, r.ci, withPointNoise(ctx, r), r.amplification),
           ...(report === ctx.cur ? { reference: ref } : {}),
         },
         better: "higher",
@@ -1015,7 +1039,12 @@ function systemRows(ctx: Context): ComparisonRow[] {
         sample: {
           value: s.figure.value,
           ci: s.figure.ci ?? null,
-          ...widened(report, s.figure.value, s.figure.ci ?? null, s.drift),
+          ...widened(
+            report,
+            s.figure.value,
+            s.figure.ci ?? null,
+            s.hostBound && s.backend !== null ? withBackendNoise(ctx, s.drift, s.backend) : s.drift,
+          ),
           ...(s.figure.reason !== undefined ? { reason: s.figure.reason } : {}),
           ...(report === ctx.cur ? { reference: ref, skip: skipReason(ctx.scope, s.scope) } : {}),
         },

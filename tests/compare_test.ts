@@ -2,7 +2,13 @@ import assert from "node:assert/strict";
 import { compareReports } from "../reports/compare.ts";
 import type { Report } from "../core/schema.ts";
 import { syntheticReport } from "./_fixtures.ts";
-import { jittered, MATMUL_WASM, movedGpuCrossover, slowedSeries } from "./_report_variants.ts";
+import {
+  jittered,
+  MATMUL_WASM,
+  movedGpuCrossover,
+  probesWith,
+  slowedSeries,
+} from "./_report_variants.ts";
 
 const GPU_KEY = "matmul f32 cpu→webgpu end-to-end";
 
@@ -281,4 +287,33 @@ Deno.test("compareReports() judges both runs by the larger of their two drifts",
     judgedWild.note,
     /within run-to-run drift of wasm-mt \(σ 50 %\).* 41 % of replicates/,
   );
+});
+
+Deno.test("compareReports() judges a measured rate against how far its backend's points moved between the two runs", () => {
+  // Calm probes (σ 3 %), but every wasm point of the current run strayed up to ±57 %, and the
+  // two largest matmuls happened to stray slow together.
+  const calm = () => ({ ...syntheticReport(), stability: probesWith(0.03) });
+  const current = calm();
+  let i = 0;
+  current.measurements = current.measurements.map((m) => {
+    if (m.state !== "ok" || m.backend !== "wasm") return m;
+    const factor = m.op === "matmul" && m.size >= 256 ? 1.4 : Math.exp(0.45 * Math.sin(2.1 * i++));
+    return {
+      ...m,
+      wall: { ...m.wall, median: m.wall.median * factor },
+      gflops: m.gflops / factor,
+      gbps: m.gbps / factor,
+    };
+  });
+  const row = compareReports(calm(), current).rows.find((r) =>
+    r.key === "matmul f32 wasm end-to-end compute"
+  );
+  assert.ok(row && row.change !== null && row.change < -0.25, `${row?.change}`);
+  assert.equal(row.regressed, false, row.note);
+  // The same move with every other point steady is a regression.
+  const steady = slowedSeries(calm(), MATMUL_WASM, 1.4);
+  const alone = compareReports(calm(), steady).rows.find((r) =>
+    r.key === "matmul f32 wasm end-to-end compute"
+  );
+  assert.equal(alone?.regressed, true, alone?.note);
 });
