@@ -5,6 +5,7 @@ import { localLooError, residualCurve } from "../models/_residuals.ts";
 import { getOp } from "../kernels/catalog.ts";
 import { predictTime, recommendTuning, variantParams } from "../models/predict.ts";
 import { syntheticReport, syntheticTimeMs } from "./_fixtures.ts";
+import type { CostFit, Report } from "../core/schema.ts";
 
 const cube = (n: number) => ({ m: n, k: n, n });
 
@@ -47,14 +48,17 @@ Deno.test("predictTime() uses the residual-corrected fit between measured sizes,
   assert.ok(t.interval[0] < truth && truth < t.interval[1]);
 });
 
-Deno.test("predictTime() follows a cache step the single-bandwidth fit misses", () => {
-  // Measured: 3× faster per byte while the working set fits a 1 MB cache; the fit averages both.
-  const inCache = (bytes: number) => 0.001 + bytes / 30e6;
-  const spilled = (bytes: number) => 0.001 + bytes / 10e6;
-  const truth = (n: number) => (12 * n <= 1e6 ? inCache : spilled)(12 * n);
-  const sizes = [1e3, 4e3, 16e3, 64e3, 256e3, 1e6, 4e6];
+/**
+ * The synthetic report with its wasm add f32 series replaced: measured at `sizes` with times
+ * `truth(n)` (±1 %), its fit replaced by `fit` (t0, bandwidth, range, held-out error).
+ */
+function withWasmAdd(
+  sizes: readonly number[],
+  truth: (n: number) => number,
+  fit: Partial<CostFit>,
+): { report: Report; fit: CostFit } {
   const base = syntheticReport();
-  const fit = base.fits.find((f) => f.op === "add" && f.backend === "wasm" && f.dtype === "f32")!;
+  const old = base.fits.find((f) => f.op === "add" && f.backend === "wasm" && f.dtype === "f32")!;
   const template = base.measurements.find((m) =>
     m.state === "ok" && m.op === "add" && m.backend === "wasm" && m.dtype === "f32"
   )!;
@@ -63,7 +67,7 @@ Deno.test("predictTime() follows a cache step the single-bandwidth fit misses", 
     ...base.measurements.filter((m) => !(m.op === "add" && m.backend === "wasm")),
     ...sizes.map((n) => ({
       ...template,
-      variant: fit.variant,
+      variant: old.variant,
       size: n,
       shape: { n },
       flops: n,
@@ -71,21 +75,26 @@ Deno.test("predictTime() follows a cache step the single-bandwidth fit misses", 
       wall: { ...template.wall, median: truth(n), ciHalfWidth: truth(n) * 0.01 },
     })),
   ];
-  const fits = base.fits.map((f) =>
-    f === fit
-      ? { ...f, t0Us: 1, gflops: null, gbps: 15, sizeRange: [1e3, 4e6] as [number, number] }
-      : f
-  );
-  const report = syntheticReport({ measurements, fits });
+  const replaced: CostFit = { ...old, ...fit };
+  const fits = base.fits.map((f) => (f === old ? replaced : f));
+  return { report: syntheticReport({ measurements, fits }), fit: replaced };
+}
+
+Deno.test("predictTime() follows a cache step the single-bandwidth fit misses", () => {
+  // Measured: 3× faster per byte while the working set fits a 1 MB cache; the fit averages both.
+  const inCache = (bytes: number) => 0.001 + bytes / 30e6;
+  const spilled = (bytes: number) => 0.001 + bytes / 10e6;
+  const truth = (n: number) => (12 * n <= 1e6 ? inCache : spilled)(12 * n);
+  const sizes = [1e3, 4e3, 16e3, 64e3, 256e3, 1e6, 4e6];
+  const { report, fit } = withWasmAdd(sizes, truth, {
+    t0Us: 1,
+    gflops: null,
+    gbps: 15,
+    sizeRange: [1e3, 4e6],
+  });
   for (const n of [2_000, 30_000, 40_000, 2_000_000]) {
     const t = predictTime(report, { op: "add", shape: { n }, dtype: "f32", backend: "wasm" });
-    const uncorrected = compiledMs(
-      compileFit(
-        fits.find((f) => f.variant === fit.variant && f.op === "add" && f.backend === "wasm")!,
-      ),
-      n,
-      12 * n,
-    );
+    const uncorrected = compiledMs(compileFit(fit), n, 12 * n);
     assert.ok(Math.abs(t.ms / truth(n) - 1) < 0.05, `n=${n}: ${t.ms} vs ${truth(n)}`);
     assert.ok(Math.abs(uncorrected / truth(n) - 1) > 0.3, `the fit alone is off at n=${n}`);
   }
@@ -95,38 +104,14 @@ Deno.test("predictTime() keeps a regime change at the smallest sizes out of the 
   // A worker pool that runs tiny adds inline (n ≤ 1e3) and wakes its workers (+40 µs) above.
   const truth = (n: number) => (n <= 1e3 ? 1e-6 * n : 0.04 + n / 1e6);
   const sizes = [250, 500, 1e3, 4e3, 16e3, 64e3, 256e3, 1e6, 4e6];
-  const base = syntheticReport();
-  const fit = base.fits.find((f) => f.op === "add" && f.backend === "wasm" && f.dtype === "f32")!;
-  const template = base.measurements.find((m) =>
-    m.state === "ok" && m.op === "add" && m.backend === "wasm" && m.dtype === "f32"
-  )!;
-  assert.ok(template.state === "ok");
-  const measurements = [
-    ...base.measurements.filter((m) => !(m.op === "add" && m.backend === "wasm")),
-    ...sizes.map((n) => ({
-      ...template,
-      variant: fit.variant,
-      size: n,
-      shape: { n },
-      flops: n,
-      bytes: 12 * n,
-      wall: { ...template.wall, median: truth(n), ciHalfWidth: truth(n) * 0.01 },
-    })),
-  ];
   // One formula across both regimes: its held-out error is far beyond the floor's cap.
-  const fits = base.fits.map((f) =>
-    f === fit
-      ? {
-        ...f,
-        t0Us: 20,
-        gflops: null,
-        gbps: 12,
-        sizeRange: [250, 4e6] as [number, number],
-        cvMape: 3,
-      }
-      : f
-  );
-  const report = syntheticReport({ measurements, fits });
+  const { report } = withWasmAdd(sizes, truth, {
+    t0Us: 20,
+    gflops: null,
+    gbps: 12,
+    sizeRange: [250, 4e6],
+    cvMape: 3,
+  });
   const near = predictTime(report, { op: "add", shape: { n: 700 }, dtype: "f32", backend: "wasm" });
   const far = predictTime(report, { op: "add", shape: { n: 2e6 }, dtype: "f32", backend: "wasm" });
   assert.ok(Math.abs(far.ms / truth(2e6) - 1) < 0.05, `${far.ms} vs ${truth(2e6)}`);
