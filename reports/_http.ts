@@ -94,7 +94,10 @@ export async function fetchCapped(
       }
       await checkResponse(response, current, options.maxBytes);
       if (response.body === null) return new Uint8Array(0);
-      return await readCapped(response.body, options.maxBytes, redactUrl(current));
+      // Only a compressed body needs the BYOB read that bounds memory (see readCapped).
+      return await readCapped(response.body, options.maxBytes, redactUrl(current), {
+        byob: response.headers.has("content-encoding"),
+      });
     }
   } catch (error) {
     throw fetchError(error, current, controller.signal.aborted, options.timeoutMs);

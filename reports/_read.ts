@@ -12,15 +12,24 @@ const BLOCK_BYTES = 1 << 20;
 /**
  * Reads a stream into one buffer, cancelling it as soon as it passes `maxBytes`.
  *
- * The bytes are read into (or copied into) fixed-size blocks, never kept as they came: a
- * decompressing HTTP client hands out small views on much larger buffers (4 KiB on 64 KiB), and
- * keeping the views kept 16× the cap alive. A byte stream (a `fetch` body, a file) is read
- * straight into the blocks. A body over the cap is refused holding at most `maxBytes` plus one
+ * The bytes are copied into fixed-size blocks, never kept as they came: a decompressing HTTP
+ * client hands out small views on much larger buffers (4 KiB on 64 KiB), and keeping the views
+ * kept 16× the cap alive. A body over the cap is refused holding at most `maxBytes` plus one
  * block; a body within it is copied once more into the result.
+ *
+ * A compressed HTTP body (`byob`) is read with a BYOB reader instead, straight into the blocks: a
+ * decompressing client's chunks are views on buffers 16× their size, and copying them let a 10 GiB
+ * gzip bomb reach 248 MiB of RSS against a 64 MiB cap. Everything else is read plainly, because a
+ * BYOB read transfers (detaches) the buffer it fills, and once a process has detached an
+ * ArrayBuffer that way, V8 checks every typed-array access of optimised code for detachment: a
+ * plain JavaScript `add` over Float32Arrays ran 2.0–2.7× slower for the rest of the process
+ * (0.64–0.87 → 1.66–1.77 ns per element, three runs each), and `bench:regret`, which loads its
+ * report first, timed its js truth that slowly.
  *
  * @param stream The bytes.
  * @param maxBytes The most bytes accepted.
  * @param label What the stream is, for messages (a quoted path or a URL).
+ * @param options `byob`: read a byte stream with a BYOB reader (a compressed HTTP body).
  * @returns All the bytes.
  * @throws {ReportError} Kind `size` past `maxBytes`; the stream is then cancelled.
  * @example
@@ -34,13 +43,16 @@ export async function readCapped(
   stream: ReadableStream<Uint8Array>,
   maxBytes: number,
   label: string,
+  options: { readonly byob?: boolean } = {},
 ): Promise<Uint8Array<ArrayBuffer>> {
   const blocks = new Blocks(maxBytes + 1);
   let byob: ReadableStreamBYOBReader | null = null;
-  try {
-    byob = stream.getReader({ mode: "byob" });
-  } catch {
-    // Not a byte stream: its chunks are copied instead.
+  if (options.byob) {
+    try {
+      byob = stream.getReader({ mode: "byob" });
+    } catch {
+      // Not a byte stream: its chunks are copied instead.
+    }
   }
   const reader = byob ?? stream.getReader();
   try {
