@@ -271,7 +271,13 @@ export function slowedPoints(
 ): PointChange[] {
   const limit = Math.log(1 + (options.tolerance ?? 0.1));
   const reference = hostReferences(baseline, current).reference(series.backend);
-  return seriesPoints(baseline, current, series).filter((p) => p.worked).map((p) => ({
+  return seriesPoints(baseline, current, series).filter((p) => p.worked)
+    .map((p) => judgedAgainst(p, reference)).filter((p) => p.ownLogChange > limit);
+}
+
+/** A matched point as judged against a host reference (null: on absolute times). */
+function judgedAgainst(p: Paired, reference: HostReference | null): PointChange {
+  return {
     key: p.key,
     op: p.op,
     backend: p.backend,
@@ -281,7 +287,7 @@ export function slowedPoints(
     logChange: p.logChange,
     reference,
     ownLogChange: p.logChange - (reference?.logShift ?? 0),
-  })).filter((p) => p.ownLogChange > limit);
+  };
 }
 
 /**
@@ -321,20 +327,9 @@ class CommonMode implements HostFrame {
 
   /** The pooled points of one backend, with the reference each is judged against. */
   pointsOf(backend: Backend): PointChange[] {
-    return this.#points.filter((p) => p.backend === backend).map((p) => {
-      const reference = this.reference(backend);
-      return {
-        key: p.key,
-        op: p.op,
-        backend: p.backend,
-        size: p.size,
-        baselineMs: p.baselineMs,
-        currentMs: p.currentMs,
-        logChange: p.logChange,
-        reference,
-        ownLogChange: p.logChange - (reference?.logShift ?? 0),
-      };
-    });
+    const reference = this.reference(backend);
+    return this.#points.filter((p) => p.backend === backend)
+      .map((p) => judgedAgainst(p, reference));
   }
 
   pointNoise(
