@@ -16,7 +16,7 @@
  *
  * @module
  */
-import type { Backend } from "../kernels/types.ts";
+import type { Backend, Residency } from "../kernels/types.ts";
 import type { RepeatabilityInfo, StabilityInfo } from "../core/schema.ts";
 import { measureMany, type RunnerSource } from "./measure.ts";
 import { median, type StoppingRule } from "../core/stats.ts";
@@ -191,9 +191,9 @@ export function repeatability(times: readonly RepeatedTime[]): RepeatabilityStat
  * The report's `stability` section from the probes taken so far.
  *
  * @param probes The probes, in time order.
- * @returns The report's `stability` section: the probe case, the probes and each backend's
- * drift, the standard deviation of ln(probe time) (backends with fewer than
- * {@linkcode MIN_PROBES} probes have none).
+ * @returns The report's `stability` section: the probe case, the probes, each backend's drift,
+ * the standard deviation of ln(probe time) (backends with fewer than {@linkcode MIN_PROBES}
+ * probes have none), and the run's repeatability over the probes as windows.
  * @example
  * ```ts
  * import { summarizeStability } from "./stability.ts";
@@ -213,12 +213,37 @@ export function summarizeStability(probes: readonly StabilityProbe[]): Stability
     const sigma = driftSigma(series);
     if (sigma !== null) sigmas[backend] = Math.round(sigma * 1e4) / 1e4;
   }
+  const repeats = probeRepeatability(probes, byBackend);
   return {
     ...PROBE,
     shape: { ...PROBE.shape },
     probes: probes.map((p) => ({ atS: p.atS, ms: { ...p.ms } })),
     driftSigma: sigmas,
+    ...(repeats ? { repeatability: repeats } : {}),
   };
+}
+
+/**
+ * The calibration's own repeatability: each probe is a window of the probe case, so every
+ * backend probed at least {@linkcode MIN_PROBES} times gets the share of its probe times within
+ * ±5/10/15 % of their median and σ of ln time, the shape `deno task noise` measures over eight
+ * cases. Null with fewer than {@linkcode MIN_PROBES} probes.
+ */
+function probeRepeatability(
+  probes: readonly StabilityProbe[],
+  byBackend: ReadonlyMap<Backend, readonly number[]>,
+): RepeatabilityInfo | null {
+  if (probes.length < MIN_PROBES) return null;
+  const groups = [...byBackend].flatMap(([backend, series]) => {
+    if (series.length < MIN_PROBES) return [];
+    const stats = repeatability(series.map((ms, window) => ({ case: PROBE.op, window, ms })));
+    if (stats === null) return [];
+    const residency: Residency = backend === "webgpu" ? PROBE.residency : "end-to-end";
+    return [{ backend, residency, ...stats }];
+  });
+  const spanS = probes.at(-1)!.atS - probes[0]!.atS;
+  const gapS = Math.round(10 * spanS / (probes.length - 1)) / 10;
+  return { windows: probes.length, gapS: Math.max(0, gapS), groups };
 }
 
 /**

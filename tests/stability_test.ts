@@ -294,3 +294,22 @@ Deno.test("compareReports() widens a rate's interval by its backend's drift", ()
   assert.ok(row.currentDriftCi && row.currentCi);
   assert.ok(row.currentDriftCi[0] < row.currentCi[0] && row.currentDriftCi[1] > row.currentCi[1]);
 });
+
+Deno.test("summarizeStability() states the run's repeatability over its probes as windows", () => {
+  const s = summarizeStability([
+    { atS: 0, ms: { wasm: 1, webgpu: 0.1 } },
+    { atS: 10, ms: { wasm: 1.02, webgpu: 0.2 } },
+    { atS: 20, ms: { wasm: 0.99, webgpu: 0.1 } },
+    { atS: 30, ms: { wasm: 1.3 } },
+  ]);
+  assert.equal(s.repeatability?.windows, 4);
+  assert.equal(s.repeatability?.gapS, 10);
+  const wasm = s.repeatability!.groups.find((g) => g.backend === "wasm")!;
+  assert.equal(wasm.residency, "end-to-end");
+  assert.equal(wasm.within10, 0.75, "three of four probes within ±10 % of their median");
+  const webgpu = s.repeatability!.groups.find((g) => g.backend === "webgpu")!;
+  assert.equal(webgpu.residency, "device-resident");
+  assert.ok(Math.abs(webgpu.within10 - 2 / 3) < 1e-9, "the 2× probe is the one outside");
+  assert.equal(ReportSchema.safeParse({ ...syntheticReport(), stability: s }).success, true);
+  assert.equal(summarizeStability(s.probes.slice(0, 2)).repeatability, undefined);
+});
