@@ -85,8 +85,11 @@ export interface TimePrediction {
    * (0.9): a band in ln time whose half-width combines what the model does not know here and the
    * machine's run-to-run drift (`stability.driftSigma`). The model part is, at a measured shape,
    * the median's own uncertainty; at any other shape the shape model's predictive spread scaled
-   * by the multiplier that made its left-out shapes' errors hold the level; without a shape model
-   * the fit's held-out error; beyond the fitted range it compounds once per doubling of work.
+   * by the multiplier that made its left-out shapes' errors hold the level; along the axis the
+   * leave-one-out error of the measured sizes around it (at least the fit's mean held-out error,
+   * up to 25 %); beyond the fitted range it compounds once per doubling of work. A WebGPU
+   * end-to-end interval beyond the bytes its series measured also reaches the device-resident
+   * time plus one sync plus the bytes at the report's upload rate.
    */
   readonly interval: readonly [number, number];
   /** The probability the interval is stated for. */
