@@ -503,24 +503,27 @@ export function predictSeries(
     }
   }
   const v = chosen ?? tunedVariant(s, size) ?? fastestFitted(s, flops, bytes);
-  if (v !== null && v.fit !== null) return fitted(s, v, dims, size, shape, flops, bytes);
+  const at: Site = { dims, size, shape, flops, bytes };
+  if (v !== null && v.fit !== null) return fitted(s, v, at);
   if (v !== null) {
-    const scaled = scaledFromFitted(s, v, dims, size, shape, flops, bytes);
+    const scaled = scaledFromFitted(s, v, at);
     if (scaled !== null) return scaled;
   }
   return interpolate(v ?? largestSeries(s), size);
 }
 
+/** Where a prediction is asked for: the op's dimensions, the axis size, shape and work. */
+interface Site {
+  readonly dims: readonly string[];
+  readonly size: number;
+  readonly shape: Shape | null;
+  readonly flops: number;
+  readonly bytes: number;
+}
+
 /** The fit of `v` at the shape, corrected by its residuals and its shape model. */
-function fitted(
-  s: BackendSeries,
-  v: VariantSeries,
-  dims: readonly string[],
-  size: number,
-  shape: Shape | null,
-  flops: number,
-  bytes: number,
-): Prediction {
+function fitted(s: BackendSeries, v: VariantSeries, at: Site): Prediction {
+  const { dims, size, shape, flops, bytes } = at;
   const shapeModel = shape === null || onAxisShape(s, dims, size, shape) ? null : v.shapeModel;
   const correction = shapeModel === null
     ? 0
@@ -547,24 +550,17 @@ function fitted(
  * ran. Its curve is assumed to run parallel to the fitted one's; the interval says so. Null
  * when no fitted variant of the backend can be compared with it.
  */
-function scaledFromFitted(
-  s: BackendSeries,
-  v: VariantSeries,
-  dims: readonly string[],
-  size: number,
-  shape: Shape | null,
-  flops: number,
-  bytes: number,
-): Prediction | null {
-  const ref = tunedVariant(s, size) ?? fastestFitted(s, flops, bytes);
+function scaledFromFitted(s: BackendSeries, v: VariantSeries, at: Site): Prediction | null {
+  const ref = tunedVariant(s, at.size) ?? fastestFitted(s, at.flops, at.bytes);
   if (ref === null || ref === v || v.points.length === 0) return null;
   let sumLog = 0;
   for (const p of v.points) {
-    sumLog += Math.log(p.ms / fitted(s, ref, dims, p.size, p.shape, p.flops, p.bytes).ms);
+    const here = { dims: at.dims, size: p.size, shape: p.shape, flops: p.flops, bytes: p.bytes };
+    sumLog += Math.log(p.ms / fitted(s, ref, here).ms);
   }
   const ratio = Math.exp(sumLog / v.points.length);
   if (!Number.isFinite(ratio) || ratio <= 0) return null;
-  const base = fitted(s, ref, dims, size, shape, flops, bytes);
+  const base = fitted(s, ref, at);
   return {
     ...base,
     ms: base.ms * ratio,
