@@ -19,10 +19,9 @@
  *
  * @module
  */
-import { bestPerSize } from "../calibrate/analyze.ts";
 import { median } from "../core/stats.ts";
 import type { Backend, Dtype, Residency } from "../kernels/types.ts";
-import type { Report } from "../core/schema.ts";
+import type { Measurement, Report } from "../core/schema.ts";
 
 /** z of the backend-wide test: two-sided 99 %, as several backends are tested at once. */
 export const BACKEND_Z = 2.576;
@@ -120,6 +119,8 @@ export interface BackendShift {
   readonly ci: readonly [number, number];
   /** The median own ln change over its standard error. */
   readonly z: number;
+  /** The standard error of the median own ln change, ln units. */
+  readonly se: number;
   /** The backend's drift during a run (σ of ln time) that entered the standard error. */
   readonly drift: { readonly sigma: number } | null;
   /** The change exceeds the tolerance and its 99 % interval excludes no change. */
@@ -196,27 +197,61 @@ export interface SeriesKey {
   readonly residency: Residency;
 }
 
+/** A measured shape's best (lowest median) measurement, and how it is named. */
+interface ShapePoint {
+  readonly label: string;
+  readonly size: number;
+  readonly wall: { readonly median: number; readonly relCi: number };
+}
+
+/** How a shape is named in a point's key: its axis size, or its dimensions when off the axis. */
+function shapeLabel(m: Measurement): string {
+  if (m.offAxis !== true) return sizeWords(m.size);
+  return Object.entries(m.shape).map(([d, v]) => `${d}=${v}`).join(" ");
+}
+
+/**
+ * The best variant's measurement at each shape one series measured, on the op's axis and off it
+ * (a non-square matmul, a gemv with rows ≠ cols): a kernel that got slower is slower at every
+ * shape, and the off-axis shapes are often the largest work a quick run times.
+ */
+function bestPerShape(measurements: readonly Measurement[], s: SeriesKey): Map<string, ShapePoint> {
+  const wanted: Residency = s.backend === "webgpu" ? s.residency : "end-to-end";
+  const best = new Map<string, ShapePoint>();
+  for (const m of measurements) {
+    if (
+      m.state !== "ok" || m.op !== s.op || m.dtype !== s.dtype || m.backend !== s.backend ||
+      m.residency !== wanted
+    ) continue;
+    const label = shapeLabel(m);
+    const prev = best.get(label);
+    if (!prev || m.wall.median < prev.wall.median) {
+      best.set(label, { label, size: m.size, wall: m.wall });
+    }
+  }
+  return best;
+}
+
 /**
  * Every point of one series both reports measured: the best variant's median at each shared
- * size; `worked` when its time is at least twice the series' smallest (its fixed cost) in both
+ * shape; `worked` when its time is at least twice the series' smallest (its fixed cost) in both
  * reports.
  */
 function seriesPoints(baseline: Report, current: Report, s: SeriesKey): Paired[] {
   const { op, dtype, backend, residency } = s;
-  const base = bestPerSize(baseline.measurements, op, dtype, backend, residency);
-  const cur = bestPerSize(current.measurements, op, dtype, backend, residency);
-  const floor = (ms: readonly { wall: { median: number } }[]) =>
-    Math.min(...ms.map((m) => m.wall.median));
+  const base = bestPerShape(baseline.measurements, s);
+  const cur = bestPerShape(current.measurements, s);
+  const floor = (ms: Map<string, ShapePoint>) =>
+    Math.min(...[...ms.values()].map((m) => m.wall.median));
   const [baseFloor, curFloor] = [floor(base), floor(cur)];
-  const bySize = new Map(cur.map((m) => [m.size, m]));
   const out: Paired[] = [];
-  for (const b of base) {
-    const c = bySize.get(b.size);
+  for (const b of base.values()) {
+    const c = cur.get(b.label);
     if (c === undefined || !(b.wall.median > 0 && c.wall.median > 0)) continue;
     const worked = b.wall.median * (1 - WORK_SHARE) >= baseFloor &&
       c.wall.median * (1 - WORK_SHARE) >= curFloor;
     out.push({
-      key: `${op} ${dtype} ${residency} at ${sizeWords(b.size)}`,
+      key: `${op} ${dtype} ${residency} at ${b.label}`,
       op,
       dtype,
       residency,
@@ -349,9 +384,15 @@ class CommonMode implements HostFrame {
   }
 
   /**
-   * What a figure of `backend` is judged against: the other host-bound backends' common change
-   * over the run, the median of their median changes (one backend that moved as a whole does not
-   * move it). Null when the backend is not host-bound or no other backend was measured.
+   * What a figure of `backend` is judged against: the common change over the run of the other
+   * host-bound backends that use as many cores (wasm and js run on one; wasm-mt and a software
+   * adapter on all), the median of their median changes, or of every other host-bound backend
+   * when none does. Null when the backend is not host-bound or no other backend was measured.
+   *
+   * By cores, because a shared VM's second core comes and goes on its own: in 5 of 17 clean
+   * back-to-back quick runs of a 2-vCPU VM, wasm-mt's threaded sizes and lavapipe ran 1.3–2×
+   * slower for the whole run while wasm and js did not move. Judged against all others, the
+   * one-core backends then looked 26 % slower "against the host" when they had not moved.
    *
    * Over the run, not at the figure's own moment: on a 2-core VM shared with other work, how far
    * a point strayed from its backend's run-wide change and how far the other backends measured
@@ -361,7 +402,9 @@ class CommonMode implements HostFrame {
    */
   reference(backend: Backend): HostReference | null {
     if (!this.#bound.has(backend)) return null;
-    const others = [...this.#levels].filter(([b]) => b !== backend && this.#bound.has(b));
+    const bound = [...this.#levels].filter(([b]) => b !== backend && this.#bound.has(b));
+    const alike = bound.filter(([b]) => threadsOf(b) === threadsOf(backend));
+    const others = alike.length > 0 ? alike : bound;
     if (others.length === 0) return null;
     const k = others.length;
     const se = Math.sqrt(others.reduce((s, [, l]) => s + l.se ** 2, 0)) / k;
@@ -371,6 +414,14 @@ class CommonMode implements HostFrame {
       se: k >= 3 ? se * MEDIAN_EFFICIENCY : se,
     };
   }
+}
+
+/**
+ * Whether a backend runs on one core or on all of them (wasm-mt's workers; a software adapter's
+ * threads, which only WebGPU among host-bound backends can be).
+ */
+function threadsOf(backend: Backend): "one" | "all" {
+  return backend === "wasm-mt" || backend === "webgpu" ? "all" : "one";
 }
 
 /**
@@ -520,6 +571,7 @@ function judgeBackend(
     change,
     ci,
     z,
+    se,
     drift: drift === null ? null : { sigma: drift.sigma },
     beyondNoise,
     regressed: beyondNoise && shift > 0,
