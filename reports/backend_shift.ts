@@ -384,15 +384,19 @@ class CommonMode implements HostFrame {
   }
 
   /**
-   * What a figure of `backend` is judged against: the common change over the run of the other
-   * host-bound backends that use as many cores (wasm and js run on one; wasm-mt and a software
-   * adapter on all), the median of their median changes, or of every other host-bound backend
-   * when none does. Null when the backend is not host-bound or no other backend was measured.
+   * What a figure of `backend` is judged against, by how many cores it uses (wasm and js run on
+   * one; wasm-mt and a software adapter on all):
+   * - a one-core backend: the other one-core backends' common change over the run (the median of
+   *   their median changes), or every other host-bound backend's when it is the only one;
+   * - an all-core backend: the one-core backends' change, plus how far the host's other cores
+   *   moved another all-core backend against it ({@linkcode coreMove}).
+   * Null when the backend is not host-bound or no other backend was measured.
    *
    * By cores, because a shared VM's second core comes and goes on its own: in 5 of 17 clean
    * back-to-back quick runs of a 2-vCPU VM, wasm-mt's threaded sizes and lavapipe ran 1.3–2×
-   * slower for the whole run while wasm and js did not move. Judged against all others, the
-   * one-core backends then looked 26 % slower "against the host" when they had not moved.
+   * slower for the whole run while wasm and js did not move. Judged against all the others, the
+   * one-core backends then looked 26 % slower "against the host" when they had not moved. The
+   * price: a change that slows both one-core backends alike (V8 as a whole) cancels out.
    *
    * Over the run, not at the figure's own moment: on a 2-core VM shared with other work, how far
    * a point strayed from its backend's run-wide change and how far the other backends measured
@@ -403,17 +407,54 @@ class CommonMode implements HostFrame {
   reference(backend: Backend): HostReference | null {
     if (!this.#bound.has(backend)) return null;
     const bound = [...this.#levels].filter(([b]) => b !== backend && this.#bound.has(b));
-    const alike = bound.filter(([b]) => threadsOf(b) === threadsOf(backend));
-    const others = alike.length > 0 ? alike : bound;
-    if (others.length === 0) return null;
-    const k = others.length;
-    const se = Math.sqrt(others.reduce((s, [, l]) => s + l.se ** 2, 0)) / k;
+    const oneCore = bound.filter(([b]) => threadsOf(b) === "one");
+    const own = this.#levels.get(backend);
+    if (threadsOf(backend) === "one" || own === undefined || oneCore.length === 0) {
+      return commonChange(oneCore.length > 0 && threadsOf(backend) === "one" ? oneCore : bound);
+    }
+    const host = commonChange(oneCore)!;
+    const shared = bound.filter(([b]) => threadsOf(b) === "all")
+      .map(([b, l]) => ({
+        backend: b,
+        level: l,
+        common: coreMove(own.level, l.level, host.logShift),
+      }))
+      .filter((p) => p.common !== 0)
+      .sort((a, b) => Math.abs(a.common) - Math.abs(b.common))[0];
+    if (shared === undefined) return host;
     return {
-      backends: others.map(([b]) => b),
-      logShift: median(others.map(([, l]) => l.level)),
-      se: k >= 3 ? se * MEDIAN_EFFICIENCY : se,
+      backends: [...host.backends, shared.backend],
+      logShift: host.logShift + shared.common,
+      se: Math.hypot(host.se, shared.level.se),
     };
   }
+}
+
+/** The median change of some backends' levels, with its standard error; null for none. */
+function commonChange(
+  levels: readonly (readonly [Backend, { level: number; se: number }])[],
+): HostReference | null {
+  if (levels.length === 0) return null;
+  const k = levels.length;
+  const se = Math.sqrt(levels.reduce((s, [, l]) => s + l.se ** 2, 0)) / k;
+  return {
+    backends: levels.map(([b]) => b),
+    logShift: median(levels.map(([, l]) => l.level)),
+    se: k >= 3 ? se * MEDIAN_EFFICIENCY : se,
+  };
+}
+
+/**
+ * How far the host's other cores moved an all-core backend, as a second all-core backend saw it,
+ * ln units against the one-core host: the partner's whole move when it moved no more than this
+ * backend did; when it moved more, only what the two share (the smaller move when both went the
+ * same way, else nothing). Losing the second core moves both; a regression of the partner moves
+ * the partner alone, and must not make this backend look faster.
+ */
+function coreMove(level: number, partner: number, host: number): number {
+  const [a, b] = [level - host, partner - host];
+  if (Math.abs(b) <= Math.abs(a)) return b;
+  return Math.sign(a) === Math.sign(b) ? Math.sign(a) * Math.min(Math.abs(a), Math.abs(b)) : 0;
 }
 
 /**

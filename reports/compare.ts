@@ -935,7 +935,8 @@ function pairSides(ctx: Context, c: Crossover): readonly [BackendShift[], Backen
 /**
  * Why a crossover's move is no regression when it is one of its backends' levels moving within
  * noise: both curves kept their shapes (every shared size moved by the same ratio, to within the
- * runs' noise there), neither side's backend moved beyond noise as a whole, and the ratio is
+ * runs' noise there), that ratio alone turns the faster side where the measurements turned,
+ * neither side's backend moved beyond noise as a whole, and the ratio is
  * within the 99 % noise of the two backends' levels ({@linkcode BackendShift.se}). On a shared
  * 2-core VM, wasm-mt's level moved ×1.5–1.8 between clean back-to-back quick runs (its second
  * thread shares a core with the host's other work), and a wasm→wasm-mt crossover came and went
@@ -949,7 +950,8 @@ function levelWithinNoise(
 ): string | null {
   const shift = pairLevelShift(ctx.baseline, b, ctx.current, c, noise, ctx.tolerance);
   const [first, second] = pairSides(ctx, c);
-  if (shift === null || !shift.shapeKept || first.length === 0 || second.length === 0) return null;
+  if (shift === null || !shift.shapeKept || !shift.explainsFlips) return null;
+  if (first.length === 0 || second.length === 0) return null;
   if ([...first, ...second].some((s) => s.beyondNoise)) return null;
   const se = Math.hypot(Math.max(...first.map((s) => s.se)), Math.max(...second.map((s) => s.se)));
   const allowed = BACKEND_Z * se;
@@ -979,6 +981,7 @@ function corroborated(ctx: Context, row: ComparisonRow, fit: CostFit): Compariso
   return {
     ...row,
     regressed: false,
+    beyondNoise: false,
     note: `${row.note}; not a regression on one point: of its series' sizes where the work ` +
       `carries the time, ${only} beyond the tolerance against the host (one measurement can ` +
       `stray on a shared machine; its backend's test pools every point)`,

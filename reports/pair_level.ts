@@ -31,7 +31,14 @@ const MIN_SIZES = 2;
  * @example
  * ```ts
  * import type { PairLevelShift } from "./pair_level.ts";
- * const s: PairLevelShift = { logShift: 0.4, sizes: 5, worstResidual: 0.06, shapeKept: true };
+ * const s: PairLevelShift = {
+ *   logShift: 0.4,
+ *   sizes: 5,
+ *   worstResidual: 0.06,
+ *   shapeKept: true,
+ *   flipped: 1,
+ *   explainsFlips: true,
+ * };
  * ```
  */
 export interface PairLevelShift {
@@ -49,6 +56,13 @@ export interface PairLevelShift {
    * noise there: the curves kept their shapes and only their level moved.
    */
   readonly shapeKept: boolean;
+  /** Shared sizes where the faster side changed between the two reports. */
+  readonly flipped: number;
+  /**
+   * At least one size flipped, and the level shift alone flips each of them: applied to the
+   * baseline's ratio, it gives the side the current report measured faster.
+   */
+  readonly explainsFlips: boolean;
 }
 
 /**
@@ -78,20 +92,25 @@ export function pairLevelShift(
 ): PairLevelShift | null {
   const before = pairTimes(baseline, base);
   const after = pairTimes(current, cur);
-  const changes: { size: number; change: number; sigma: number }[] = [];
+  const changes: { size: number; before: number; change: number; sigma: number }[] = [];
   for (const [size, [first, second]] of before) {
     const now = after.get(size);
     if (now === undefined) continue;
-    const change = Math.log(now[1].ms / now[0].ms) - Math.log(second.ms / first.ms);
+    const before = Math.log(second.ms / first.ms);
+    const change = Math.log(now[1].ms / now[0].ms) - before;
     const sigma = Math.SQRT2 * Math.hypot(noise(first.backend, size), noise(second.backend, size));
-    changes.push({ size, change, sigma });
+    changes.push({ size, before, change, sigma });
   }
   if (changes.length < MIN_SIZES) return null;
   const logShift = median(changes.map((c) => c.change));
   const residuals = changes.map((c) => ({ ...c, residual: Math.abs(c.change - logShift) }));
+  const flips = changes.filter((c) => Math.sign(c.before) !== Math.sign(c.before + c.change));
   return {
     logShift,
     sizes: changes.length,
+    flipped: flips.length,
+    explainsFlips: flips.length > 0 &&
+      flips.every((c) => Math.sign(c.before + logShift) === Math.sign(c.before + c.change)),
     worstResidual: Math.max(...residuals.map((r) => r.residual)),
     shapeKept: residuals.every((r) =>
       r.residual <= Math.max(Math.log(1 + tolerance), Z95 * r.sigma)

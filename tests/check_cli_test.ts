@@ -210,7 +210,7 @@ Deno.test("check exits 1 when every WebGPU median doubled, naming the backend", 
     assert.match(out, /webgpu slower as a whole beyond noise/);
     assert.match(
       out,
-      /^webgpu +\d+ +\+100\.0 % .* slower +\+100\.0 % time against wasm, wasm-mt, js \(host/m,
+      /^webgpu +\d+ +\+100\.0 % .* slower +\+100\.0 % time against wasm, js \(host/m,
     );
   });
 });
