@@ -40,7 +40,13 @@ import { type RunScope, runScope, seriesCoverage, skipReason } from "./coverage.
 import { nearTie, type Tie } from "./near_tie.ts";
 import type { CostFit, Crossover, Figure, Interval, Report } from "../core/schema.ts";
 import { pairLevelShift } from "./pair_level.ts";
-import { type ChoiceCost, type PointNoise, thresholdChoiceCost } from "./threshold_cost.ts";
+import {
+  type BracketCost,
+  type ChoiceCost,
+  interpolatedChoiceCost,
+  type PointNoise,
+  thresholdChoiceCost,
+} from "./threshold_cost.ts";
 
 /** Default relative tolerance: a figure must move more than 10 % to count. */
 export const DEFAULT_TOLERANCE = 0.10;
@@ -901,11 +907,12 @@ function crossoverRows(ctx: Context): ComparisonRow[] {
       ctx.refs.pointNoise(backend, { op: c.op, dtype: c.dtype, residency: c.residency, size });
     const cost = thresholdChoiceCost(ctx.baseline, b, ctx.current, c, noise);
     if (cost === null) {
-      return tie === null ? tied : {
-        ...tied,
-        regressed: false,
-        note: `${row.note}; no effect: ${tieNote.slice(2)}`,
-      };
+      if (tie !== null) {
+        return { ...tied, regressed: false, note: `${row.note}; no effect: ${tieNote.slice(2)}` };
+      }
+      const between = interpolatedChoiceCost(ctx.baseline, b, ctx.current, c);
+      const why = between === null ? null : bracketWords(between, noise, ctx.tolerance, row.unit);
+      return why === null ? tied : { ...tied, regressed: false, note: `${row.note}; ${why}` };
     }
     const words = choiceCostWords(cost, row.unit);
     if (cost.cost <= ctx.tolerance || tie !== null) {
@@ -921,6 +928,38 @@ function crossoverRows(ctx: Context): ComparisonRow[] {
       ? { ...tied, choiceCost: cost, note: `${row.note}; ${words}` }
       : { ...tied, regressed: false, choiceCost: cost, note: `${row.note}; ${words}; ${level}` };
   });
+}
+
+/**
+ * Why a crossover that moved between two measured sizes is no regression, or null when it is
+ * one: choosing by either threshold costs at most the tolerance there (the two curves
+ * interpolated), or the pair's ratio at both sizes moved within the two runs' noise of one point
+ * (1.96 × √2 × their σ in quadrature, {@linkcode HostFrame.pointNoise}): the crossing moved because
+ * two noisy points did, not because a kernel changed.
+ */
+function bracketWords(
+  c: BracketCost,
+  noise: PointNoise,
+  tolerance: number,
+  unit: string,
+): string | null {
+  const [s0, s1] = c.between.map((s) => roundSignificant(s, 3));
+  const where = `both thresholds lie between the measured ${s0} and ${s1} ${unit}`;
+  if (c.cost <= tolerance) {
+    return `no effect: ${where}, where choosing by either is at most ` +
+      `${(c.cost * 100).toFixed(1)} % slower (the two curves interpolated)`;
+  }
+  const limits = c.ends.map((e) =>
+    Z95 * Math.SQRT2 * Math.hypot(noise(e.backends[0], e.size), noise(e.backends[1], e.size))
+  );
+  if (!c.ends.every((e, i) => Math.abs(e.change) <= limits[i]!)) return null;
+  const moves = c.ends.map((e, i) =>
+    `${percent(Math.exp(e.change) - 1)} at ${roundSignificant(e.size, 3)} (noise ±${
+      (limits[i]! * 100).toFixed(0)
+    } %)`
+  );
+  return `within noise: ${where}, and the ratio of the two backends' times moved ` +
+    `${moves.join(" and ")}, within the two runs' noise of one point there`;
 }
 
 /** The backend verdicts standing for each side of a crossover's pair. */
@@ -996,10 +1035,22 @@ function corroborated(ctx: Context, row: ComparisonRow, fit: CostFit): Compariso
  * on wasm 28 % against the host, its probes' σ 16 %): 6 of 10 clean pairs failed on one CPU rate.
  */
 function withPointNoise(ctx: Context, r: Rate): Drift | null {
-  if (r.drift === null || r.at === undefined) return r.drift;
+  if (r.at === undefined) return r.drift;
   const { op, dtype, residency, backend } = r.fit;
-  const noise = ctx.refs.pointNoise(backend, { op, dtype, residency, size: r.at });
-  return { backend: r.drift.backend, sigma: Math.hypot(r.drift.sigma, noise) };
+  return plusNoise(
+    r.drift,
+    backend,
+    ctx.refs.pointNoise(backend, { op, dtype, residency, size: r.at }),
+  );
+}
+
+/**
+ * A drift with a point's run-to-run noise added in quadrature; the noise alone when the reports
+ * have no drift of the backend (a quick run of a few ops has too few probes to estimate one).
+ */
+function plusNoise(drift: Drift | null, backend: Backend, noise: number): Drift | null {
+  if (drift === null) return noise > 0 ? { backend, sigma: noise } : null;
+  return { backend: drift.backend, sigma: Math.hypot(drift.sigma, noise) };
 }
 
 /**
@@ -1007,9 +1058,8 @@ function withPointNoise(ctx: Context, r: Rate): Drift | null {
  * measured point too; see {@linkcode withPointNoise}).
  */
 function withBackendNoise(ctx: Context, drift: Drift | null, backend: Backend): Drift | null {
-  if (drift === null) return null;
   const noise = ctx.refs.pointNoise(backend, { op: "", dtype: "", residency: "", size: -1 });
-  return { backend: drift.backend, sigma: Math.hypot(drift.sigma, noise) };
+  return plusNoise(drift, backend, noise);
 }
 
 function rateRows(ctx: Context): ComparisonRow[] {

@@ -195,3 +195,86 @@ export function thresholdChoiceCost(
   if (disputed === 0) return null;
   return { ...worst, sizes: disputed, ...(noise ? { withinNoise } : {}) };
 }
+
+/**
+ * What a crossover's move costs when no measured size of either report lies between the two
+ * thresholds: both fall between the same two measured sizes, where each report interpolates the
+ * ratio of the pair's times log-linearly in the size. Choosing by the other threshold picks the
+ * slower side only between the two, and is at worst `exp(|slope| × |ln(t₂ / t₁)|) − 1` there, for
+ * the steeper of the two reports' slopes of ln(ratio) against ln(size) across that bracket.
+ *
+ * @param baseline The baseline report.
+ * @param base The baseline's crossover.
+ * @param current The current report.
+ * @param cur The current report's crossover of the same op, dtype, residency and pair.
+ * @returns The worst slowdown, the bracket it lies in and how the pair's ratio moved at its ends;
+ * null unless both thresholds are known and lie between the same two sizes both reports measured.
+ * @example
+ * ```ts ignore
+ * import { interpolatedChoiceCost } from "./threshold_cost.ts";
+ * const c = interpolatedChoiceCost(baseline, b, current, c);
+ * if (c !== null) console.log(`between ${c.between[0]} and ${c.between[1]}: at most ${(c.cost * 100).toFixed(1)} %`);
+ * ```
+ */
+export function interpolatedChoiceCost(
+  baseline: Report,
+  base: Crossover,
+  current: Report,
+  cur: Crossover,
+): BracketCost | null {
+  if (base.size === null || cur.size === null || !(base.size > 0 && cur.size > 0)) return null;
+  const [lo, hi] = [Math.min(base.size, cur.size), Math.max(base.size, cur.size)];
+  const ends: (readonly [number, SideTime, SideTime])[][] = [];
+  for (const [report, c] of [[baseline, base], [current, cur]] as const) {
+    const sizes = [...pairTimes(report, c)];
+    const above = sizes.findIndex(([size]) => size >= lo);
+    if (above <= 0 || sizes[above]![0] < hi) return null;
+    ends.push([sizes[above - 1]!, sizes[above]!].map(([size, [f, g]]) => [size, f, g] as const));
+  }
+  const [before, after] = ends as [(readonly [number, SideTime, SideTime])[], typeof ends[0]];
+  if (before[0]![0] !== after[0]![0] || before[1]![0] !== after[1]![0]) return null;
+  const lnRatio = ([, f, g]: readonly [number, SideTime, SideTime]) => Math.log(g.ms / f.ms);
+  const slope = (e: typeof before) =>
+    Math.abs(lnRatio(e[1]!) - lnRatio(e[0]!)) / Math.log(e[1]![0] / e[0]![0]);
+  return {
+    cost: Math.exp(Math.max(slope(before), slope(after)) * Math.log(hi / lo)) - 1,
+    between: [before[0]![0], before[1]![0]],
+    ends: before.map((b, i) => ({
+      size: b[0],
+      change: lnRatio(after[i]!) - lnRatio(b),
+      backends: [b[1].backend, b[2].backend] as const,
+    })),
+  };
+}
+
+/**
+ * What {@linkcode interpolatedChoiceCost} gives.
+ *
+ * @example
+ * ```ts
+ * import type { BracketCost } from "./threshold_cost.ts";
+ * const c: BracketCost = {
+ *   cost: 0.04,
+ *   between: [48, 111],
+ *   ends: [
+ *     { size: 48, change: 0.1, backends: ["wasm", "wasm-mt"] },
+ *     { size: 111, change: 0.05, backends: ["wasm", "wasm-mt"] },
+ *   ],
+ * };
+ * ```
+ */
+export interface BracketCost {
+  /** The worst slowdown of choosing by the other threshold. */
+  readonly cost: number;
+  /** The two measured sizes both thresholds lie between. */
+  readonly between: readonly [number, number];
+  /**
+   * At each of the two sizes, how the ln ratio of the pair's times (second side over first)
+   * changed from the baseline to the current report, and the backends timed there.
+   */
+  readonly ends: readonly {
+    readonly size: number;
+    readonly change: number;
+    readonly backends: readonly [Backend, Backend];
+  }[];
+}

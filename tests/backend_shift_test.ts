@@ -33,7 +33,11 @@ Deno.test("backendShifts() names the figures that carry the verdict, largest fir
   current.measurements = current.measurements.map((m) =>
     m.state === "ok" && m.backend === "webgpu" && m.op === "matmul" &&
       m.residency === "device-resident"
-      ? { ...m, wall: { ...m.wall, median: m.wall.median * 3 } }
+      ? {
+        ...m,
+        wall: { ...m.wall, median: m.wall.median * 3 },
+        ...(m.gpu ? { gpu: { ...m.gpu, median: m.gpu.median * 3 } } : {}),
+      }
       : m
   );
   const webgpu = backendShifts(noisy(), current).find((s) => s.backend === "webgpu")!;
@@ -91,6 +95,20 @@ Deno.test("backendShifts() allows for each backend's drift between runs", () => 
   assert.match(webgpu.note, /within noise \(its run-to-run drift σ \d+ %\)/);
 });
 
+Deno.test("backendShifts() times device-resident WebGPU points by their GPU timestamps", () => {
+  // The device slowed 2x; the host's fixed cost of each dispatch, in the wall time, did not.
+  const current = noisy();
+  current.measurements = current.measurements.map((m) =>
+    m.state === "ok" && m.backend === "webgpu" && m.residency === "device-resident" && m.gpu
+      ? { ...m, gpu: { ...m.gpu, median: m.gpu.median * 2 } }
+      : m
+  );
+  const webgpu = backendShifts(noisy(), current).find((s) => s.backend === "webgpu")!;
+  const resident = webgpu.points.filter((p) => p.key.includes("device-resident"));
+  assert.ok(resident.length > 0);
+  assert.ok(resident.every((p) => Math.abs(p.logChange - Math.log(2)) < 1e-9));
+});
+
 Deno.test("backendShifts() pools only points where the backend's work carries the time", () => {
   const webgpu = backendShifts(noisy(), noisy()).find((s) => s.backend === "webgpu")!;
   // End-to-end, the ~11 ms synchronisation carries every small case: only large ones count.
@@ -127,6 +145,7 @@ Deno.test("backendShifts() pools the shapes measured off the op's axis, named by
           shape: { m: 8, k: 512, n: 2048 },
           offAxis: true as const,
           wall: { ...m.wall, median: m.wall.median * factor },
+          ...(m.gpu ? { gpu: { ...m.gpu, median: m.gpu.median * factor } } : {}),
         }]
         : []
     );
@@ -137,4 +156,26 @@ Deno.test("backendShifts() pools the shapes measured off the op's axis, named by
   const offAxis = webgpu.points.filter((p) => p.key.endsWith("at m=8 k=512 n=2048"));
   assert.ok(offAxis.length >= 1, webgpu.points.map((p) => p.key).join(", "));
   assert.ok(offAxis.every((p) => Math.abs(p.ownLogChange - Math.log(3)) < 1e-9));
+});
+
+Deno.test("pointNoise() reads the tail: points that strayed far widen every point's noise", () => {
+  // One wasm-mt point in five strayed, each from a different series' median.
+  const strayed = (factor: number) => {
+    const r = noisy();
+    let i = 0;
+    r.measurements = r.measurements.map((m) =>
+      m.state === "ok" && m.backend === "wasm-mt" && i++ % 5 === 2
+        ? { ...m, wall: { ...m.wall, median: m.wall.median * factor } }
+        : m
+    );
+    return r;
+  };
+  const at = { op: "matmul", dtype: "f32", residency: "end-to-end", size: 512 } as const;
+  const calm = hostReferences(noisy(), strayed(1)).pointNoise("wasm-mt", at);
+  const wild = hostReferences(noisy(), strayed(1.6)).pointNoise("wasm-mt", at);
+  assert.ok(wild > calm + 0.05, `${calm} → ${wild}`);
+  // A whole backend that moved is a change to detect, not noise of its points.
+  const moved = hostReferences(noisy(), slowedBackends(noisy(), ["wasm-mt"], 1.6))
+    .pointNoise("wasm-mt", at);
+  assert.ok(Math.abs(moved - calm) < 1e-9, `${calm} → ${moved}`);
 });

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { pairLevelShift } from "../reports/pair_level.ts";
+import { interpolatedChoiceCost } from "../reports/threshold_cost.ts";
 import type { Report } from "../core/schema.ts";
 import { syntheticReport } from "./_fixtures.ts";
 import { slowedBackends } from "./_report_variants.ts";
@@ -49,4 +50,23 @@ Deno.test("pairLevelShift() does not explain a crossover that moved while no mea
   const s = pairLevelShift(baseline, crossoverOf(baseline), current, crossoverOf(current), quiet);
   assert.equal(s?.flipped, 0);
   assert.equal(s?.explainsFlips, false);
+});
+
+Deno.test("interpolatedChoiceCost() prices a move between two measured sizes from the curves there", () => {
+  const baseline = syntheticReport();
+  const current = syntheticReport();
+  const c = crossoverOf(current);
+  const from = c.size!;
+  c.size = from * 1.01;
+  const cost = interpolatedChoiceCost(baseline, crossoverOf(baseline), current, c);
+  assert.ok(cost);
+  assert.deepEqual(cost.between, [32, 64]);
+  assert.ok(cost.cost > 0 && cost.cost < 0.05, `${cost.cost}`);
+  assert.deepEqual(cost.ends.map((e) => e.change), [0, 0], "no measurement moved");
+  c.size = 100;
+  assert.equal(
+    interpolatedChoiceCost(baseline, crossoverOf(baseline), current, c),
+    null,
+    "past a measured size",
+  );
 });
