@@ -911,7 +911,10 @@ function crossoverRows(ctx: Context): ComparisonRow[] {
         return { ...tied, regressed: false, note: `${row.note}; no effect: ${tieNote.slice(2)}` };
       }
       const between = interpolatedChoiceCost(ctx.baseline, b, ctx.current, c);
-      const why = between === null ? null : bracketWords(between, noise, ctx.tolerance, row.unit);
+      const drifted = ctx.baseline.stability !== undefined && ctx.current.stability !== undefined;
+      const why = between === null
+        ? null
+        : bracketWords(between, drifted ? noise : null, ctx.tolerance, row.unit);
       return why === null ? tied : { ...tied, regressed: false, note: `${row.note}; ${why}` };
     }
     const words = choiceCostWords(cost, row.unit);
@@ -935,11 +938,12 @@ function crossoverRows(ctx: Context): ComparisonRow[] {
  * one: choosing by either threshold costs at most the tolerance there (the two curves
  * interpolated), or the pair's ratio at both sizes moved within the two runs' noise of one point
  * (1.96 × √2 × their σ in quadrature, {@linkcode HostFrame.pointNoise}): the crossing moved because
- * two noisy points did, not because a kernel changed.
+ * two noisy points did, not because a kernel changed. Without run-to-run data (`noise` null: a
+ * report calibrated without stability probes) only the first reason counts, as elsewhere.
  */
 function bracketWords(
   c: BracketCost,
-  noise: PointNoise,
+  noise: PointNoise | null,
   tolerance: number,
   unit: string,
 ): string | null {
@@ -949,6 +953,7 @@ function bracketWords(
     return `no effect: ${where}, where choosing by either is at most ` +
       `${(c.cost * 100).toFixed(1)} % slower (the two curves interpolated)`;
   }
+  if (noise === null) return null;
   const limits = c.ends.map((e) =>
     Z95 * Math.SQRT2 * Math.hypot(noise(e.backends[0], e.size), noise(e.backends[1], e.size))
   );
