@@ -26,9 +26,12 @@ is not a regression; absolute values are shown. A report calibrated with drift p
 section) widens its intervals by each backend's measured run-to-run drift, so a move that a
 second run of the same machine would also show is reported as "within run-to-run drift of
 <backend>", not flagged. Each backend is also judged as a whole: the median change of its
-figures against the others, with a 99 % interval that allows for its drift; the figures that
-carry a verdict are named. A crossover moving either way is a regression (programs decide with
-it), unless it moved within a near-tie of its two backends ("either; within x %"); a rate
+figures (device-resident WebGPU by its GPU timestamps) against backends that use as many cores
+(wasm and js one; wasm-mt and a software adapter all), with a 99 % interval that allows for its
+drift; the figures that carry a verdict are named. A crossover moving either way is a regression
+(programs decide with it), unless it moved within a near-tie of its two backends ("either;
+within x %"), between two measured sizes at a cost or ratio change within noise, or with a
+within-noise level shift of one backend's whole curve; a rate
 falling or a time rising is a regression (a rate measured at one size only when a second size of
 its series is slower too: one measurement can stray); a series or figure that disappeared is a regression
 unless the current run's command skipped it (--ops, --dtypes, --backends).

@@ -182,7 +182,7 @@ function text(c: Comparison, labels: ComparisonLabels): string {
     rows.length === 0 ? "Nothing moved beyond noise." : textTable(HEADER, rows.map(cells)),
   );
   if (c.backends.length > 0) {
-    lines.push("", "Backends, each judged as a whole against the others:");
+    lines.push("", "Backends, each judged as a whole against those using as many cores:");
     lines.push(textTable(BACKEND_HEADER, c.backends.map(backendCells)));
   }
   const within = excused(c);
@@ -226,7 +226,7 @@ function markdown(c: Comparison, labels: ComparisonLabels): string {
   if (c.backends.length > 0) {
     lines.push(
       "",
-      "**Backends**, each judged as a whole: the median change of its figures less the other backends' common change over the run, with a 99 % interval that allows for its run-to-run drift.",
+      "**Backends**, each judged as a whole: the median change of its figures less the common change over the run of the backends that use as many cores, with a 99 % interval that allows for its run-to-run drift.",
       "",
       markdownTable(BACKEND_HEADER, c.backends.map(backendCells)),
     );
