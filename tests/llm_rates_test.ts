@@ -113,3 +113,32 @@ Deno.test("ratesFromReport() lets the estimate price each WebGPU decode kernel f
   assert.ok(e.sources.some((s) => /kernel attn_norm .*no dot f32 data .*perDispatchUs/.test(s)));
   assert.equal(ratesFromReport(syntheticReport({ adapter: null })).kernelTime, undefined);
 });
+
+Deno.test("ratesFromReport() streams weights at the largest working set measured, not the fastest cached one", () => {
+  // The CPU's gemv at 4096 rows runs from cache; a 268 MB off-axis gemv streams from memory at
+  // less than half that rate, which is what a model's weights see.
+  const report = syntheticReport({ adapter: null });
+  const bytes = 8192 * 8192 * 4;
+  const streamed = new Map<string, number>();
+  for (const backend of ["wasm", "wasm-mt"]) {
+    const cached = report.measurements.find((m) =>
+      m.state === "ok" && m.op === "gemv" && m.dtype === "f32" && m.backend === backend &&
+      m.shape.rows === 4096
+    );
+    assert.ok(cached?.state === "ok");
+    const gbps = cached.gbps / 2.5;
+    streamed.set(backend, gbps);
+    report.measurements.push({
+      ...cached,
+      shape: { rows: 8192, cols: 8192 },
+      offAxis: true,
+      bytes,
+      gbps,
+      wall: { ...cached.wall, median: bytes / (gbps * 1e6) },
+    });
+  }
+  const r = ratesFromReport(report);
+  assert.equal(r.backend, "wasm-mt");
+  assert.ok(Math.abs(r.gemvGBps.f32!.value! - streamed.get("wasm-mt")!) < 1e-9);
+  assert.match(r.gemvGBps.f32!.source!, /largest working set measured, 268 MB/);
+});
