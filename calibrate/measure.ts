@@ -84,6 +84,14 @@ export interface WindowSamples {
 
 /** Device-resident batches aim at this long: comparable with the ~11 ms sync they subtract. */
 const RESIDENT_BATCH_MS = 50;
+/**
+ * A device-resident sample whose wall time per dispatch is under this share of the GPU's own time
+ * per dispatch is impossible (back-to-back dispatches cannot finish faster than the device runs
+ * them) and is dropped: the two batches' syncs, each waiting for a ~10 ms poll, were taken apart
+ * by more than the work between them. Seen on lavapipe: softmax 32×1625 at 0.029 ms per dispatch
+ * by the wall clock and 0.394 ms by the timestamps of the same batches.
+ */
+const IMPOSSIBLE_SHARE = 0.5;
 /** Most dispatches recorded into one device-resident batch. */
 const MAX_RESIDENT_REPS = 256;
 /** CPU and end-to-end batches aim at this long by default, well above timer resolution. */
@@ -282,7 +290,8 @@ async function warmUp(c: LiveCase, minBatchMs: number): Promise<void> {
 /**
  * One sample. Device-resident: a batch of R and one of 2R dispatches, each ending in one sync;
  * the difference over R is the time per dispatch with the fixed sync cost taken out (GPU
- * timestamps, when present, never include it). A difference lost in noise (≤ 0) is not recorded.
+ * timestamps, when present, never include it). A difference lost in noise (≤ 0, or under half the
+ * GPU's own time: {@linkcode IMPOSSIBLE_SHARE}) is not recorded.
  * Otherwise: a batch of R runs over R.
  */
 async function takeSample(c: LiveCase): Promise<void> {
@@ -298,10 +307,12 @@ async function takeSample(c: LiveCase): Promise<void> {
   c.elapsedMs += one.wallMs + two.wallMs;
   const perRun = (two.wallMs - one.wallMs) / c.reps;
   if (!(perRun > 0)) return;
+  const gpuPerRun = one.gpuMs !== undefined && two.gpuMs !== undefined
+    ? (one.gpuMs + two.gpuMs) / (3 * c.reps)
+    : undefined;
+  if (gpuPerRun !== undefined && perRun < IMPOSSIBLE_SHARE * gpuPerRun) return;
   c.wall.push(perRun);
-  if (one.gpuMs !== undefined && two.gpuMs !== undefined) {
-    c.gpu.push((one.gpuMs + two.gpuMs) / (3 * c.reps));
-  }
+  if (gpuPerRun !== undefined) c.gpu.push(gpuPerRun);
 }
 
 function finish(c: LiveCase, rule: StoppingRule): MeasureResult {

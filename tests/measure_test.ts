@@ -265,3 +265,39 @@ Deno.test("measureMany() hands the cases of one op, shape and dtype the same ope
   assert.equal(seen[0]!.inputs, seen[1]!.inputs, "js and wasm at n = 1000 share their operands");
   assert.notEqual(seen[2]!.inputs, seen[0]!.inputs, "n = 2000 has its own");
 });
+
+Deno.test("measure() drops a device-resident sample whose wall time per dispatch is under the GPU's own", async () => {
+  // The GPU runs each dispatch in 0.4 ms, but the two batches' syncs came back 0.03 ms per
+  // dispatch apart every other sample: those samples are impossible, the others are kept.
+  let call = 0;
+  const runner: Runner = {
+    backend: "webgpu",
+    prepare(op: OpSpec, shape: Shape, dtype, _variant, inputs: OpInputs): Promise<Prepared> {
+      return Promise.resolve({
+        compileMs: 0,
+        output: () => Promise.resolve(Float32Array.from(op.reference(shape, dtype, inputs))),
+        time(reps: number) {
+          const pair = Math.floor(call++ / 2);
+          const perRun = pair % 2 === 0 ? 0.03 : 0.42;
+          return Promise.resolve({ wallMs: 11 + perRun * reps, gpuMs: 0.4 * reps });
+        },
+        dispose() {},
+      });
+    },
+    close: () => Promise.resolve(),
+  };
+  const r = await measure(
+    {
+      op: "add",
+      shape: { n: 1000 },
+      dtype: "f32",
+      backend: "webgpu",
+      residency: "device-resident",
+    },
+    { runners: only(runner), stopping: { budgetMs: 400, minSamples: 4 } },
+  );
+  assert.equal(r.state, "ok");
+  if (r.state !== "ok") return;
+  assert.ok(r.wall.min >= 0.2, `an impossible sample was kept: ${r.wall.min}`);
+  assert.ok(Math.abs(r.wall.median - 0.42) < 1e-6, `${r.wall.median}`);
+});
