@@ -208,7 +208,9 @@ function gemvFigure(
         best,
         best.gbps,
         "GB/s",
-        `fastest variant at the largest working set measured, ${(best.bytes / 1e6).toPrecision(3)} MB`,
+        `fastest variant at the largest working set measured, ${
+          (best.bytes / 1e6).toPrecision(3)
+        } MB`,
       ),
       variant: best.variant,
     };
