@@ -249,7 +249,8 @@ function seriesPoints(baseline: Report, current: Report, s: SeriesKey): Paired[]
   const { op, dtype, backend, residency } = s;
   const base = bestPerShape(baseline.measurements, s);
   const cur = bestPerShape(current.measurements, s);
-  const time = timingOf(s, [...base.values(), ...cur.values()]);
+  const timing = timingOf(s, [...base.values(), ...cur.values()]);
+  const time = (p: ShapePoint) => timing(p).median;
   const floor = (ms: Map<string, ShapePoint>) => Math.min(...[...ms.values()].map(time));
   const [baseFloor, curFloor] = [floor(base), floor(cur)];
   const out: Paired[] = [];
@@ -269,7 +270,7 @@ function seriesPoints(baseline: Report, current: Report, s: SeriesKey): Paired[]
       baselineMs: time(b),
       currentMs: time(c),
       logChange: Math.log(time(c) / time(b)),
-      withinSigma: Math.hypot(relCiOf(s, b, time), relCiOf(s, c, time)) / Z95,
+      withinSigma: Math.hypot(timing(b).relCi, timing(c).relCi) / Z95,
     });
   }
   return out;
@@ -282,17 +283,10 @@ function seriesPoints(baseline: Report, current: Report, s: SeriesKey): Paired[]
  * does not change: lavapipe on one thread moved the GPU time of matmul 1×1024×1024 ×1.4–2.1 in
  * ten quick runs, its wall time from ×1.1.
  */
-function timingOf(s: SeriesKey, points: readonly ShapePoint[]): (p: ShapePoint) => number {
+function timingOf(s: SeriesKey, points: readonly ShapePoint[]): (p: ShapePoint) => Timing {
   const byGpu = s.backend === "webgpu" && s.residency === "device-resident" &&
     points.every((p) => p.gpu !== undefined && p.gpu.median > 0);
-  return byGpu ? (p) => p.gpu!.median : (p) => p.wall.median;
-}
-
-/** The relative 95 % half-width of the timing a series is judged by. */
-function relCiOf(s: SeriesKey, p: ShapePoint, time: (p: ShapePoint) => number): number {
-  return p.gpu !== undefined && time(p) === p.gpu.median && s.backend === "webgpu"
-    ? p.gpu.relCi
-    : p.wall.relCi;
+  return byGpu ? (p) => p.gpu! : (p) => p.wall;
 }
 
 /** Every point of one backend both reports measured, series by series ({@linkcode seriesPoints}). */
