@@ -39,6 +39,14 @@ const MIN_POINTS = 2;
 /** Fewest probes from which a backend's drift against the others is estimated. */
 const MIN_PROBES = 3;
 
+/**
+ * Fewest probes whose σ enters a backend's test: from fewer, σ is too uncertain to use (from 3
+ * probes its 90 % interval spans ×0.5 to ×4.4 of the true σ; a quick run of two ops takes 2–3,
+ * and one odd probe made a σ of 0.35 that hid a +57 % slowdown). The spread between the points
+ * and the references still carry the noise then.
+ */
+const MIN_DRIFT_PROBES = 5;
+
 /** Scales a median absolute deviation to a normal distribution's standard deviation. */
 const MAD_TO_SIGMA = 1.4826;
 
@@ -537,7 +545,7 @@ function spread(changes: readonly number[], withinSigmas: readonly number[]): nu
 
 /**
  * A backend's drift during one run (its probes' `driftSigma`, σ of ln time) and how many probes
- * it comes from; null without it.
+ * it comes from; null without it or from fewer than {@linkcode MIN_DRIFT_PROBES} probes.
  *
  * Its own drift, not its drift against the other backends: per probe, a backend's time less the
  * median of the others' carries the others' noise too, and on a 2-core VM shared with other work
@@ -549,7 +557,8 @@ function ownDrift(report: Report, backend: Backend): { sigma: number; probes: nu
   const sigma = report.stability?.driftSigma[backend];
   if (sigma === undefined) return null;
   const probes = report.stability!.probes.filter((p) => p.ms[backend] !== undefined).length;
-  return { sigma, probes: Math.max(probes, 1) };
+  if (probes < MIN_DRIFT_PROBES) return null;
+  return { sigma, probes };
 }
 
 /**
@@ -655,7 +664,7 @@ function judgeBackend(
   const beyondNoise = Math.abs(z) > BACKEND_Z && Math.abs(change) > tolerance;
   const carriers = beyondNoise ? carriersOf(points, shift > 0, tolerance) : [];
   const driftNote = drift === null
-    ? "no drift probes: a run-wide drift of the backend is not allowed for"
+    ? `no drift estimate (fewer than ${MIN_DRIFT_PROBES} probes): a run-wide drift of the backend is not allowed for`
     : `its run-to-run drift σ ${(drift.sigma * 100).toFixed(0)} %`;
   const head = `${percent(change)} time ${referenceWords(reference)} over ${points.length} ` +
     `figures, 99 % interval [${percent(ci[0])}, ${percent(ci[1])}]`;

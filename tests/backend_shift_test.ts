@@ -179,3 +179,17 @@ Deno.test("pointNoise() reads the tail: points that strayed far widen every poin
     .pointNoise("wasm-mt", at);
   assert.ok(Math.abs(moved - calm) < 1e-9, `${calm} → ${moved}`);
 });
+
+Deno.test("backendShifts() leaves out a drift estimated from fewer than five probes", () => {
+  // Three probes, one of them odd: a σ of 0.8 from them would hide a 2x slowdown.
+  const few = probesWith(0.8, 1, 3);
+  const current = slowedBackends(noisy(few), ["webgpu"], 2);
+  const webgpu = backendShifts(noisy(few), current).find((s) => s.backend === "webgpu")!;
+  assert.equal(webgpu.drift, null);
+  assert.equal(webgpu.regressed, true, webgpu.note);
+  // The same σ from nine probes is used, and hides it.
+  const many = probesWith(0.8, 1, 9);
+  const hidden = backendShifts(noisy(many), slowedBackends(noisy(many), ["webgpu"], 2))
+    .find((s) => s.backend === "webgpu")!;
+  assert.ok(hidden.drift !== null);
+});
