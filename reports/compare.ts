@@ -26,7 +26,7 @@ import { normalCdf, normalQuantile, roundSignificant } from "../core/numeric.ts"
 import { bestPerSize } from "../calibrate/analyze.ts";
 import { predictMs } from "../core/costmodel.ts";
 import { OPS } from "../kernels/catalog.ts";
-import { type Backend, CPU_BACKENDS } from "../kernels/types.ts";
+import type { Backend } from "../kernels/types.ts";
 import {
   BACKEND_Z,
   type BackendShift,
@@ -45,6 +45,7 @@ import {
   type ChoiceCost,
   interpolatedChoiceCost,
   type PointNoise,
+  sides,
   thresholdChoiceCost,
 } from "./threshold_cost.ts";
 
@@ -969,11 +970,9 @@ function bracketWords(
 
 /** The backend verdicts standing for each side of a crossover's pair. */
 function pairSides(ctx: Context, c: Crossover): readonly [BackendShift[], BackendShift[]] {
-  const [first, second] = c.pair === "cpu→webgpu"
-    ? [CPU_BACKENDS, ["webgpu"]]
-    : c.pair.split("→").map((b) => [b]);
-  const of = (names: readonly string[]) => ctx.backends.filter((s) => names.includes(s.backend));
-  return [of(first!), of(second!)];
+  const [first, second] = sides(c);
+  const of = (names: readonly Backend[]) => ctx.backends.filter((s) => names.includes(s.backend));
+  return [of(first), of(second)];
 }
 
 /**

@@ -59,8 +59,16 @@ const Z95 = 1.96;
  * The two sides of a pair as its name orders them (`wasm→wasm-mt`: wasm, then wasm-mt); the CPU
  * side of `cpu→webgpu` is the fastest CPU backend. A report's `from` and `to` may be either way
  * round (a backend can win below a crossover, the other above), so choices are named by side.
+ *
+ * @param c A crossover.
+ * @returns The backends of its first side, then of its second.
+ * @example
+ * ```ts ignore
+ * import { sides } from "./threshold_cost.ts";
+ * const [first, second] = sides(crossover); // wasm→wasm-mt: [["wasm"], ["wasm-mt"]]
+ * ```
  */
-function sides(c: Crossover): readonly [readonly Backend[], readonly Backend[]] {
+export function sides(c: Crossover): readonly [readonly Backend[], readonly Backend[]] {
   if (c.pair === "cpu→webgpu") return [CPU_BACKENDS, ["webgpu"]];
   const [first, second] = c.pair.split("→") as [Backend, Backend];
   return [[first], [second]];
