@@ -346,11 +346,12 @@ const MODES: Readonly<Record<Mode, ModeSettings>> = {
     passes: 2,
     probeEveryS: 0,
     // The LLM validation with its defaults (3 decodes of 16 tokens per pair, 150 ms per kernel
-    // per alongside window) took ~2.5 min here; 2 decodes of 8 tokens and 80 ms windows fit its
-    // reserve.
+    // per alongside window) took ~2.5 min here; one round of decodes of 8 tokens with 80 ms
+    // windows took 46–48 s in four runs, and its reserve is what the ETA counts on: at 90 s, the
+    // ETA at three quarters of a run said 22 % too late. A second round runs where it fits.
     // 290 s of plan for a 5-minute wall: two quiet runs of a 300 s plan took 303 and 304 s
     // (start-up, the last save and the summary are outside the plan).
-    time: { totalS: 290, systemS: 15, llmS: 90, revisitShare: 0.08, offAxisShare: 0.12 },
+    time: { totalS: 290, systemS: 15, llmS: 60, revisitShare: 0.08, offAxisShare: 0.12 },
     llm: { repeats: 2, tokens: 8, kernelBudgetMs: 80 },
   },
   thorough: {

@@ -60,3 +60,46 @@ Deno.test("a thorough plan has no deadlines and no planned ETA", () => {
   assert.equal(time.past(time.jobDeadline()), false);
   assert.equal(time.etaS(), null);
 });
+
+Deno.test("the ETA counts the jobs to come at the pace of the thriftiest job so far, not at its seconds", () => {
+  const four = planFor({
+    quick: false,
+    mode: "default",
+    ops: [getOp("matmul"), getOp("add")],
+    dtypes: ["f32", "f16"],
+    backends: ["webgpu", "js", "wasm"],
+  });
+  let now = 0;
+  const time = new TimeKeeper(four, () => now, false);
+  time.systemDone();
+  const reserves = four.time.totalS! * 0.05 +
+    four.time.revisitShare * (four.time.totalS! - four.time.systemS);
+  const weights = four.jobs.map((j) => Math.max(1, j.weight));
+  const perWeight = (four.time.totalS! - reserves) / weights.reduce((a, b) => a + b, 0);
+  time.startJob(0);
+  // matmul f32 ends at 40 % of its slice; the f16 jobs to come have smaller slices.
+  now = 0.4 * weights[0]! * perWeight;
+  time.endJob(0);
+  time.startJob(1);
+  const jobsLeft = time.etaS()! - reserves;
+  const atThatPace = 0.4 * perWeight * (weights[1]! + weights[2]! + weights[3]!);
+  assert.ok(
+    jobsLeft <= atThatPace + 1e-9,
+    `${jobsLeft} s left for jobs, ${atThatPace} at its pace`,
+  );
+});
+
+Deno.test("on a loaded machine, where every job overran its slice, the ETA says so", () => {
+  let now = 0;
+  const time = new TimeKeeper(plan, () => now, false);
+  time.systemDone();
+  time.startJob(0);
+  const slice = time.jobDeadline();
+  now = 2 * slice;
+  time.endJob(0);
+  time.startJob(1);
+  // The second job's slice is what is left (none); at twice its slice's pace it still takes time.
+  const reserves = plan.time.totalS! * 0.05 +
+    plan.time.revisitShare * (plan.time.totalS! - plan.time.systemS);
+  assert.ok(time.etaS()! - reserves > 0, `${time.etaS()}`);
+});
