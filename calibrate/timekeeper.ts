@@ -170,26 +170,26 @@ export class TimeKeeper {
     const later = this.#allot.slice(this.#job + 1).reduce((a, b) => a + b, 0) * pace;
     // Jobs that overran shrink the later ones' slices: the jobs end by their end all the same.
     const planned = Math.min(current + later, Math.max(0, this.#jobsEnd - now));
-    // However short their slices, the jobs to come take at least their slices at the thriftiest
-    // pace a job has kept so far: on a loaded machine, where even that job overran its slice,
-    // that, not the plan, decides the end. (Each job at the quickest job's time in seconds
-    // over-counted by 60 %: the elementwise jobs after matmul and gemv are lighter.)
-    const least = this.#thriftiestPace();
-    const floor = this.#job < 0 ? 0 : Math.max(
-      0,
-      this.#jobStart + least * this.#allot[this.#job]! - now,
-    ) + this.#allot.slice(this.#job + 1).reduce((a, b) => a + b, 0) * least;
-    return Math.max(planned, floor) + this.#totalS * OVERRUN_SHARE + this.#revisitS + this.#llmS;
+    return Math.max(planned, this.#fixedCostFloor()) + this.#totalS * OVERRUN_SHARE +
+      this.#revisitS + this.#llmS;
   }
 
-  /** The least seconds used per second of slice by any finished job; 0 before the first ends. */
-  #thriftiestPace(): number {
-    let least = Infinity;
-    this.#used.forEach((u, i) => {
-      const allot = this.#allot[i] ?? 0;
-      if (u !== undefined && allot > 0) least = Math.min(least, u / allot);
-    });
-    return Number.isFinite(least) ? least : 0;
+  /**
+   * In a quick plan, whose slices (~4 s) are of the order of a job's fixed costs (its first
+   * sizes, probe and save), the jobs to come take at least what the quickest one so far took: on
+   * a loaded machine that, not the plan, decides the end. A default plan's slices are 5–25 s and
+   * the jobs that overrun early shrink the later ones' slices, so the plan decides: counting the
+   * quickest job's seconds there (a matmul f16 job of 10 s, for elementwise jobs of 5–7 s), the
+   * ETA at half of a 251 s run said 350 s.
+   */
+  #fixedCostFloor(): number {
+    if (this.#plan.mode !== "quick") return 0;
+    return (this.#allot.length - this.#job - 1) * this.#quickestJobS();
+  }
+
+  #quickestJobS(): number {
+    const used = this.#used.filter((u) => u !== undefined);
+    return used.length === 0 ? 0 : Math.min(...used);
   }
 
   #pace(): number {
