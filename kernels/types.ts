@@ -378,6 +378,12 @@ export interface OpSpec {
    * timed with its operands as cold as there (see `calibrate/runners/webgpu.ts`).
    */
   readonly streamsOperands?: boolean;
+  /**
+   * Bytes of one row of the matrix the op streams in rows (gemv's W), in the dtype's storage
+   * format; absent for ops without one. Whether a row starts on a 4-byte word or a 16-byte vector
+   * decides which load path a kernel takes (see `models/_alignment.ts`).
+   */
+  readonly rowBytes?: (shape: Shape, dtype: Dtype) => number;
   /** Implementations; `wasm` serves both `wasm` and `wasm-mt`. */
   readonly impls: {
     readonly js?: JsImpl;

@@ -18,6 +18,15 @@ import {
   type Shape,
 } from "../kernels/types.ts";
 import type { CostFit, ProvenanceTag, Report, Tuning } from "../core/schema.ts";
+import {
+  alignedMs,
+  type AlignmentClass,
+  alignmentClass,
+  type AlignmentModel,
+  type AlignmentOffset,
+  fitAlignment,
+  offsetAt,
+} from "./_alignment.ts";
 import { correctionAt, type ResidualCurve, residualCurve } from "./_residuals.ts";
 import { correctionMean, fitShapeModel, type ShapeModel, type ShapePoint } from "./_shape_model.ts";
 
@@ -60,6 +69,12 @@ export interface VariantSeries {
    * spread; null without a fit.
    */
   readonly shapeModel: ShapeModel | null;
+  /**
+   * How far each row-alignment class runs from the fit (see `_alignment.ts`); the residuals and
+   * the shape model above are of measurements divided by their class's offset. Null when the op
+   * streams no rows or the variant's classes do not differ.
+   */
+  readonly alignment: AlignmentModel | null;
 }
 
 /** What is known about one backend for one (op, dtype, residency). */
@@ -83,6 +98,8 @@ export interface BackendSeries {
    * a query off that axis have proportions the sweep did not measure.
    */
   readonly sweptAxis: boolean;
+  /** The row-alignment class of a shape, or null for an op that streams no rows. */
+  readonly alignmentOf: ((shape: Shape) => AlignmentClass) | null;
 }
 
 /** Everything about one (op, dtype, residency). */
@@ -112,6 +129,8 @@ export interface Prediction {
   readonly shapeModel: ShapeModel | null;
   /** ln of the correction applied (0 without one). */
   readonly correction: number;
+  /** The row-alignment offset applied to the fit's time, when the variant has one. */
+  readonly alignment: AlignmentOffset | null;
   /**
    * A variant with no fit of its own, predicted as a fitted variant of its backend times the
    * ratio measured between them where both ran; null otherwise.
@@ -247,12 +266,33 @@ function buildSeries(
       : `${backend} unavailable: ${why}`;
   }
   const names = new Set([...byVariant.keys(), ...fits.map((f) => f.variant)]);
+  // WebGPU kernels load rows in words and 16-byte vectors, and their offsets held in every
+  // report (q8 and q4 device-resident ×1.8–4.1 across words). The CPU backends' came out
+  // ×0.7–1.3 either way: their cache regimes, which the sweep's sizes confound with alignment.
+  const alignmentOf = op.rowBytes === undefined || backend !== "webgpu"
+    ? null
+    : (shape: Shape) => alignmentClass(op.rowBytes!(shape, dtype));
   const axis = new Map<string, AxisModel>();
   for (const f of fits) {
     const model = compileFit(f);
-    const axisPoints = (byVariant.get(f.variant) ?? []).filter((p) => p.onAxis);
-    const residuals = residualCurve(axisPoints, (p) => compiledMs(model, p.flops, p.bytes));
-    axis.set(f.variant, { model, residuals });
+    const points = byVariant.get(f.variant) ?? [];
+    const alignment = alignmentOf === null ? null : fitAlignment(points.map((p) => {
+      const fitMs = compiledMs(model, p.flops, p.bytes);
+      return {
+        alignment: alignmentOf(p.shape),
+        residual: Math.log((p.ms - model.t0) / (fitMs - model.t0)),
+        variableShare: 1 - model.t0 / fitMs,
+      };
+    }));
+    // The fit's time at a point with the point's alignment offset in it.
+    const aligned = (p: MeasuredPoint) => {
+      const fitMs = compiledMs(model, p.flops, p.bytes);
+      return alignment === null
+        ? fitMs
+        : alignedMs(fitMs, model.t0, offsetAt(alignment, alignmentOf!(p.shape)).ln);
+    };
+    const residuals = residualCurve(points.filter((p) => p.onAxis), aligned);
+    axis.set(f.variant, { model, residuals, alignment, aligned });
   }
   const offAxis = [...byVariant.values()].flat().filter((p) => !p.onAxis);
   const variants = new Map<string, VariantSeries>();
@@ -267,6 +307,7 @@ function buildSeries(
       points,
       axisPoints: points.filter((p) => p.onAxis),
       residuals: own?.residuals ?? null,
+      alignment: own?.alignment ?? null,
       shapeModel: own === undefined ? null : fitShapeModel(
         shapePoints(op, [...points, ...offAxis.filter((p) => p.variant !== variant)], axis),
       ),
@@ -285,6 +326,7 @@ function buildSeries(
     sweptAxis: [...byVariant.values()].every((points) =>
       points.every((p) => !p.onAxis || isOnAxis(op, p.shape))
     ),
+    alignmentOf,
   };
 }
 
@@ -292,6 +334,9 @@ function buildSeries(
 interface AxisModel {
   readonly model: CompiledFit;
   readonly residuals: ResidualCurve;
+  readonly alignment: AlignmentModel | null;
+  /** The fit's time at a point, with its row-alignment class's offset when there is a model. */
+  readonly aligned: (p: MeasuredPoint) => number;
 }
 
 /**
@@ -309,7 +354,7 @@ function shapePoints(
   for (const p of points) {
     const a = axis.get(p.variant);
     if (a === undefined) continue;
-    const predicted = compiledMs(a.model, p.flops, p.bytes) * correctionAt(a.residuals, p.bytes);
+    const predicted = a.aligned(p) * correctionAt(a.residuals, p.bytes);
     const relSd = p.ciHalfWidth / p.ms / 1.96;
     out.push({
       features: op.dims.map((d) => p.shape[d] ?? 1),
@@ -498,6 +543,7 @@ export function predictSeries(
         residuals: null,
         shapeModel: null,
         correction: 0,
+        alignment: null,
         viaVariant: null,
       };
     }
@@ -529,8 +575,12 @@ function fitted(s: BackendSeries, v: VariantSeries, at: Site): Prediction {
     ? 0
     : correctionMean(shapeModel, shapeFeatures(dims, shape!));
   const residuals = v.residuals;
+  const alignment = v.alignment === null || shape === null || s.alignmentOf === null
+    ? null
+    : offsetAt(v.alignment, s.alignmentOf(shape));
+  const fitMs = compiledMs(v.model!, flops, bytes);
   return {
-    ms: compiledMs(v.model!, flops, bytes) *
+    ms: alignedMs(fitMs, v.model!.t0, alignment?.ln ?? 0) *
       (residuals === null ? 1 : correctionAt(residuals, bytes)) * Math.exp(correction),
     variant: v.variant,
     provenance: withinFit(v, flops, bytes) ? "fitted" : "extrapolated",
@@ -540,6 +590,7 @@ function fitted(s: BackendSeries, v: VariantSeries, at: Site): Prediction {
     residuals: v.residuals,
     shapeModel,
     correction,
+    alignment,
     viaVariant: null,
   };
 }
@@ -629,6 +680,7 @@ function interpolate(v: VariantSeries | null, size: number): Prediction | null {
       residuals: null,
       shapeModel: null,
       correction: 0,
+      alignment: null,
       viaVariant: null,
     };
   }
@@ -649,6 +701,7 @@ function interpolate(v: VariantSeries | null, size: number): Prediction | null {
     residuals: null,
     shapeModel: null,
     correction: 0,
+    alignment: null,
     viaVariant: null,
   };
 }

@@ -321,9 +321,12 @@ function describe(
     const extrapolation = doublings * Math.log1p(axisError);
     const via = p.viaVariant;
     const variantHalf = via === null ? 0 : variantRatioHalfWidth(via.ratio);
+    const alignHalf = p.alignment?.halfWidth ?? 0;
     return {
       ...base,
-      interval: band(Math.hypot(Math.log1p(axisError), shapeHalf, variantHalf) + extrapolation),
+      interval: band(
+        Math.hypot(Math.log1p(axisError), shapeHalf, variantHalf, alignHalf) + extrapolation,
+      ),
       source: `cost model of ${what} fitted on ${f.points} sizes ${f.sizeRange[0]}–` +
         `${f.sizeRange[1]} ${table.op.axis.unit}` +
         (corrected ? ", corrected by its residuals between measured sizes" : "") +
@@ -336,6 +339,14 @@ function describe(
           `proportions (learned from ${model.n} measured shapes, spread ±${
             (100 * Math.expm1(shapeHalf)).toFixed(0)
           } %)`) +
+        (p.alignment === null || p.alignment.ln === 0
+          ? ""
+          : `, ×${
+            Math.exp(p.alignment.ln).toFixed(2)
+          } for how its rows align to 4- and 16-byte loads (as the report's sizes of that ` +
+            `alignment ran against the fit${
+              alignHalf > 0 ? `; not measured, so between the classes around it` : ""
+            })`) +
         (doublings > 0 ? `, ${doublings.toFixed(1)} doublings beyond it` : "") +
         (via === null ? "" : `; variant ${p.variant} has no fit of its own: ${via.from}'s ` +
           `×${via.ratio.toPrecision(3)}, its ratio where it ran (${via.sizes.join(", ")} ` +

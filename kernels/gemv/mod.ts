@@ -97,6 +97,7 @@ function dequantized(shape: Shape, dtype: Dtype, inputs: OpInputs): Float64Array
  * import { gemv } from "./mod.ts";
  * console.log(gemv.flops({ rows: 4096, cols: 4096 })); // 33554432
  * console.log(gemv.bytes({ rows: 2, cols: 64 }, "q8")); // 408: weights, scales, x, y
+ * console.log(gemv.rowBytes!({ rows: 2, cols: 1149 }, "q4")); // 575: rows start on bytes
  * ```
  */
 export const gemv: OpSpec = {
@@ -125,6 +126,11 @@ export const gemv: OpSpec = {
     }
     const weights = dtype === "q8" ? rows * cols : rows * q4RowBytes(cols);
     return weights + 4 * rows * groupsPerRow(cols) + 4 * (cols + rows);
+  },
+  rowBytes: (s, dtype) => {
+    const { cols } = gemvDims(s);
+    if (dtype === "q4") return q4RowBytes(cols);
+    return dtype === "q8" ? cols : cols * BYTES_PER_ELEMENT[dtype];
   },
   inputs: (s, dtype, rng) => {
     if (dtype === "q8" || dtype === "q4") return quantizedInputs(s, dtype, rng);
