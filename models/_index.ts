@@ -100,6 +100,11 @@ export interface BackendSeries {
   readonly sweptAxis: boolean;
   /** The row-alignment class of a shape, or null for an op that streams no rows. */
   readonly alignmentOf: ((shape: Shape) => AlignmentClass) | null;
+  /**
+   * For WebGPU end to end: the device-resident series and the report's round trip, whose sum
+   * bounds a prediction from below (see {@linkcode predictSeries}); null otherwise.
+   */
+  readonly floor: { readonly kernel: BackendSeries; readonly syncMs: number } | null;
 }
 
 /** Everything about one (op, dtype, residency). */
@@ -131,6 +136,8 @@ export interface Prediction {
   readonly correction: number;
   /** The row-alignment offset applied to the fit's time, when the variant has one. */
   readonly alignment: AlignmentOffset | null;
+  /** When the time was raised to the device-resident time plus one sync: those two, ms. */
+  readonly raisedTo?: { readonly kernelMs: number; readonly syncMs: number };
   /**
    * A variant with no fit of its own, predicted as a fitted variant of its backend times the
    * ratio measured between them where both ran; null otherwise.
@@ -214,12 +221,38 @@ function buildTable(
   const skipped: Partial<Record<Backend, string>> = {};
   for (const backend of BACKENDS) {
     const res: Residency = CPU_BACKENDS.includes(backend) ? "end-to-end" : residency;
-    const built = buildSeries(report, op, dtype, res, backend);
+    const built = buildSeries(
+      report,
+      op,
+      dtype,
+      res,
+      backend,
+      floorOf(report, op, dtype, res, backend),
+    );
     if (typeof built === "string") skipped[backend] = built;
     else series.push(built);
   }
   if (series.length === 0) return null;
   return { op, dtype, residency, series, skipped: Object.freeze(skipped) };
+}
+
+/**
+ * A WebGPU end-to-end run does all a device-resident one does, then waits for it: its time is at
+ * least the device-resident time plus one round trip. A default sweep stops an end-to-end series
+ * that loses to the CPU once a point confirms its transfers (a matmul's at 25³), so its fit is
+ * the round trip alone, and beyond it a 900³ matmul came out 67 ms, a quarter of its kernel's.
+ */
+function floorOf(
+  report: Report,
+  op: OpSpec,
+  dtype: Dtype,
+  residency: Residency,
+  backend: Backend,
+): BackendSeries["floor"] {
+  const syncMs = report.system.dispatchRoundTripMs.value;
+  if (backend !== "webgpu" || residency !== "end-to-end" || syncMs === null) return null;
+  const kernel = buildSeries(report, op, dtype, "device-resident", backend, null);
+  return typeof kernel === "string" ? null : { kernel, syncMs };
 }
 
 function buildSeries(
@@ -228,6 +261,7 @@ function buildSeries(
   dtype: Dtype,
   residency: Residency,
   backend: Backend,
+  floor: BackendSeries["floor"],
 ): BackendSeries | string {
   const same = (r: { op: string; dtype: Dtype; residency: Residency; backend: Backend }) =>
     r.op === op.name && r.dtype === dtype && r.residency === residency && r.backend === backend;
@@ -327,6 +361,7 @@ function buildSeries(
       points.every((p) => !p.onAxis || isOnAxis(op, p.shape))
     ),
     alignmentOf,
+    floor,
   };
 }
 
@@ -550,12 +585,28 @@ export function predictSeries(
   }
   const v = chosen ?? tunedVariant(s, size) ?? fastestFitted(s, flops, bytes);
   const at: Site = { dims, size, shape, flops, bytes };
-  if (v !== null && v.fit !== null) return fitted(s, v, at);
-  if (v !== null) {
-    const scaled = scaledFromFitted(s, v, at);
-    if (scaled !== null) return scaled;
-  }
-  return interpolate(v ?? largestSeries(s), size);
+  let p: Prediction | null = null;
+  if (v !== null && v.fit !== null) p = fitted(s, v, at);
+  else if (v !== null) p = scaledFromFitted(s, v, at);
+  p ??= interpolate(v ?? largestSeries(s), size);
+  return p === null || s.floor === null ? p : atLeastKernelAndSync(s.floor, p, at);
+}
+
+/** `p`, raised to the device-resident time of its variant (else the best) plus one sync. */
+function atLeastKernelAndSync(
+  floor: NonNullable<BackendSeries["floor"]>,
+  p: Prediction,
+  at: Site,
+): Prediction {
+  const { dims, size, shape, flops, bytes } = at;
+  const same = floor.kernel.variants.has(p.variant) ? p.variant : null;
+  const kernel = predictSeries(floor.kernel, dims, size, shape, flops, bytes, same);
+  if (kernel === null || p.ms >= kernel.ms + floor.syncMs) return p;
+  return {
+    ...p,
+    ms: kernel.ms + floor.syncMs,
+    raisedTo: { kernelMs: kernel.ms, syncMs: floor.syncMs },
+  };
 }
 
 /** Where a prediction is asked for: the op's dimensions, the axis size, shape and work. */

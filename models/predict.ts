@@ -353,6 +353,13 @@ function describe(
           `${table.op.axis.unit}), assumed to hold here (±${
             (100 * Math.expm1(variantHalf)).toFixed(0)
           } %)`) +
+        (p.raisedTo === undefined
+          ? ""
+          : `; raised to the device-resident time (${
+            p.raisedTo.kernelMs.toPrecision(3)
+          } ms) plus one sync (${
+            p.raisedTo.syncMs.toPrecision(3)
+          } ms), which an end-to-end run includes`) +
         driftNote,
     };
   }

@@ -5,6 +5,7 @@ import { localLooError, residualCurve } from "../models/_residuals.ts";
 import { getOp } from "../kernels/catalog.ts";
 import { predictTime, recommendTuning, variantParams } from "../models/predict.ts";
 import { syntheticReport, syntheticTimeMs } from "./_fixtures.ts";
+import { fitAll } from "../calibrate/analyze.ts";
 import type { CostFit, Report } from "../core/schema.ts";
 
 const cube = (n: number) => ({ m: n, k: n, n });
@@ -290,4 +291,26 @@ Deno.test("predictTime() of WebGPU end to end beyond the bytes it measured reach
     /interval reaches/,
     "within the measured bytes: its own points",
   );
+});
+
+Deno.test("a WebGPU end-to-end prediction is at least its device-resident time plus one sync, however small the sizes its own fit saw", () => {
+  const full = syntheticReport();
+  // A default sweep stops an end-to-end series that loses to the CPU once a point confirms it:
+  // here matmul end to end is measured only at 16³ and 32³, where the round trip is all its time.
+  const measurements = full.measurements.filter((m) =>
+    !(m.op === "matmul" && m.backend === "webgpu" && m.residency === "end-to-end" && m.size > 32)
+  );
+  const report: Report = { ...full, measurements, fits: fitAll(measurements) };
+  const request = {
+    op: "matmul",
+    shape: cube(2048),
+    dtype: "f32" as const,
+    backend: "webgpu" as const,
+  };
+  const kernel = predictTime(report, { ...request, residency: "device-resident" });
+  const t = predictTime(report, request);
+  const floor = kernel.ms + report.system.dispatchRoundTripMs.value!;
+  assert.ok(t.ms >= floor * (1 - 1e-9), `${t.ms} vs device-resident ${kernel.ms} + sync`);
+  assert.ok(t.interval[1] >= floor, `${t.interval}`);
+  assert.match(t.source, /raised to the device-resident time/);
 });
