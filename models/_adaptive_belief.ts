@@ -76,13 +76,23 @@ const CHANGE_WINDOW = 9;
  * says whether the slow calls came more often than they do.
  */
 const CHANGE_SDS = 1.5;
-const CUSUM_CONFIRM = 8;
+/**
+ * Four stalled calls add at most 4 × (`CUSUM_CLIP` − `CUSUM_SLACK`) = 7 to the sum: at 8, one
+ * ordinary call after them 1.5 sds high confirmed a change, and a selector took a 4-call stall of
+ * wasm for one in 3–4 of 12 seeded loops; at 9 it takes two such calls (1 in 16).
+ */
+const CUSUM_CONFIRM = 9;
 /** Observations kept of a rising CUSUM run (the new level is their mean): a bound on state. */
 const RUN_MAX = 32;
 /**
- * Share of the steady forgetting that the shared backends (the CPU ones: they run on the same
- * cores) take together: the machine's speed drifts for all of them, so the times observed on one
- * keep moving the others' estimates a little.
+ * Share of the steady forgetting that the shared backends (the CPU ones) take together with the
+ * others that use as many cores: the machine's speed drifts for all of them, so the times observed
+ * on one keep moving the others' estimates a little. One-core backends (wasm, js) share it among
+ * themselves and all-core ones (wasm-mt) theirs: another process on one core slows wasm-mt ×2 and
+ * leaves wasm near where it was, and a common component across the two made wasm's steady times
+ * hold wasm-mt's estimate back. Replayed on two recorded closed loops over six seeds each, the
+ * drift scenario's last-half regret went from 2.8–7.1 % to 1.9–4.0 % on one, and the wrong
+ * prior's share of fastest picks from 87–91 % to 87–92 % on the other.
  */
 const SHARED_CHANGE = 0.5;
 /**
@@ -149,6 +159,8 @@ export interface Arm {
   readonly backend: Backend;
   /** Whether its errors and changes have a part the bucket's shared backends share. */
   readonly shared: boolean;
+  /** How many cores it runs on: its steady changes are shared with the arms of as many. */
+  readonly cores: "one" | "all";
   /** Estimated variance of one observation's ln ms around the mean. */
   noise: number;
   /** Variance the arm is widened to at least when its bucket detects a change (its drift). */
@@ -189,7 +201,7 @@ export interface Arm {
  * @example
  * ```ts
  * import type { ArmSetup } from "./_adaptive_belief.ts";
- * const s: ArmSetup = { backend: "wasm", prior: null, driftSd: 0.15, shared: true };
+ * const s: ArmSetup = { backend: "wasm", prior: null, driftSd: 0.15, shared: true, cores: "one" };
  * ```
  */
 export interface ArmSetup {
@@ -199,6 +211,8 @@ export interface ArmSetup {
   readonly driftSd: number;
   /** Whether its prior error includes the part the bucket's backends share (they share cores). */
   readonly shared: boolean;
+  /** How many cores it runs on (one when absent): its steady changes follow the arms of as many. */
+  readonly cores?: "one" | "all";
 }
 
 /**
@@ -282,6 +296,7 @@ export class BucketBelief {
     this.arms.push({
       backend: setup.backend,
       shared: setup.shared,
+      cores: setup.cores ?? "one",
       noise: NOISE_PRIOR_SD ** 2,
       changeFloor: setup.driftSd ** 2,
       fadeTo: NOISE_PRIOR_SD ** 2,
@@ -456,7 +471,7 @@ export class BucketBelief {
   /**
    * One observation's worth of time: transients decay by `TRANSIENT_DECAY`, and every known
    * level forgets — process variance `forget · noise`, `SHARED_CHANGE` of it common to the shared
-   * backends.
+   * backends that run on as many cores.
    */
   #advance(): void {
     for (const t of this.arms.map((_, a) => transient(a))) {
@@ -467,16 +482,18 @@ export class BucketBelief {
       }
     }
     this.arms.forEach((arm, a) => this.isKnown(a) && this.#fade(level(a), arm.fadeTo));
-    const common = new Array<number>(this.#x.length).fill(0);
-    const own = new Array<number>(this.#x.length).fill(0);
+    const zeros = () => new Array<number>(this.#x.length).fill(0);
+    const own = zeros();
+    const common = { one: zeros(), all: zeros() };
     this.arms.forEach((arm, a) => {
       if (!this.isKnown(a)) return;
       const q = this.#forget * Math.min(arm.noise, FORGET_NOISE_CAP ** 2);
       const shared = arm.shared ? SHARED_CHANGE : 0;
-      common[level(a)] = Math.sqrt(shared * q);
+      common[arm.cores][level(a)] = Math.sqrt(shared * q);
       own[level(a)] = (1 - shared) * q;
     });
-    this.#addChange(common, own);
+    this.#addChange(common.one, own);
+    this.#addChange(common.all, zeros());
   }
 
   /**

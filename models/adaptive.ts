@@ -631,6 +631,7 @@ export class AdaptiveSelector {
       prior: priors.get(backend) ?? null,
       driftSd: this.#driftSd(backend),
       shared: CPU_BACKENDS.includes(backend),
+      cores: backend === "wasm-mt" ? "all" : "one",
     }));
     const bucket: Bucket = {
       bucket: b,

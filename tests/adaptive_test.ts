@@ -526,3 +526,31 @@ Deno.test("BucketBelief stays finite whatever the times: steps, two modes, stall
     }
   }
 });
+
+Deno.test("BucketBelief: an all-core backend slowing as a core is taken does not carry a one-core backend's estimate with it", () => {
+  // wasm-mt is run every call and slows ×2.5 over 300 calls; wasm, unchanged, is tried every 50.
+  // When the steady forgetting had one component common to all CPU backends, wasm's estimate rose
+  // with wasm-mt's (×1.14–1.16 here), so a selector kept wasm-mt after wasm had become faster.
+  const prior = (ms: number) => ({ ms, sd: 0.3, provenance: "fitted" as const });
+  for (const seed of [1, 2, 3, 4]) {
+    const rng = seededRng(seed);
+    const belief = new BucketBelief(
+      [
+        { backend: "wasm", prior: prior(1), driftSd: 0.1, shared: true, cores: "one" },
+        { backend: "wasm-mt", prior: prior(0.6), driftSd: 0.1, shared: true, cores: "all" },
+      ],
+      0.3,
+      forgetRate(1 / 16),
+    );
+    let wasmMt = Math.log(0.6);
+    let highestWasm = -Infinity;
+    for (let i = 0; i < 600; i++) {
+      if (i >= 200 && i < 500) wasmMt += 0.003;
+      belief.observe(1, wasmMt + 0.04 * (rng() - 0.5));
+      if (i % 50 === 0) belief.observe(0, 0.04 * (rng() - 0.5));
+      highestWasm = Math.max(highestWasm, belief.mean(0));
+    }
+    assert.ok(Math.exp(highestWasm) < 1.05, `seed ${seed}: wasm believed ${Math.exp(highestWasm)}`);
+    assert.ok(Math.abs(belief.mean(1) - wasmMt) < 0.05, `seed ${seed}: wasm-mt followed`);
+  }
+});
