@@ -276,6 +276,11 @@ interface Bucket {
   /** Cost set aside for this bucket's explorations chosen but not yet recorded, ms. */
   reservedMs: number;
   changes: number;
+  /**
+   * Work of the shape the bucket's priors were taken at: its belief is of times at that work, and
+   * a workload's times are scaled by its own work over this (see {@linkcode AdaptiveSelector}).
+   */
+  readonly referenceWork: number;
 }
 
 /**
@@ -421,18 +426,19 @@ export class AdaptiveSelector {
    */
   choose(key: AdaptiveKey): AdaptiveChoice {
     const bucket = this.#bucket(key);
+    const scale = this.#scale(bucket, key);
     bucket.choices++;
     const belief = bucket.belief;
     const greedy = bestArm(belief);
     const untried = this.#untried(belief);
     if (untried !== null) {
-      if (greedy === null) return this.#exploit(belief, untried);
-      return this.#explore(bucket, untried, 0);
+      if (greedy === null) return this.#exploit(belief, untried, scale);
+      return this.#explore(bucket, untried, 0, scale);
     }
-    if (greedy === null) return this.#exploit(belief, 0);
-    const drawn = this.#draw(bucket, greedy);
-    if (drawn !== null) return this.#explore(bucket, drawn.arm, drawn.costMs);
-    return this.#exploit(belief, greedy);
+    if (greedy === null) return this.#exploit(belief, 0, scale);
+    const drawn = this.#draw(bucket, greedy, scale);
+    if (drawn !== null) return this.#explore(bucket, drawn.arm, drawn.costMs, scale);
+    return this.#exploit(belief, greedy, scale);
   }
 
   /**
@@ -478,7 +484,8 @@ export class AdaptiveSelector {
       account.allowanceMs -= observedMs;
     }
     account.allowanceMs = Math.min(account.allowanceMs, this.#budget * account.recentMs);
-    if (belief.observe(i, Math.log(Math.max(observedMs, MIN_OBSERVED_MS)))) bucket.changes++;
+    const x = Math.log(Math.max(observedMs, MIN_OBSERVED_MS) / this.#scale(bucket, key));
+    if (belief.observe(i, x)) bucket.changes++;
   }
 
   /**
@@ -495,12 +502,13 @@ export class AdaptiveSelector {
    */
   estimates(key: AdaptiveKey): BucketEstimates {
     const bucket = this.#bucket(key);
+    const scale = this.#scale(bucket, key);
     const belief = bucket.belief;
     const arms = belief.arms.map((a, i): ArmEstimate => {
       const known = belief.isKnown(i);
       return {
         backend: a.backend,
-        ms: known ? Math.exp(belief.mean(i)) : null,
+        ms: known ? Math.exp(belief.mean(i)) * scale : null,
         logSd: known ? Math.sqrt(belief.variance(i)) : null,
         noiseLogSd: Math.sqrt(a.noise),
         observations: a.observations,
@@ -520,24 +528,24 @@ export class AdaptiveSelector {
     };
   }
 
-  #exploit(belief: BucketBelief, i: number): AdaptiveChoice {
+  #exploit(belief: BucketBelief, i: number, scale: number): AdaptiveChoice {
     const known = belief.isKnown(i);
     return {
       backend: belief.arms[i]!.backend,
       explored: false,
-      estimateMs: known ? Math.exp(belief.mean(i)) : null,
+      estimateMs: known ? Math.exp(belief.mean(i)) * scale : null,
     };
   }
 
   /** An exploration of backend `i`, with `costMs` set aside until its time is recorded. */
-  #explore(bucket: Bucket, i: number, costMs: number): AdaptiveChoice {
+  #explore(bucket: Bucket, i: number, costMs: number, scale: number): AdaptiveChoice {
     const arm = bucket.belief.arms[i]!;
     bucket.explorations++;
     this.#account.reservedMs += costMs;
     bucket.reservedMs += costMs;
     arm.pending++;
     arm.pendingMs += costMs;
-    return { ...this.#exploit(bucket.belief, i), explored: true };
+    return { ...this.#exploit(bucket.belief, i, scale), explored: true };
   }
 
   /** A backend nothing is known about and none is on its way for, chosen at random; else null. */
@@ -555,13 +563,13 @@ export class AdaptiveSelector {
    * to set aside for it; else null. Nothing is drawn when no other backend is affordable, so the
    * generator only moves when it matters.
    */
-  #draw(bucket: Bucket, greedy: number): { arm: number; costMs: number } | null {
+  #draw(bucket: Bucket, greedy: number, scale: number): { arm: number; costMs: number } | null {
     const belief = bucket.belief;
     const candidates = [greedy];
     const costs = [0];
     belief.arms.forEach((_, i) => {
       if (i === greedy || !belief.isKnown(i)) return;
-      const costMs = this.#costMs(belief, i);
+      const costMs = this.#costMs(belief, i) * scale;
       if (!this.#fits(bucket, costMs)) return;
       candidates.push(i);
       costs.push(costMs);
@@ -575,7 +583,7 @@ export class AdaptiveSelector {
     return winner === 0 ? null : { arm: candidates[winner]!, costMs: costs[winner]! };
   }
 
-  /** The upper end of one call's 90 % range around backend `i`'s estimate, ms. */
+  /** The upper end of one call's 90 % range around backend `i`'s estimate at the bucket's work, ms. */
   #costMs(belief: BucketBelief, i: number): number {
     // One call's spread around the estimate, not the estimate's own uncertainty: that would price
     // exactly the backends worth learning about out of the budget (a wrong guess is paid for by
@@ -642,12 +650,28 @@ export class AdaptiveSelector {
       exploredMs: 0,
       reservedMs: 0,
       changes: 0,
+      referenceWork: workOf(key, op, shape, size),
     };
     this.#buckets.set(id, bucket);
     if (this.#buckets.size > this.#maxBuckets) {
       this.#buckets.delete(this.#buckets.keys().next().value!);
     }
     return bucket;
+  }
+
+  /**
+   * A workload's work over its bucket's reference work: shapes that share a bucket share one belief
+   * of times at the reference, each observation divided by this and each estimate multiplied by it.
+   * Raw times mixed gemv 1500² and 2000² (×1.8 apart) and matmul 128³ and 224³ (×5.4) into one
+   * estimate, whose spread hid the change a core taken makes: replayed, the selector switched those
+   * gemvs to wasm 1700 calls after the drift.
+   */
+  #scale(bucket: Bucket, key: AdaptiveKey): number {
+    const op = catalogOp(key.op);
+    const size = sizeOf(key, op);
+    const shape = key.shape ?? (op === null ? null : op.axis.shape(size));
+    const ratio = workOf(key, op, shape, size) / bucket.referenceWork;
+    return Number.isFinite(ratio) && ratio > 0 ? ratio : 1;
   }
 
   /**
@@ -709,6 +733,16 @@ function sizeOf(key: AdaptiveKey, op: OpSpec | null): number {
   throw new RangeError(
     `Key of op "${key.op}" has no size: pass "shape" for a catalog op or "size" for any op`,
   );
+}
+
+/**
+ * How much work a workload is, for scaling times within a bucket: the op's flops at its shape (its
+ * bytes when it has none), else its size.
+ */
+function workOf(key: AdaptiveKey, op: OpSpec | null, shape: Shape | null, size: number): number {
+  if (op === null || shape === null) return Math.max(size, 1);
+  const flops = op.flops(shape);
+  return flops > 0 ? flops : Math.max(op.bytes(shape, key.dtype ?? "f32"), 1);
 }
 
 /** ⌊log2 x⌋ of a size (0 for sizes below 2). */

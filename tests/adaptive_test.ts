@@ -554,3 +554,27 @@ Deno.test("BucketBelief: an all-core backend slowing as a core is taken does not
     assert.ok(Math.abs(belief.mean(1) - wasmMt) < 0.05, `seed ${seed}: wasm-mt followed`);
   }
 });
+
+Deno.test("AdaptiveSelector believes shapes that share a bucket at their own work, so their mixed times are not taken for noise", () => {
+  // gemv 1500² and 2000² share a bucket (⌊log2⌋ of every dimension is 10); 2000² is 1.78× the work.
+  const small = { op: "gemv", shape: { rows: 1500, cols: 1500 } } as const;
+  const large = { op: "gemv", shape: { rows: 2000, cols: 2000 } } as const;
+  const work = (key: typeof small | typeof large) => key.shape.rows * key.shape.cols / 1500 ** 2;
+  const perWork: Partial<Record<Backend, number>> = { wasm: 0.4, "wasm-mt": 0.3 };
+  const adaptive = new AdaptiveSelector(syntheticReport(), { backends: ["wasm", "wasm-mt"] });
+  const rng = seededRng(3);
+  for (let i = 0; i < 600; i++) {
+    const key = i % 2 === 0 ? small : large;
+    const { backend } = adaptive.choose(key);
+    adaptive.record(key, backend, perWork[backend]! * work(key) * Math.exp(0.04 * (rng() - 0.5)));
+  }
+  const mt = (key: typeof small | typeof large) =>
+    adaptive.estimates(key).arms.find((a) => a.backend === "wasm-mt")!;
+  assert.equal(adaptive.estimates(small).bucket, adaptive.estimates(large).bucket);
+  assert.ok(
+    Math.abs(mt(large).ms! / mt(small).ms! / work(large) - 1) < 0.05,
+    "estimates at their work",
+  );
+  assert.ok(Math.abs(mt(small).ms! / 0.3 - 1) < 0.05, `${mt(small).ms}`);
+  assert.ok(mt(small).noiseLogSd < 0.1, `noise ${mt(small).noiseLogSd}: the sizes are not noise`);
+});
