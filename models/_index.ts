@@ -192,7 +192,7 @@ function buildIndex(report: Report): ReportIndex {
       if (byResidency === undefined) byDtype.set(dtype, byResidency = new Map());
       let table = byResidency.get(residency);
       if (table === undefined) {
-        table = buildTable(report, op, dtype, residency);
+        table = buildTable(index, op, dtype, residency);
         byResidency.set(residency, table);
       }
       return table;
@@ -210,13 +210,14 @@ function knownOp(name: string): OpSpec | null {
 }
 
 function buildTable(
-  report: Report,
+  index: ReportIndex,
   opName: string,
   dtype: Dtype,
   residency: Residency,
 ): OpTable | null {
   const op = knownOp(opName);
   if (op === null) return null;
+  const report = index.report;
   const series: BackendSeries[] = [];
   const skipped: Partial<Record<Backend, string>> = {};
   for (const backend of BACKENDS) {
@@ -227,7 +228,7 @@ function buildTable(
       dtype,
       res,
       backend,
-      floorOf(report, op, dtype, res, backend),
+      floorOf(index, op, dtype, res, backend),
     );
     if (typeof built === "string") skipped[backend] = built;
     else series.push(built);
@@ -243,16 +244,18 @@ function buildTable(
  * the round trip alone, and beyond it a 900³ matmul came out 67 ms, a quarter of its kernel's.
  */
 function floorOf(
-  report: Report,
+  index: ReportIndex,
   op: OpSpec,
   dtype: Dtype,
   residency: Residency,
   backend: Backend,
 ): BackendSeries["floor"] {
-  const syncMs = report.system.dispatchRoundTripMs.value;
+  const syncMs = index.report.system.dispatchRoundTripMs.value;
   if (backend !== "webgpu" || residency !== "end-to-end" || syncMs === null) return null;
-  const kernel = buildSeries(report, op, dtype, "device-resident", backend, null);
-  return typeof kernel === "string" ? null : { kernel, syncMs };
+  const kernel = index.table(op.name, dtype, "device-resident")?.series.find((s) =>
+    s.backend === "webgpu"
+  );
+  return kernel === undefined ? null : { kernel, syncMs };
 }
 
 function buildSeries(
