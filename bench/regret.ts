@@ -43,6 +43,9 @@ import { predictTime } from "../models/predict.ts";
 import { BackendSelector } from "../models/selector.ts";
 import { pcieRule, tfjsHandoffRule, thresholdRule } from "./_seed_rules.ts";
 import { median } from "../core/stats.ts";
+import { measureProbe } from "../calibrate/stability.ts";
+import type { StabilityProbe } from "../core/schema.ts";
+import { compareHostState, hostStateLine } from "./_host_state.ts";
 
 const HELP = `Usage: deno task bench:regret --report PATH [options]
 
@@ -51,7 +54,9 @@ between the report's grid points and non-square shapes it did not measure (matmu
 gemv with rows != cols in f32, q8 and q4, softmax with other row counts). Scores gpucal's selector
 and three fixed rules (5x PCIe, Low/Medium/High thresholds, TF.js CPU handoff) by
 regret = sum(chosen - best) / sum(best), and the report's predictions by MAPE, share within
-+-10 % and +-25 %, and how often the stated 90 % intervals hold the measured median.
++-10 % and +-25 %, and how often the stated 90 % intervals hold the measured median. Before each
+round and at the end it times the report's drift probe and says whether the host ran as during
+the calibration (JSON: "hostState").
 
 Options:
   --report PATH     Calibration report of this machine (required)
@@ -820,19 +825,25 @@ interface Measuring {
   readonly source: RunnerSource;
   readonly pools: readonly Pools[];
   readonly budgetMs: number;
+  /** The report's drift probe, timed beside the truth. */
+  readonly probes: StabilityProbe[];
 }
 
-/** Every workload measured once per round, its windows pooled, the last round's result kept. */
+/**
+ * Every workload measured once per round, its windows pooled, the last round's result kept; the
+ * report's drift probe is timed before each round and appended to `probes`.
+ */
 async function measureRounds(
   report: Report,
   selector: BackendSelector,
   workloads: readonly Workload[],
   rounds: number,
-  { source, pools, budgetMs }: Measuring,
+  { source, pools, budgetMs, probes }: Measuring,
   log: (s: string) => void,
 ): Promise<WorkloadResult[]> {
   const results: WorkloadResult[] = [];
   for (let round = 1; round <= rounds; round++) {
+    await probeHost(report, source, probes);
     for (const [i, w] of workloads.entries()) {
       const r = await runWorkload(report, selector, w, source, pools[i]!, budgetMs);
       results[i] = r;
@@ -844,6 +855,18 @@ async function measureRounds(
     }
   }
   return results;
+}
+
+/** Times the report's drift probe on the backends its probes have (none without probes). */
+async function probeHost(
+  report: Report,
+  source: RunnerSource,
+  probes: StabilityProbe[],
+): Promise<void> {
+  const backends = BACKENDS.filter((b) =>
+    report.stability?.probes.some((p) => p.ms[b] !== undefined) ?? false
+  );
+  if (backends.length > 0) probes.push(await measureProbe(backends, source, 0));
 }
 
 /**
@@ -931,6 +954,7 @@ async function main(args: string[]): Promise<number> {
     source: runners.source,
     pools: workloads.map((): Pools => new Map()),
     budgetMs: Math.max(MIN_WINDOW_MS, Math.round(BUDGET_MS / rounds)),
+    probes: [],
   };
   let results: WorkloadResult[];
   let remeasured: number;
@@ -938,11 +962,17 @@ async function main(args: string[]): Promise<number> {
     results = await measureRounds(report, selector, workloads, rounds, measuring, log);
     remeasured = await remeasureUnsure(workloads, results, measuring);
     log(`${remeasured} unsure times given one more window`);
+    await probeHost(report, runners.source, measuring.probes);
   } finally {
     await runners.close();
   }
   const seconds = (performance.now() - started) / 1000;
   const { scores, accuracies, reproduced } = judge(report, workloads, results, measuring.pools);
+  const hostState = compareHostState(
+    report.stability?.probes ?? [],
+    measuring.probes,
+    report.stability?.driftSigma,
+  );
   if (json) {
     console.log(JSON.stringify({
       report: reportPath,
@@ -954,9 +984,11 @@ async function main(args: string[]): Promise<number> {
       scores,
       accuracy: accuracies,
       reproducibility: reproduced,
+      hostState,
     }));
   } else {
     printText(reportPath, results, scores, accuracies, reproduced, excluded, seconds);
+    console.log(`\n${hostStateLine(hostState)}`);
   }
   return 0;
 }
