@@ -311,25 +311,7 @@ function buildSeries(
     : (shape: Shape) => alignmentClass(op.rowBytes!(shape, dtype));
   const axis = new Map<string, AxisModel>();
   for (const f of fits) {
-    const model = compileFit(f);
-    const points = byVariant.get(f.variant) ?? [];
-    const alignment = alignmentOf === null ? null : fitAlignment(points.map((p) => {
-      const fitMs = compiledMs(model, p.flops, p.bytes);
-      return {
-        alignment: alignmentOf(p.shape),
-        residual: Math.log((p.ms - model.t0) / (fitMs - model.t0)),
-        variableShare: 1 - model.t0 / fitMs,
-      };
-    }));
-    // The fit's time at a point with the point's alignment offset in it.
-    const aligned = (p: MeasuredPoint) => {
-      const fitMs = compiledMs(model, p.flops, p.bytes);
-      return alignment === null
-        ? fitMs
-        : alignedMs(fitMs, model.t0, offsetAt(alignment, alignmentOf!(p.shape)).ln);
-    };
-    const residuals = residualCurve(points.filter((p) => p.onAxis), aligned);
-    axis.set(f.variant, { model, residuals, alignment, aligned });
+    axis.set(f.variant, axisModelOf(f, byVariant.get(f.variant) ?? [], alignmentOf));
   }
   const offAxis = [...byVariant.values()].flat().filter((p) => !p.onAxis);
   const variants = new Map<string, VariantSeries>();
@@ -366,6 +348,35 @@ function buildSeries(
     alignmentOf,
     floor,
   };
+}
+
+/**
+ * A fitted variant's axis model: its alignment offsets (when its op streams rows on a backend
+ * that has them), then its residuals along the axis with each point's offset taken out.
+ */
+function axisModelOf(
+  f: CostFit,
+  points: readonly MeasuredPoint[],
+  alignmentOf: BackendSeries["alignmentOf"],
+): AxisModel {
+  const model = compileFit(f);
+  const alignment = alignmentOf === null ? null : fitAlignment(points.map((p) => {
+    const fitMs = compiledMs(model, p.flops, p.bytes);
+    return {
+      alignment: alignmentOf(p.shape),
+      residual: Math.log((p.ms - model.t0) / (fitMs - model.t0)),
+      variableShare: 1 - model.t0 / fitMs,
+    };
+  }));
+  // The fit's time at a point with the point's alignment offset in it.
+  const aligned = (p: MeasuredPoint) => {
+    const fitMs = compiledMs(model, p.flops, p.bytes);
+    return alignment === null
+      ? fitMs
+      : alignedMs(fitMs, model.t0, offsetAt(alignment, alignmentOf!(p.shape)).ln);
+  };
+  const residuals = residualCurve(points.filter((p) => p.onAxis), aligned);
+  return { model, residuals, alignment, aligned };
 }
 
 /** A variant's on-axis prediction: its fit, corrected by its residuals along the axis. */
