@@ -425,8 +425,7 @@ export class AdaptiveSelector {
    * ```
    */
   choose(key: AdaptiveKey): AdaptiveChoice {
-    const bucket = this.#bucket(key);
-    const scale = this.#scale(bucket, key);
+    const { bucket, scale } = this.#bucket(key);
     bucket.choices++;
     const belief = bucket.belief;
     const greedy = bestArm(belief);
@@ -459,7 +458,7 @@ export class AdaptiveSelector {
         `Cannot record a duration of ${observedMs} ms: pass a finite number of ms ≥ 0`,
       );
     }
-    const bucket = this.#bucket(key);
+    const { bucket, scale } = this.#bucket(key);
     const belief = bucket.belief;
     let i = belief.arms.findIndex((a) => a.backend === backend);
     if (i < 0) {
@@ -484,7 +483,7 @@ export class AdaptiveSelector {
       account.allowanceMs -= observedMs;
     }
     account.allowanceMs = Math.min(account.allowanceMs, this.#budget * account.recentMs);
-    const x = Math.log(Math.max(observedMs, MIN_OBSERVED_MS) / this.#scale(bucket, key));
+    const x = Math.log(Math.max(observedMs, MIN_OBSERVED_MS) / scale);
     if (belief.observe(i, x)) bucket.changes++;
   }
 
@@ -501,8 +500,7 @@ export class AdaptiveSelector {
    * ```
    */
   estimates(key: AdaptiveKey): BucketEstimates {
-    const bucket = this.#bucket(key);
-    const scale = this.#scale(bucket, key);
+    const { bucket, scale } = this.#bucket(key);
     const belief = bucket.belief;
     const arms = belief.arms.map((a, i): ArmEstimate => {
       const known = belief.isKnown(i);
@@ -615,7 +613,8 @@ export class AdaptiveSelector {
     return Math.max(MIN_DRIFT_SD, sd);
   }
 
-  #bucket(key: AdaptiveKey): Bucket {
+  /** The key's bucket, created on first use, and the key's work over the bucket's (`scaleOf`). */
+  #bucket(key: AdaptiveKey): { bucket: Bucket; scale: number } {
     const dtype = key.dtype ?? "f32";
     const residency = key.residency ?? "end-to-end";
     const op = catalogOp(key.op);
@@ -627,7 +626,7 @@ export class AdaptiveSelector {
     if (found !== undefined) {
       this.#buckets.delete(id);
       this.#buckets.set(id, found);
-      return found;
+      return { bucket: found, scale: scaleOf(found, key, op, size) };
     }
     const shape = key.shape ?? (op === null ? null : op.axis.shape(Math.round(2 ** (b + 0.5))));
     const priors = op === null || shape === null
@@ -656,22 +655,7 @@ export class AdaptiveSelector {
     if (this.#buckets.size > this.#maxBuckets) {
       this.#buckets.delete(this.#buckets.keys().next().value!);
     }
-    return bucket;
-  }
-
-  /**
-   * A workload's work over its bucket's reference work: shapes that share a bucket share one belief
-   * of times at the reference, each observation divided by this and each estimate multiplied by it.
-   * Raw times mixed gemv 1500² and 2000² (×1.8 apart) and matmul 128³ and 224³ (×5.4) into one
-   * estimate, whose spread hid the change a core taken makes: replayed, the selector switched those
-   * gemvs to wasm 1700 calls after the drift.
-   */
-  #scale(bucket: Bucket, key: AdaptiveKey): number {
-    const op = catalogOp(key.op);
-    const size = sizeOf(key, op);
-    const shape = key.shape ?? (op === null ? null : op.axis.shape(size));
-    const ratio = workOf(key, op, shape, size) / bucket.referenceWork;
-    return Number.isFinite(ratio) && ratio > 0 ? ratio : 1;
+    return { bucket, scale: scaleOf(bucket, key, op, size) };
   }
 
   /**
@@ -733,6 +717,19 @@ function sizeOf(key: AdaptiveKey, op: OpSpec | null): number {
   throw new RangeError(
     `Key of op "${key.op}" has no size: pass "shape" for a catalog op or "size" for any op`,
   );
+}
+
+/**
+ * A workload's work over its bucket's reference work: shapes that share a bucket share one belief
+ * of times at the reference, each observation divided by this and each estimate multiplied by it.
+ * Raw times mixed gemv 1500² and 2000² (×1.8 apart) and matmul 128³ and 224³ (×5.4) into one
+ * estimate, whose spread hid the change a core taken makes: replayed, the selector switched those
+ * gemvs to wasm 1700 calls after the drift.
+ */
+function scaleOf(bucket: Bucket, key: AdaptiveKey, op: OpSpec | null, size: number): number {
+  const shape = key.shape ?? (op === null ? null : op.axis.shape(size));
+  const ratio = workOf(key, op, shape, size) / bucket.referenceWork;
+  return Number.isFinite(ratio) && ratio > 0 ? ratio : 1;
 }
 
 /**
