@@ -6,7 +6,10 @@
  * transient deviation from it; a backend's mean ln time is their sum. It starts from the report's
  * predictions, the CPU backends' levels sharing a component — this machine, now, may run them all
  * faster or slower than the report — so the first times observed on one move the others too.
- * A backend's first observation far outside its prior says the report misdescribes this machine,
+ * A backend's first call in a bucket may pay one-time costs (a JIT's first tier, a pipeline's
+ * compile): slower than believed, it is held and counted after the backend's next call, so a cold
+ * start is not taken for the machine. A backend's first counted observation far outside its prior
+ * says the report misdescribes this machine,
  * and widens the priors of the backends not yet observed. Levels widen a little with every
  * observation in the bucket (old observations are forgotten at a bounded rate, part of it shared
  * by the CPU backends; a backend no longer run fades back to its drift's width) and narrow where
@@ -122,7 +125,7 @@ const FADE = 1 + 1 / 256;
  */
 const FADE_DRIFT_SDS = 2;
 /**
- * A backend's first observation this many predictive sds from its prior contradicts the report:
+ * A backend's first counted observation this many predictive sds from its prior contradicts the report:
  * the backends not yet observed have their prior widened (`BucketBelief`'s conflict rule).
  */
 const CONFLICT_SDS = 2;
@@ -175,6 +178,13 @@ export interface Arm {
   /** Last observation, ln ms (NaN before the first), for the noise estimate. */
   last: number;
   observations: number;
+  /**
+   * Observations folded into the belief: all but a first call slower than believed, which may
+   * have paid one-time costs.
+   */
+  counted: number;
+  /** A first call slower than believed, ln ms, held until the next (NaN when none). */
+  held: number;
   /** The last `CHANGE_WINDOW` observations, ln ms, oldest first. */
   readonly recent: number[];
   /** The CUSUM sums of upward and downward shifts, in sds. */
@@ -303,6 +313,8 @@ export class BucketBelief {
       ownPriorVariance: setup.prior === null ? 0 : Math.min(MAX_VARIANCE, setup.prior.sd ** 2),
       last: NaN,
       observations: 0,
+      counted: 0,
+      held: NaN,
       recent: [],
       up: 0,
       down: 0,
@@ -351,17 +363,41 @@ export class BucketBelief {
     this.#observations++;
     this.#advance();
     const arm = this.arms[i]!;
-    // A backend's first observation is what says how far off the report is for it (a tiny
-    // kernel's single call can take 10× its batched median): taken whole when faster than
-    // believed, clipped like any other when slower, since a stall only ever makes a call slower.
-    const first = arm.observations === 0;
+    const cold = arm.observations === 0;
     arm.observations++;
     if (!this.isKnown(i)) {
       this.#x[level(i)] = x;
       this.#p[level(i)]![level(i)] = arm.noise;
       arm.last = x;
+      arm.counted++;
       return false;
     }
+    // A backend's first call in the bucket may pay what later calls do not (a JIT's first tier, a
+    // pipeline's compile, pages touched for the first time). Slower than believed, it is held
+    // until the backend's next call, and counted after it, as any later call is: counted at once,
+    // a stalled first js call (60 ms against a 5.3 ms prior) raised the part the CPU backends
+    // share, and with it wasm, which was never run to correct it (wasm stayed believed ×1.7
+    // slower than it ran after 300 calls of wasm-mt), and js, believed at 28 ms, was never run
+    // again either. Faster than believed, it is evidence at once: no one-time cost makes a call
+    // faster.
+    if (cold && x >= this.mean(i)) {
+      arm.held = x;
+      return false;
+    }
+    const held = arm.held;
+    arm.held = NaN;
+    const changed = this.#fold(i, x);
+    return Number.isNaN(held) ? changed : this.#fold(i, held) || changed;
+  }
+
+  /** Counts observation `x` of known backend `i`: see {@linkcode BucketBelief.observe}. */
+  #fold(i: number, x: number): boolean {
+    const arm = this.arms[i]!;
+    // A backend's first counted observation is what says how far off the report is for it (a tiny
+    // kernel's single call can take 10× its batched median): taken whole when faster than
+    // believed, clipped like any other when slower, since a stall only ever makes a call slower.
+    const first = arm.counted === 0;
+    arm.counted++;
     if (first) this.#conflict(i, x);
     const run = first ? null : this.#cusum(i, x);
     if (run !== null) {
@@ -382,7 +418,10 @@ export class BucketBelief {
       const limit = HUBER_C * Math.sqrt(predictive);
       this.#update(
         i,
-        Math.max(first ? -Infinity : -limit, Math.min(limit, innovation)),
+        Math.max(
+          first ? -Infinity : -limit,
+          Math.min(limit, innovation),
+        ),
         predictive,
       );
       updateNoise(arm, x);
@@ -409,7 +448,7 @@ export class BucketBelief {
   }
 
   /**
-   * A prior contradicted: when backend `i`'s first observation `x` lies over `CONFLICT_SDS`
+   * A prior contradicted: when backend `i`'s first counted observation `x` lies over `CONFLICT_SDS`
    * predictive sds from its prior (the report misdescribes this machine — another machine's
    * report, say), the backends not yet observed have their own prior variance scaled by
    * (z / `CONFLICT_SDS`)², since a report wrong about one backend here is likely wrong about the
@@ -420,7 +459,7 @@ export class BucketBelief {
     const widen = z2 / CONFLICT_SDS ** 2 - 1;
     if (!(widen > 0)) return;
     this.arms.forEach((other, j) => {
-      if (j === i || other.observations > 0 || !this.isKnown(j)) return;
+      if (j === i || other.counted > 0 || !this.isKnown(j)) return;
       const lj = level(j);
       this.#p[lj]![lj]! += widen * other.ownPriorVariance;
       this.#cap(lj);

@@ -31,6 +31,7 @@ import {
   type Rng,
   type Shape,
 } from "../kernels/types.ts";
+import { median } from "../core/stats.ts";
 import type { ProvenanceTag, Report } from "../core/schema.ts";
 import {
   type ArmPrior,
@@ -585,8 +586,13 @@ export class AdaptiveSelector {
   #costMs(belief: BucketBelief, i: number): number {
     // One call's spread around the estimate, not the estimate's own uncertainty: that would price
     // exactly the backends worth learning about out of the budget (a wrong guess is paid for by
-    // the headroom, and exploring waits until it is).
-    return Math.exp(belief.mean(i) + Z90 * Math.sqrt(belief.arms[i]!.noise));
+    // the headroom, and exploring waits until it is). A first call held as maybe cold is what the
+    // next may cost again: a backend 50× slower than its prior is not tried a second time at the
+    // prior's price.
+    const arm = belief.arms[i]!;
+    const seen = arm.recent.length > 0 ? [median(arm.recent)] : [];
+    if (!Number.isNaN(arm.held)) seen.push(arm.held);
+    return Math.exp(Math.max(belief.mean(i) + Z90 * Math.sqrt(arm.noise), ...seen));
   }
 
   /**

@@ -4,6 +4,7 @@ import type { Backend } from "../kernels/types.ts";
 import { type AdaptiveKey, AdaptiveSelector } from "../models/adaptive.ts";
 import { BucketBelief, forgetRate } from "../models/_adaptive_belief.ts";
 import { syntheticReport, syntheticTimeMs } from "./_fixtures.ts";
+import { median } from "../core/stats.ts";
 
 const KEY = {
   op: "matmul",
@@ -245,19 +246,38 @@ Deno.test("AdaptiveSelector tracks a drift: switches within 10 calls of a slowdo
 });
 
 Deno.test("AdaptiveSelector carries a CPU backend's surprise to the other CPU backends, not to webgpu", () => {
-  // This machine runs every CPU kernel 3× slower than the report says.
+  // This machine runs every CPU kernel 3× slower than the report says. The first call may have
+  // paid one-time costs, so it is the second that says so.
   const adaptive = new AdaptiveSelector(syntheticReport());
   const before = adaptive.estimates(LARGE_ADD).arms;
   const { backend } = adaptive.choose(LARGE_ADD);
   assert.equal(backend, "wasm-mt");
   const prior = before.find((a) => a.backend === "wasm-mt")!.priorMs!;
+  const ms = (arms: typeof before, b: Backend) => arms.find((a) => a.backend === b)!.ms!;
+  adaptive.record(LARGE_ADD, backend, 3 * prior);
+  assert.equal(ms(adaptive.estimates(LARGE_ADD).arms, "wasm"), ms(before, "wasm"));
   adaptive.record(LARGE_ADD, backend, 3 * prior);
   const after = adaptive.estimates(LARGE_ADD).arms;
-  const ms = (arms: typeof before, b: Backend) => arms.find((a) => a.backend === b)!.ms!;
   assert.ok(ms(after, "wasm") > 1.5 * ms(before, "wasm"), "wasm's estimate rose with wasm-mt's");
   assert.ok(ms(after, "js") > 1.5 * ms(before, "js"));
   assert.equal(ms(after, "webgpu"), ms(before, "webgpu"));
   assert.equal(after.find((a) => a.backend === "wasm")!.observations, 0);
+});
+
+Deno.test("AdaptiveSelector does not let a backend's stalled first call move the backends it shares cores with", () => {
+  // js is explored once and its first call stalls (60 ms against 5 ms): a JIT's first tier.
+  // wasm, never run, must stay believed near where wasm-mt's own times put the machine.
+  const adaptive = new AdaptiveSelector(syntheticReport(), { backends: ["wasm", "wasm-mt", "js"] });
+  const ms = (b: Backend) => adaptive.estimates(LARGE_ADD).arms.find((a) => a.backend === b)!.ms!;
+  const wasmBefore = ms("wasm");
+  adaptive.record(LARGE_ADD, "js", 12 * ms("js"));
+  assert.equal(ms("wasm"), wasmBefore);
+  const wasmMt = ms("wasm-mt");
+  for (let i = 0; i < 300; i++) adaptive.record(LARGE_ADD, "wasm-mt", wasmMt);
+  assert.ok(Math.abs(Math.log(ms("wasm") / wasmBefore)) < Math.log(1.1), `wasm ${ms("wasm")}`);
+  // A first call faster than believed is evidence: no one-time cost makes a call faster.
+  adaptive.record(LARGE_ADD, "wasm", wasmBefore / 3);
+  assert.ok(ms("wasm") < wasmBefore / 2, `wasm ${ms("wasm")} after a call at a third of it`);
 });
 
 Deno.test("AdaptiveSelector counts an exploration's time when its record arrives, in any order", () => {
@@ -380,7 +400,7 @@ function fastestOf(times: ReadonlyMap<Backend, number>): Backend {
   return [...times].sort((a, b) => a[1] - b[1])[0]![0];
 }
 
-Deno.test("AdaptiveSelector follows this machine within 2 calls of each workload when another machine's report swaps its two fastest backends", () => {
+Deno.test("AdaptiveSelector follows this machine within 4 calls of each workload when another machine's report swaps its two fastest backends", () => {
   // The realistic wrong prior (bench:adaptive's scenario b): another machine ranks wasm and
   // wasm-mt the other way round, and runs everything at another speed.
   const truths = otherMachine(([first, second, third]) => [second!, first!, third!]);
@@ -389,14 +409,16 @@ Deno.test("AdaptiveSelector follows this machine within 2 calls of each workload
     own.forEach((calls, k) => {
       const fastest = fastestOf(truths[k]!);
       const last = lastGreedy(calls, (b) => b !== fastest);
-      assert.ok(last < 2, `seed ${seed}, ${MIXED[k]!.op}: off ${fastest} until call ${last}`);
+      // The first call may pay one-time costs: the pick's second says the report is wrong here
+      // (an exploration may come between).
+      assert.ok(last < 4, `seed ${seed}, ${MIXED[k]!.op}: off ${fastest} until call ${last}`);
     });
     assert.ok(regret <= 0.03, `seed ${seed}: regret ${regret}`);
     assert.ok(exploredShare <= 0.03, `seed ${seed}: explored ${exploredShare}`);
   }
 });
 
-Deno.test("AdaptiveSelector abandons a report its first observations contradict: its pick within 2 calls, the backend it priced slowest within 1,600", () => {
+Deno.test("AdaptiveSelector abandons a report its first observations contradict: its pick within 4 calls, the backend it priced slowest within 1,600", () => {
   // The adversarial wrong prior: this machine ranks the CPU backends in the reverse of the
   // report, so its pick is the slowest here (17× off) and the fastest here is the one it priced
   // 6–10× slower. The pick goes at once; the best is found at the rate the budget affords an
@@ -410,7 +432,7 @@ Deno.test("AdaptiveSelector abandons a report its first observations contradict:
         .sort((a, b) => b[1] - a[1])[0]![0];
       const kept = lastGreedy(calls, (b) => b === slowest);
       const off = lastGreedy(calls, (b) => b !== fastest);
-      assert.ok(kept < 2, `seed ${seed}, ${MIXED[k]!.op}: the report's pick kept until ${kept}`);
+      assert.ok(kept < 4, `seed ${seed}, ${MIXED[k]!.op}: the report's pick kept until ${kept}`);
       assert.ok(off < 1600, `seed ${seed}, ${MIXED[k]!.op}: off ${fastest} until call ${off}`);
     });
     assert.ok(exploredShare <= 0.03, `seed ${seed}: explored ${exploredShare}`);
@@ -454,9 +476,13 @@ Deno.test("AdaptiveSelector keeps a backend whose times jump between two modes, 
   // wasm-mt's worker waits for a busy core now and then: 40 % of its calls take 1 ms instead of
   // 0.5 (mean 0.7 ms, geometric mean 0.66), against wasm's steady 0.8 ms. A window's median sits
   // on the slow mode whenever 5 calls in 9 are slow, which happens by chance every few hundred
-  // calls; that must not be taken for a change.
+  // calls; that must not be taken for a change. A loop's count depends on its seed's draws (a
+  // long chance run of slow calls), so the bar is on 20 seeds: in the last 3,500 calls wasm is
+  // chosen at most 10 times in the median loop, over 50 times in at most 4 loops, and never over
+  // 300 (60 seeds gave 6 loops over 50 and a longest run of 240 calls).
   for (const [p, fast, slow, other] of [[0.4, 0.5, 1, 0.8], [0.3, 1, 1.6, 1.4]] as const) {
-    for (const seed of [1, 2, 3, 4, 5]) {
+    const aways: number[] = [];
+    for (const seed of Array.from({ length: 20 }, (_, i) => i + 1)) {
       const mt = bimodal(seed, p, fast, slow);
       const truth = (b: Backend) => b === "wasm" ? other : mt();
       const adaptive = new AdaptiveSelector(syntheticReport(), {
@@ -465,9 +491,13 @@ Deno.test("AdaptiveSelector keeps a backend whose times jump between two modes, 
       });
       const calls = closedLoop(adaptive, LARGE_ADD, truth, 4000, seed);
       const away = calls.slice(500).filter((c) => !c.explored && c.backend === "wasm").length;
-      assert.ok(away <= 50, `${p} of ${slow} ms, seed ${seed}: wasm chosen ${away} times`);
+      aways.push(away);
+      assert.ok(away <= 300, `${p} of ${slow} ms, seed ${seed}: wasm chosen ${away} times`);
       assert.ok(adaptive.estimates(LARGE_ADD).changes <= 2);
     }
+    const over = aways.filter((a) => a > 50).length;
+    assert.ok(over <= 4, `${p} of ${slow} ms: wasm chosen over 50 times in ${over} of 20 loops`);
+    assert.ok(median(aways) <= 10, `${p} of ${slow} ms: wasm chosen ${median(aways)} times`);
   }
 });
 
