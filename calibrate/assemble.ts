@@ -12,7 +12,7 @@ import {
   SCHEMA_VERSION,
   type SystemFigures,
 } from "../core/schema.ts";
-import type { Measurement } from "../core/schema.ts";
+import type { EarlierRun, Measurement } from "../core/schema.ts";
 import { allCrossovers, fitAll, peakRates, thresholdTable, tuningTable } from "./analyze.ts";
 import type { GpuInfo } from "./device.ts";
 import type { MachineInfo } from "./machine.ts";
@@ -55,6 +55,8 @@ export interface RunContext {
   readonly commit?: string | null;
   /** Drift probes taken so far (`calibrate/stability.ts`); no `stability` section when absent. */
   readonly probes?: readonly StabilityProbe[];
+  /** Earlier calibrations of this machine, carried over from the report this run replaces. */
+  readonly earlierRuns?: readonly EarlierRun[];
 }
 
 /**
@@ -122,7 +124,9 @@ export function assembleReport(
   ops: readonly OpSpec[],
 ): Report {
   const fits = fitAll(measurements);
-  const stability = ctx.probes && ctx.probes.length > 0 ? summarizeStability(ctx.probes) : null;
+  const stability = ctx.probes && ctx.probes.length > 0
+    ? summarizeStability(ctx.probes, ctx.earlierRuns)
+    : null;
   const crossovers = allCrossovers(measurements, fits, ops, stability?.driftSigma);
   const peaks = peakRates(measurements, ops);
   const base = ctx.unmeasuredAdapter

@@ -69,6 +69,13 @@ export interface CalibrateOptions {
   readonly resume?: Report;
   /** Where `resume` came from, for the report's provenance. */
   readonly resumePath?: string;
+  /**
+   * Earlier reports of this machine (the report this run replaces, and any named with
+   * `--earlier-runs-from`): those whose fingerprint is this run's give their median probe times,
+   * and the earlier runs they carried, to `stability.earlierRuns`, from which the report states
+   * how far whole runs of this machine move (`betweenRunSigma`).
+   */
+  readonly earlier?: readonly Report[];
   /** Aborting it (Ctrl-C) stops measuring and writes a partial report. */
   readonly signal?: AbortSignal;
   /** Told of every step. */

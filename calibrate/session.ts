@@ -7,7 +7,7 @@
  */
 import { OPS } from "../kernels/catalog.ts";
 import { type Backend, BACKENDS } from "../kernels/types.ts";
-import type { Report } from "../core/schema.ts";
+import type { EarlierRun, Report } from "../core/schema.ts";
 import { writeJsonAtomic } from "../core/atomic.ts";
 import { assembleReport, NOISY_WARNING, type RunContext } from "./assemble.ts";
 import type { CalibrateOptions } from "./options.ts";
@@ -19,7 +19,7 @@ import { Planner } from "./planner.ts";
 import { measurementKey, type PlanStep, type StepOutcome } from "./plan_state.ts";
 import type { Runner } from "./runner.ts";
 import { openRunner } from "./runners/mod.ts";
-import { measureProbe, type StabilityProbe } from "./stability.ts";
+import { earlierRunsOf, measureProbe, type StabilityProbe } from "./stability.ts";
 import { measureSystem } from "./system.ts";
 
 type MachineInfo = Awaited<ReturnType<typeof describeMachine>>;
@@ -51,6 +51,7 @@ export class CalibrationSession {
   readonly #started = performance.now();
   readonly #warnings: string[];
   readonly #probes: StabilityProbe[];
+  readonly #earlierRuns: readonly EarlierRun[];
   readonly #runners = new Map<Backend, Promise<Runner | string>>();
   readonly #budgetOver = new AbortController();
   readonly #budgetTimer: ReturnType<typeof setTimeout> | undefined;
@@ -83,6 +84,9 @@ export class CalibrationSession {
       !NOISY_WARNING.test(w)
     );
     this.#probes = [...(options.resume?.stability?.probes ?? [])];
+    // A resumed run is the same run: it keeps the earlier runs it started with.
+    this.#earlierRuns = options.resume?.stability?.earlierRuns ??
+      earlierRunsOf(options.earlier ?? [], ids.fingerprint);
     this.#llm = options.resume?.llm ?? null;
     const budgetMs = options.budgetS !== undefined ? options.budgetS * 1000 : Infinity;
     this.#budgetTimer = Number.isFinite(budgetMs)
@@ -280,6 +284,7 @@ export class CalibrationSession {
       startedAt: new Date(Date.now() - (performance.now() - this.#started)),
       durationS: this.elapsedS() + this.#priorS,
       probes: this.#probes,
+      earlierRuns: this.#earlierRuns,
     };
   }
 

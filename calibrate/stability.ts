@@ -17,7 +17,7 @@
  * @module
  */
 import type { Backend, Residency } from "../kernels/types.ts";
-import type { RepeatabilityInfo, StabilityInfo } from "../core/schema.ts";
+import type { EarlierRun, RepeatabilityInfo, Report, StabilityInfo } from "../core/schema.ts";
 import { measureMany, type RunnerSource } from "./measure.ts";
 import { median, type StoppingRule } from "../core/stats.ts";
 
@@ -201,7 +201,10 @@ export function repeatability(times: readonly RepeatedTime[]): RepeatabilityStat
  * console.log(s.driftSigma); // {}
  * ```
  */
-export function summarizeStability(probes: readonly StabilityProbe[]): StabilityInfo {
+export function summarizeStability(
+  probes: readonly StabilityProbe[],
+  earlierRuns: readonly EarlierRun[] = [],
+): StabilityInfo {
   const byBackend = new Map<Backend, number[]>();
   for (const p of probes) {
     for (const [backend, ms] of Object.entries(p.ms) as [Backend, number][]) {
@@ -220,6 +223,112 @@ export function summarizeStability(probes: readonly StabilityProbe[]): Stability
     probes: probes.map((p) => ({ atS: p.atS, ms: { ...p.ms } })),
     driftSigma: sigmas,
     ...(repeats ? { repeatability: repeats } : {}),
+    ...betweenRuns(probes, earlierRuns),
+  };
+}
+
+/** Fewest runs (this one included) from which a backend's between-run spread is estimated. */
+export const MIN_RUNS = 3;
+
+/** Earlier runs a report carries at most: the latest are kept. */
+export const MAX_EARLIER_RUNS = 15;
+
+/**
+ * Per backend, the median of its probe times.
+ *
+ * @param probes A run's probes.
+ * @returns The median ms per backend probed.
+ * @example
+ * ```ts
+ * import { medianProbeMs } from "./stability.ts";
+ * console.log(medianProbeMs([{ atS: 0, ms: { js: 2 } }, { atS: 9, ms: { js: 4, wasm: 1 } }])); // { js: 3, wasm: 1 }
+ * ```
+ */
+export function medianProbeMs(
+  probes: readonly StabilityProbe[],
+): Partial<Record<Backend, number>> {
+  const byBackend = new Map<Backend, number[]>();
+  for (const p of probes) {
+    for (const [backend, ms] of Object.entries(p.ms) as [Backend, number][]) {
+      if (ms > 0) byBackend.set(backend, [...(byBackend.get(backend) ?? []), ms]);
+    }
+  }
+  return Object.fromEntries([...byBackend].map(([b, series]) => [b, median(series)]));
+}
+
+/**
+ * Per backend, the sample standard deviation of ln(median probe time) over runs of one machine:
+ * how far a whole calibration moves from another. A backend probed in fewer than
+ * {@linkcode MIN_RUNS} runs has none.
+ *
+ * @param runs Each run's median probe time per backend, ms.
+ * @returns The spread per backend, rounded to 4 decimals.
+ * @example
+ * ```ts
+ * import { betweenRunSigma } from "./stability.ts";
+ * console.log(betweenRunSigma([{ wasm: 1 }, { wasm: Math.E }, { wasm: 1 }]).wasm?.toFixed(3)); // "0.577"
+ * ```
+ */
+export function betweenRunSigma(
+  runs: readonly Partial<Record<Backend, number>>[],
+): Partial<Record<Backend, number>> {
+  const logs = new Map<Backend, number[]>();
+  for (const run of runs) {
+    for (const [backend, ms] of Object.entries(run) as [Backend, number][]) {
+      if (ms > 0) logs.set(backend, [...(logs.get(backend) ?? []), Math.log(ms)]);
+    }
+  }
+  const sigmas: Partial<Record<Backend, number>> = {};
+  for (const [backend, xs] of logs) {
+    if (xs.length < MIN_RUNS) continue;
+    const mean = xs.reduce((a, b) => a + b, 0) / xs.length;
+    const variance = xs.reduce((a, x) => a + (x - mean) ** 2, 0) / (xs.length - 1);
+    sigmas[backend] = Math.round(Math.sqrt(variance) * 1e4) / 1e4;
+  }
+  return sigmas;
+}
+
+/**
+ * The earlier runs a new calibration of this machine carries over from earlier reports of it (the
+ * report it replaces, and any named with `--earlier-runs-from`): each report's own earlier runs
+ * and its run (its date and median probe times), one per date, oldest first, the latest
+ * {@linkcode MAX_EARLIER_RUNS} kept. Reports of another machine (fingerprint) give none.
+ *
+ * @param reports Earlier reports.
+ * @param fingerprint This run's machine fingerprint.
+ * @returns The earlier runs, oldest first.
+ * @example
+ * ```ts ignore
+ * const earlier = earlierRunsOf([await loadReport("reports/<slug>.json")], fingerprint);
+ * ```
+ */
+export function earlierRunsOf(reports: readonly Report[], fingerprint: string): EarlierRun[] {
+  const byDate = new Map<string, EarlierRun>();
+  for (const report of reports) {
+    if (report.fingerprint !== fingerprint) continue;
+    for (const run of report.stability?.earlierRuns ?? []) byDate.set(run.date, run);
+    const medianMs = medianProbeMs(report.stability?.probes ?? []);
+    if (Object.keys(medianMs).length > 0) {
+      byDate.set(report.provenance.date, { date: report.provenance.date, medianMs });
+    }
+  }
+  return [...byDate.values()]
+    .sort((a, b) => Date.parse(a.date) - Date.parse(b.date))
+    .slice(-MAX_EARLIER_RUNS)
+    .map((r) => ({ date: r.date, medianMs: { ...r.medianMs } }));
+}
+
+/** The `earlierRuns` and `betweenRunSigma` fields, when there are earlier runs. */
+function betweenRuns(
+  probes: readonly StabilityProbe[],
+  earlierRuns: readonly EarlierRun[],
+): Pick<StabilityInfo, "earlierRuns" | "betweenRunSigma"> {
+  if (earlierRuns.length === 0) return {};
+  const runs = [...earlierRuns.map((r) => r.medianMs), medianProbeMs(probes)];
+  const sigma = betweenRunSigma(runs);
+  return {
+    earlierRuns: earlierRuns.map((r) => ({ date: r.date, medianMs: { ...r.medianMs } })),
+    ...(Object.keys(sigma).length > 0 ? { betweenRunSigma: sigma } : {}),
   };
 }
 

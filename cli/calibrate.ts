@@ -53,6 +53,11 @@ Options:
                        calibration to the ops done so far). This machine's report at the default
                        path needs no --force: the run saves beside it (<slug>.partial.json) and
                        replaces it once complete
+  --earlier-runs-from LIST
+                       Comma-separated earlier reports of this machine whose drift probes join
+                       the ones carried over from the report this run replaces: with three runs
+                       or more the report states how far whole runs move (betweenRunSigma), and
+                       prediction intervals include it. Reports of another machine add nothing
   --no-llm             Skip the LLM decode validation (a synthetic WebGPU decode, ~1 min;
                        --quick skips it unless --llm is given)
   --llm                Run the LLM decode validation even with --quick
@@ -94,6 +99,7 @@ export async function main(args: string[]): Promise<number> {
       out: { type: "string" },
       resume: { type: "string" },
       force: { type: "boolean" },
+      "earlier-runs-from": { type: "string" },
       "no-llm": { type: "boolean" },
       llm: { type: "boolean" },
       json: { type: "boolean" },
@@ -121,6 +127,10 @@ export async function main(args: string[]): Promise<number> {
       args,
     });
     replaces = out.replaces;
+    const earlier = await earlierReports(
+      resume ? undefined : replaces ?? out.path,
+      values["earlier-runs-from"],
+    );
     options = {
       quick: values.quick ?? false,
       mode: values.quick ? "quick" : values.thorough ? "thorough" : "default",
@@ -131,6 +141,7 @@ export async function main(args: string[]): Promise<number> {
       ...(passes !== undefined ? { passes } : {}),
       out: out.path,
       ...(resume ? { resume, resumePath: values.resume! } : {}),
+      ...(earlier.length > 0 ? { earlier } : {}),
       ...(values["no-llm"] ? { llm: false } : values.llm ? { llm: true } : {}),
       command: ["deno", "task", "calibrate", ...args],
     };
@@ -206,6 +217,36 @@ async function resumable(path: string): Promise<Report> {
   } catch (e) {
     throw new UsageError(`--resume: cannot use "${path}": ${e instanceof Error ? e.message : e}`);
   }
+}
+
+/**
+ * The earlier reports whose drift probes the run carries over: the report it will replace, when
+ * gpucal can read it (one it cannot is left to the replacement checks and carries nothing), and
+ * each `--earlier-runs-from` report, which must load.
+ */
+async function earlierReports(replaced: string | undefined, list: string | undefined) {
+  const reports: Report[] = [];
+  if (replaced !== undefined && await Deno.stat(replaced).catch(() => null) !== null) {
+    try {
+      reports.push(await loadReport(replaced, { onWarning: () => {} }));
+    } catch (e) {
+      console.error(
+        `Note: "${replaced}" cannot be read as a report (${e instanceof Error ? e.message : e}); ` +
+          `its earlier runs are not carried over`,
+      );
+    }
+  }
+  for (const path of list === undefined ? [] : list.split(",").map((p) => p.trim())) {
+    if (path === "") throw new UsageError("--earlier-runs-from: an empty path in the list");
+    try {
+      reports.push(await loadReport(path, { onWarning: () => {} }));
+    } catch (e) {
+      throw new UsageError(
+        `--earlier-runs-from: cannot use "${path}": ${e instanceof Error ? e.message : e}`,
+      );
+    }
+  }
+  return reports;
 }
 
 /**

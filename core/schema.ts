@@ -85,6 +85,7 @@ const MAX = {
   details: 256,
   probes: 10_000,
   repeatabilityGroups: 64,
+  earlierRuns: 64,
 } as const;
 
 const name = z.string().min(1).max(MAX.name);
@@ -677,6 +678,31 @@ export const StabilityProbeSchema: z.ZodType<StabilityProbe> = exactly<Stability
 );
 
 /**
+ * An earlier calibration of the same machine (same fingerprint), as a later report remembers it:
+ * when it ran and each backend's median probe time then.
+ *
+ * @example
+ * ```ts
+ * import type { EarlierRun } from "./schema.ts";
+ * const r: EarlierRun = { date: "2026-11-24T19:42:45.055Z", medianMs: { wasm: 0.0093 } };
+ * ```
+ */
+export type EarlierRun = {
+  /** When that run's report was written (its `provenance.date`). */
+  date: string;
+  /** Per backend, the median of that run's probe times, ms. */
+  medianMs: Partial<Record<Backend, number>>;
+};
+
+/** An earlier calibration of the same machine: when it ran and its median probe times. */
+export const EarlierRunSchema: z.ZodType<EarlierRun> = exactly<EarlierRun>()(
+  z.strictObject({
+    date: z.iso.datetime({ offset: true }),
+    medianMs: z.partialRecord(BackendSchema, z.number().positive()),
+  }),
+);
+
+/**
  * How well one backend (in one residency) repeats its own times.
  *
  * @example
@@ -777,6 +803,17 @@ export type StabilityInfo = {
   driftSigma: Partial<Record<Backend, number>>;
   /** Repeatability over windows some time apart, when measured. */
   repeatability?: RepeatabilityInfo;
+  /**
+   * Earlier calibrations of this machine, oldest first, carried over from the report this run
+   * replaced; absent on a machine's first run.
+   */
+  earlierRuns?: EarlierRun[];
+  /**
+   * Per backend, the standard deviation of ln(median probe time) between this run and the earlier
+   * ones: how far another calibration (or a program run later) of this machine moves as a whole,
+   * which drift within one run does not show. Present from three runs on.
+   */
+  betweenRunSigma?: Partial<Record<Backend, number>>;
 };
 
 /** The machine's drift during the run (`calibrate/stability.ts`). */
@@ -789,9 +826,11 @@ export const StabilitySchema: z.ZodType<StabilityInfo> = named(
     probes: z.array(StabilityProbeSchema).max(MAX.probes),
     driftSigma: z.partialRecord(BackendSchema, nonNegative),
     repeatability: RepeatabilitySchema.exactOptional(),
+    earlierRuns: z.array(EarlierRunSchema).max(MAX.earlierRuns).exactOptional(),
+    betweenRunSigma: z.partialRecord(BackendSchema, nonNegative).exactOptional(),
   })),
   "Stability",
-  "Run-to-run drift: probe times of one fixed case per backend over the run, and per backend the standard deviation of ln(probe time) (driftSigma; 0.1 is about 10 %)",
+  "Run-to-run drift: probe times of one fixed case per backend over the run, and per backend the standard deviation of ln(probe time) (driftSigma; 0.1 is about 10 %); the median probe times of earlier calibrations of this machine and, from three runs on, the standard deviation of ln(median probe time) between runs (betweenRunSigma)",
 );
 
 /**

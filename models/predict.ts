@@ -193,16 +193,27 @@ function reachingTransfers(
 }
 
 /**
- * The run-to-run drift (σ of ln time) a prediction carries. The report probes WebGPU on the
+ * The run-to-run drift (σ of ln time) a prediction carries: the drift within the calibration,
+ * and, when the report carries earlier calibrations of this machine, how far whole runs moved
+ * between them (`stability.betweenRunSigma`): a program runs later than the calibration, and on
+ * this VM a host state ×1.2–1.5 slower for wasm-mt came and went between runs while one run's
+ * probes stayed within 3 %. The report probes WebGPU on the
  * device, where lavapipe's speed moves by 2×; an end-to-end run is mostly synchronisation and
  * host copies, which move with the host (the wasm probe): each drift is weighted by its share of
  * the end-to-end time, the device's share read from the device-resident prediction of the same
  * shape. (Applied whole, the device's σ of 0.38 made every end-to-end interval ×3.5 wide.)
  */
 function driftOf(report: Report, request: PredictRequest, ms: number): number {
-  const sigma = report.stability?.driftSigma;
-  if (sigma === undefined) return 0;
-  const own = sigma[request.backend] ?? 0;
+  const stability = report.stability;
+  if (stability === undefined) return 0;
+  const sigma = (b: Backend) => {
+    const within = stability.driftSigma[b];
+    const between = stability.betweenRunSigma?.[b];
+    return within === undefined && between === undefined
+      ? undefined
+      : Math.hypot(within ?? 0, between ?? 0);
+  };
+  const own = sigma(request.backend) ?? 0;
   if (request.backend !== "webgpu" || (request.residency ?? "end-to-end") !== "end-to-end") {
     return own;
   }
@@ -213,7 +224,7 @@ function driftOf(report: Report, request: PredictRequest, ms: number): number {
     return own;
   }
   const share = Math.min(1, Math.max(0, deviceMs / ms));
-  return Math.hypot(share * own, (1 - share) * (sigma.wasm ?? own));
+  return Math.hypot(share * own, (1 - share) * (sigma("wasm") ?? own));
 }
 
 /** The most bytes any measured point of the series moved; 0 with none. */

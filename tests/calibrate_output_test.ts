@@ -297,3 +297,47 @@ Deno.test("calibrate of a machine whose report exists saves beside it and replac
     assert.equal(await Deno.stat(staged).catch(() => null), null);
   });
 });
+
+Deno.test("calibrate carries the drift probes of the report it replaces over, and from three runs states how far runs move", async () => {
+  await inTempDir(async () => {
+    const machinePath = await defaultReportPath(["js"]);
+    await Deno.mkdir("reports");
+    const first = await captureCli(() => main(QUICK));
+    assert.equal(first.code, 0, first.err);
+    const one = parseReport(JSON.parse(await Deno.readTextFile(machinePath)));
+    assert.ok(one.stability && one.stability.probes.length > 0, "a quick run probes its drift");
+    assert.equal(one.stability.earlierRuns, undefined, "a machine's first run has none");
+    // Another report of this machine, from a day when js ran 1.5× slower, named on the command
+    // line; a report of another machine adds nothing.
+    const slowDay = {
+      ...one,
+      provenance: { ...one.provenance, date: "2026-01-02T08:00:00.000Z" },
+      stability: {
+        ...one.stability,
+        probes: one.stability.probes.map((p) => ({ ...p, ms: { js: 1.5 * p.ms.js! } })),
+      },
+    };
+    await Deno.writeTextFile("slow.json", JSON.stringify(slowDay));
+    await Deno.writeTextFile(
+      "other.json",
+      JSON.stringify({ ...slowDay, fingerprint: "f".repeat(16) }),
+    );
+    const second = await captureCli(() =>
+      main([...QUICK, "--earlier-runs-from", "slow.json,other.json"])
+    );
+    assert.equal(second.code, 0, second.err);
+    const two = parseReport(JSON.parse(await Deno.readTextFile(machinePath)));
+    assert.deepEqual(two.stability!.earlierRuns!.map((r) => r.date), [
+      "2026-01-02T08:00:00.000Z",
+      one.provenance.date,
+    ]);
+    const sigma = two.stability!.betweenRunSigma!.js!;
+    assert.ok(sigma > 0.15 && sigma < 0.5, `js between runs ${sigma}`);
+
+    const before = await Deno.readTextFile(machinePath);
+    const missing = await captureCli(() => main([...QUICK, "--earlier-runs-from", "nope.json"]));
+    assert.equal(missing.code, 2);
+    assert.match(missing.err, /^error: --earlier-runs-from: cannot use "nope\.json"/);
+    assert.equal(await Deno.readTextFile(machinePath), before, "refused before measuring");
+  });
+});

@@ -6,7 +6,7 @@ import { getOp } from "../kernels/catalog.ts";
 import { predictTime, recommendTuning, variantParams } from "../models/predict.ts";
 import { syntheticReport, syntheticTimeMs } from "./_fixtures.ts";
 import { fitAll } from "../calibrate/analyze.ts";
-import type { CostFit, Report } from "../core/schema.ts";
+import type { CostFit, Report, StabilityInfo } from "../core/schema.ts";
 
 const cube = (n: number) => ({ m: n, k: n, n });
 
@@ -25,6 +25,32 @@ Deno.test("predictTime() returns the measured median with a 90 % band from its C
   assert.ok(Math.abs(t.interval[1] / (m.wall.median * Math.exp(half)) - 1) < 1e-6);
   assert.equal(t.level, 0.9);
   assert.match(t.source, /^measured matmul f32 wasm/);
+});
+
+Deno.test("predictTime() widens its interval by how far whole runs of this machine moved, beside the run's own drift", () => {
+  const request = { op: "matmul", shape: cube(128), dtype: "f32", backend: "wasm" } as const;
+  const base = syntheticReport();
+  const stability: StabilityInfo = {
+    op: "add",
+    dtype: "f32",
+    shape: { n: 65536 },
+    residency: "device-resident",
+    probes: [],
+    driftSigma: { wasm: 0.05 },
+  };
+  const lnHalf = (r: Report) => {
+    const [lo, hi] = predictTime(r, request).interval;
+    return Math.log(hi / lo) / 2;
+  };
+  const alone = lnHalf(base);
+  const within = lnHalf({ ...base, stability });
+  const both = lnHalf({ ...base, stability: { ...stability, betweenRunSigma: { wasm: 0.12 } } });
+  const z = 1.6448536;
+  assert.ok(Math.abs(within ** 2 - alone ** 2 - (z * 0.05) ** 2) < 1e-9);
+  assert.ok(Math.abs(both ** 2 - alone ** 2 - (z * 0.13) ** 2) < 1e-9, `${both} vs ${alone}`);
+  // Another backend's spread between runs does not widen wasm's interval.
+  const other = { ...stability, betweenRunSigma: { "wasm-mt": 0.3 } };
+  assert.ok(Math.abs(lnHalf({ ...base, stability: other }) - within) < 1e-12);
 });
 
 Deno.test("predictTime() uses the residual-corrected fit between measured sizes, with the correction's held-out error around that size", () => {

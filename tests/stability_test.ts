@@ -3,7 +3,11 @@ import { normal } from "../core/numeric.ts";
 import { type BackendCurve, findCrossovers } from "../calibrate/crossover.ts";
 import { fitCostModel } from "../calibrate/fit.ts";
 import {
+  betweenRunSigma,
   driftSigma,
+  earlierRunsOf,
+  MAX_EARLIER_RUNS,
+  medianProbeMs,
   repeatability,
   type RepeatedTime,
   summarizeStability,
@@ -312,4 +316,101 @@ Deno.test("summarizeStability() states the run's repeatability over its probes a
   assert.ok(Math.abs(webgpu.within10 - 2 / 3) < 1e-9, "the 2× probe is the one outside");
   assert.equal(ReportSchema.safeParse({ ...syntheticReport(), stability: s }).success, true);
   assert.equal(summarizeStability(s.probes.slice(0, 2)).repeatability, undefined);
+});
+
+/** A run's probes: `n` probes of wasm and js around the given medians (±1 %). */
+function probesAround(medians: { wasm: number; js: number }, n = 5) {
+  return Array.from({ length: n }, (_, i) => {
+    const wobble = 1 + 0.01 * ((i % 3) - 1);
+    return { atS: 10 * i, ms: { wasm: medians.wasm * wobble, js: medians.js * wobble } };
+  });
+}
+
+Deno.test("betweenRunSigma() is the sample spread of ln(median) over runs, from 3 runs on", () => {
+  const runs = [{ wasm: 1, js: 4 }, { wasm: 1.2, js: 4 }, { wasm: 1 / 1.2, js: 4 }];
+  const sigma = betweenRunSigma(runs);
+  assert.ok(Math.abs(sigma.wasm! - Math.log(1.2)) < 1e-4, `wasm ${sigma.wasm}`);
+  assert.equal(sigma.js, 0);
+  assert.deepEqual(betweenRunSigma(runs.slice(0, 2)), {});
+  assert.deepEqual(betweenRunSigma([{ wasm: 1 }, { js: 2 }, { wasm: 3 }]), {});
+});
+
+Deno.test("earlierRunsOf() carries the replaced report's runs and its own, for this machine only", () => {
+  const first = {
+    ...syntheticReport(),
+    stability: summarizeStability(probesAround({ wasm: 0.01, js: 0.04 })),
+  };
+  const carried = earlierRunsOf([first], first.fingerprint);
+  assert.deepEqual(carried, [{
+    date: first.provenance.date,
+    medianMs: medianProbeMs(first.stability.probes),
+  }]);
+  assert.deepEqual(earlierRunsOf([first], "ffffffffffffffff"), [], "another machine's report");
+  assert.deepEqual(earlierRunsOf([], first.fingerprint), []);
+  // A second run replaces the first, a third the second: the third sees both.
+  const second = {
+    ...first,
+    provenance: { ...first.provenance, date: "2026-01-16T10:30:00.000Z" },
+    stability: summarizeStability(probesAround({ wasm: 0.012, js: 0.04 }), carried),
+  };
+  const third = earlierRunsOf([second], second.fingerprint);
+  assert.deepEqual(third.map((r) => r.date), [first.provenance.date, "2026-01-16T10:30:00.000Z"]);
+  const stability = summarizeStability(probesAround({ wasm: 0.01 / 1.2, js: 0.04 }), third);
+  assert.ok(Math.abs(stability.betweenRunSigma!.wasm! - Math.log(1.2)) < 0.02);
+  assert.ok(stability.betweenRunSigma!.js! < 0.01);
+  assert.equal(ReportSchema.safeParse({ ...second, stability }).success, true);
+});
+
+Deno.test("earlierRunsOf() merges several reports of this machine by date, each run once", () => {
+  const at = (day: number, wasm: number) => ({
+    ...syntheticReport(),
+    provenance: { ...syntheticReport().provenance, date: `2026-01-${day}T10:00:00.000Z` },
+    stability: summarizeStability(probesAround({ wasm, js: 0.04 })),
+  });
+  const a = at(10, 0.010), b = at(12, 0.012);
+  const c = {
+    ...at(14, 0.011),
+    stability: summarizeStability(
+      probesAround({ wasm: 0.011, js: 0.04 }),
+      earlierRunsOf([a], a.fingerprint),
+    ),
+  };
+  const runs = earlierRunsOf([c, b, a], a.fingerprint);
+  assert.deepEqual(runs.map((r) => r.date.slice(8, 10)), ["10", "12", "14"]);
+  assert.ok(Math.abs(runs[1]!.medianMs.wasm! - 0.012) < 1e-12);
+});
+
+Deno.test("earlierRunsOf() keeps the latest runs, and a report needs no earlier runs", () => {
+  const many = Array.from({ length: MAX_EARLIER_RUNS + 5 }, (_, i) => ({
+    date: new Date(Date.UTC(2025, 0, 1 + i)).toISOString(),
+    medianMs: { wasm: 0.01 },
+  }));
+  const report = {
+    ...syntheticReport(),
+    stability: { ...summarizeStability(probesAround({ wasm: 0.01, js: 0.04 })), earlierRuns: many },
+  };
+  const carried = earlierRunsOf([report], report.fingerprint);
+  assert.equal(carried.length, MAX_EARLIER_RUNS);
+  assert.equal(carried.at(-1)!.date, report.provenance.date);
+  assert.equal(carried[0]!.date, many[6]!.date);
+  const fresh = summarizeStability(probesAround({ wasm: 0.01, js: 0.04 }));
+  assert.equal("earlierRuns" in fresh || "betweenRunSigma" in fresh, false);
+});
+
+Deno.test("a report's earlier runs are validated: dates, positive times, known backends", () => {
+  const stability = summarizeStability(probesAround({ wasm: 0.01, js: 0.04 }), [
+    { date: "2026-01-14T10:30:00.000Z", medianMs: { wasm: 0.011 } },
+  ]);
+  const report = { ...syntheticReport(), stability };
+  assert.equal(ReportSchema.safeParse(report).success, true);
+  for (
+    const bad of [
+      { date: "yesterday", medianMs: { wasm: 0.011 } },
+      { date: "2026-01-14T10:30:00.000Z", medianMs: { wasm: 0 } },
+      { date: "2026-01-14T10:30:00.000Z", medianMs: { cuda: 0.011 } },
+    ]
+  ) {
+    const wrong = { ...report, stability: { ...stability, earlierRuns: [bad] } };
+    assert.equal(ReportSchema.safeParse(wrong).success, false, JSON.stringify(bad));
+  }
 });
