@@ -18,11 +18,16 @@ import { UsageError } from "../core/cli_args.ts";
 
 /** A 2000-call bench:adaptive run on this 2-core AMD EPYC VM (all three scenarios). */
 const FIXTURE = "tests/fixtures/adaptive_recording.json";
+/**
+ * The reports it was recorded with (its priors): the dataset's entries then, kept here so that
+ * recalibrating a machine in reports/ does not change what these loops replay.
+ */
+const FIXTURE_REPORTS = "tests/fixtures/reports";
 const CALLS = 4000;
 
 async function replay(name: "a" | "b" | "c", seed: number) {
   const recording = await readRecording(FIXTURE);
-  const [correct, wrong] = await recordedPriors(recording, "reports");
+  const [correct, wrong] = await recordedPriors(recording, FIXTURE_REPORTS);
   const run = replayScenario(name, recording, name === "b" ? wrong : correct, {
     calls: CALLS,
     seed,
