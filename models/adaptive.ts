@@ -368,7 +368,7 @@ export class AdaptiveSelector {
    * @throws {RangeError} when an option is out of range.
    */
   constructor(report: Report | null, options: AdaptiveOptions = {}) {
-    this.#report = report;
+    this.#report = report === null ? null : withoutRunToRunSpread(report);
     if (options.backends !== undefined && options.backends.length === 0) {
       throw new RangeError(`Option "backends" is empty: pass at least one backend or omit it`);
     }
@@ -685,6 +685,18 @@ export class AdaptiveSelector {
     }
     return priors;
   }
+}
+
+/**
+ * The report as the priors read it: without how far whole runs of the machine move
+ * (`stability.betweenRunSigma`), which widens every prediction's interval and which
+ * `SHARED_PRIOR_SD` already carries for the CPU backends together; counted in each backend's own
+ * prior too, it would let one backend's observations move the others less than they should.
+ */
+function withoutRunToRunSpread(report: Report): Report {
+  if (report.stability?.betweenRunSigma === undefined) return report;
+  const { betweenRunSigma: _, ...stability } = report.stability;
+  return { ...report, stability };
 }
 
 /**

@@ -5,6 +5,8 @@ import { type AdaptiveKey, AdaptiveSelector } from "../models/adaptive.ts";
 import { BucketBelief, forgetRate } from "../models/_adaptive_belief.ts";
 import { syntheticReport, syntheticTimeMs } from "./_fixtures.ts";
 import { median } from "../core/stats.ts";
+import type { StabilityInfo } from "../core/schema.ts";
+import { predictTime } from "../models/predict.ts";
 
 const KEY = {
   op: "matmul",
@@ -607,4 +609,36 @@ Deno.test("AdaptiveSelector believes shapes that share a bucket at their own wor
   );
   assert.ok(Math.abs(mt(small).ms! / 0.3 - 1) < 0.05, `${mt(small).ms}`);
   assert.ok(mt(small).noiseLogSd < 0.1, `noise ${mt(small).noiseLogSd}: the sizes are not noise`);
+});
+
+Deno.test("AdaptiveSelector's priors leave out how far whole runs move, which its shared part already carries", () => {
+  const stability: StabilityInfo = {
+    op: "add",
+    dtype: "f32",
+    shape: { n: 65536 },
+    residency: "device-resident",
+    probes: [],
+    driftSigma: { wasm: 0.05, "wasm-mt": 0.08, js: 0.04, webgpu: 0.1 },
+  };
+  const plain = { ...syntheticReport(), stability };
+  const moving = {
+    ...plain,
+    stability: { ...stability, betweenRunSigma: { wasm: 0.2, "wasm-mt": 0.2, js: 0.2 } },
+  };
+  const sds = (r: typeof plain) =>
+    new AdaptiveSelector(r).estimates(LARGE_ADD).arms.map((a) => [a.backend, a.logSd] as const);
+  assert.ok(
+    predictTime(moving, { ...LARGE_ADD, dtype: "f32", backend: "wasm" }).interval[1] >
+      predictTime(plain, { ...LARGE_ADD, dtype: "f32", backend: "wasm" }).interval[1],
+    "the interval is wider",
+  );
+  const [a, b] = [sds(moving), sds(plain)];
+  a.forEach(([backend, sd], i) => {
+    assert.equal(backend, b[i]![0]);
+    assert.ok(Math.abs(sd! - b[i]![1]!) < 1e-12, `${backend}: ${sd} against ${b[i]![1]}`);
+  });
+  const truth = (b: Backend) => ({ webgpu: 20, wasm: 1.4, "wasm-mt": 1.0, js: 1.1 })[b];
+  const loop = (r: typeof plain) =>
+    closedLoop(new AdaptiveSelector(r, { seed: 4 }), KEY, truth, 500, 4);
+  assert.deepEqual(loop(moving), loop(plain));
 });
