@@ -44,6 +44,7 @@ export {
   type CostFit,
   type Crossover,
   type CrossoverPair,
+  type EarlierRun,
   type Figure,
   type GpuApi,
   type GpucalInfo,
