@@ -24,6 +24,7 @@ import type {
   Figure,
   Measurement,
   Report,
+  StabilityInfo,
   Threshold,
   Tuning,
 } from "../core/schema.ts";
@@ -437,6 +438,31 @@ function figure(value: number, unit: string, source: string, spread = 0.05): Fig
     tag: "measured",
     ci: [value * (1 - spread), value * (1 + spread)],
     source,
+  };
+}
+
+/**
+ * A report's `stability` section with no probes and the given drift per backend (the drift probe
+ * case is the one calibrate uses).
+ *
+ * @param driftSigma σ of ln time per backend within the run.
+ * @returns The section.
+ * @example
+ * ```ts
+ * import { syntheticReport, syntheticStability } from "./_fixtures.ts";
+ * const r = { ...syntheticReport(), stability: syntheticStability({ wasm: 0.05 }) };
+ * ```
+ */
+export function syntheticStability(
+  driftSigma: StabilityInfo["driftSigma"],
+): StabilityInfo {
+  return {
+    op: "add",
+    dtype: "f32",
+    shape: { n: 65536 },
+    residency: "device-resident",
+    probes: [],
+    driftSigma: { ...driftSigma },
   };
 }
 

@@ -3,9 +3,8 @@ import { seededRng } from "../kernels/_random.ts";
 import type { Backend } from "../kernels/types.ts";
 import { type AdaptiveKey, AdaptiveSelector } from "../models/adaptive.ts";
 import { BucketBelief, forgetRate } from "../models/_adaptive_belief.ts";
-import { syntheticReport, syntheticTimeMs } from "./_fixtures.ts";
+import { syntheticReport, syntheticStability, syntheticTimeMs } from "./_fixtures.ts";
 import { median } from "../core/stats.ts";
-import type { StabilityInfo } from "../core/schema.ts";
 import { predictTime } from "../models/predict.ts";
 
 const KEY = {
@@ -612,14 +611,7 @@ Deno.test("AdaptiveSelector believes shapes that share a bucket at their own wor
 });
 
 Deno.test("AdaptiveSelector's priors leave out how far whole runs move, which its shared part already carries", () => {
-  const stability: StabilityInfo = {
-    op: "add",
-    dtype: "f32",
-    shape: { n: 65536 },
-    residency: "device-resident",
-    probes: [],
-    driftSigma: { wasm: 0.05, "wasm-mt": 0.08, js: 0.04, webgpu: 0.1 },
-  };
+  const stability = syntheticStability({ wasm: 0.05, "wasm-mt": 0.08, js: 0.04, webgpu: 0.1 });
   const plain = { ...syntheticReport(), stability };
   const moving = {
     ...plain,

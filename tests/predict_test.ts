@@ -4,9 +4,9 @@ import { compiledMs, compileFit } from "../models/_index.ts";
 import { localLooError, residualCurve } from "../models/_residuals.ts";
 import { getOp } from "../kernels/catalog.ts";
 import { predictTime, recommendTuning, variantParams } from "../models/predict.ts";
-import { syntheticReport, syntheticTimeMs } from "./_fixtures.ts";
+import { syntheticReport, syntheticStability, syntheticTimeMs } from "./_fixtures.ts";
 import { fitAll } from "../calibrate/analyze.ts";
-import type { CostFit, Report, StabilityInfo } from "../core/schema.ts";
+import type { CostFit, Report } from "../core/schema.ts";
 
 const cube = (n: number) => ({ m: n, k: n, n });
 
@@ -30,14 +30,7 @@ Deno.test("predictTime() returns the measured median with a 90 % band from its C
 Deno.test("predictTime() widens its interval by how far whole runs of this machine moved, beside the run's own drift", () => {
   const request = { op: "matmul", shape: cube(128), dtype: "f32", backend: "wasm" } as const;
   const base = syntheticReport();
-  const stability: StabilityInfo = {
-    op: "add",
-    dtype: "f32",
-    shape: { n: 65536 },
-    residency: "device-resident",
-    probes: [],
-    driftSigma: { wasm: 0.05 },
-  };
+  const stability = syntheticStability({ wasm: 0.05 });
   const lnHalf = (r: Report) => {
     const [lo, hi] = predictTime(r, request).interval;
     return Math.log(hi / lo) / 2;
