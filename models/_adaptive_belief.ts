@@ -9,8 +9,8 @@
  * A backend's first call in a bucket may pay one-time costs (a JIT's first tier, a pipeline's
  * compile): slower than believed, it is held and counted after the backend's next call, so a cold
  * start is not taken for the machine. A backend's first counted observation far outside its prior
- * says the report misdescribes this machine,
- * and widens the priors of the backends not yet observed. Levels widen a little with every
+ * says the report misdescribes this machine, and widens the priors of the backends not yet
+ * observed. Levels widen a little with every
  * observation in the bucket (old observations are forgotten at a bounded rate, part of it shared
  * by the CPU backends; a backend no longer run fades back to its drift's width) and narrow where
  * observations land. Each backend's observation noise is estimated from its successive
@@ -19,7 +19,7 @@
  * clipped z-score (a stall counts as a few sds, so 4 in a row do not add up to a change; a
  * backend jumping between two modes counts both in its noise, so its slow calls add up only when
  * they come more often than they did), the median of the last 9 calls confirming an upward
- * change once the sum is past 8, or alone a downward one. The belief is then widened by the jump, mostly as a transient, so the estimate reaches
+ * change once the sum is past 9, or alone a downward one. The belief is then widened by the jump, mostly as a transient, so the estimate reaches
  * the new level at once and the choice switches, while the transient decays — a burst is forgotten
  * once it is over, even for a backend nobody runs meanwhile — and a change that lasts is confirmed
  * into the level when the backend is next tried. The other backends are widened to their drift, so they are worth checking again.
@@ -418,10 +418,7 @@ export class BucketBelief {
       const limit = HUBER_C * Math.sqrt(predictive);
       this.#update(
         i,
-        Math.max(
-          first ? -Infinity : -limit,
-          Math.min(limit, innovation),
-        ),
+        Math.max(first ? -Infinity : -limit, Math.min(limit, innovation)),
         predictive,
       );
       updateNoise(arm, x);
