@@ -205,12 +205,7 @@ export function summarizeStability(
   probes: readonly StabilityProbe[],
   earlierRuns: readonly EarlierRun[] = [],
 ): StabilityInfo {
-  const byBackend = new Map<Backend, number[]>();
-  for (const p of probes) {
-    for (const [backend, ms] of Object.entries(p.ms) as [Backend, number][]) {
-      byBackend.set(backend, [...(byBackend.get(backend) ?? []), ms]);
-    }
-  }
+  const byBackend = probeSeries(probes);
   const sigmas: Partial<Record<Backend, number>> = {};
   for (const [backend, series] of byBackend) {
     const sigma = driftSigma(series);
@@ -247,13 +242,18 @@ export const MAX_EARLIER_RUNS = 15;
 export function medianProbeMs(
   probes: readonly StabilityProbe[],
 ): Partial<Record<Backend, number>> {
+  return Object.fromEntries([...probeSeries(probes)].map(([b, series]) => [b, median(series)]));
+}
+
+/** Each backend's probe times, in probe order. */
+function probeSeries(probes: readonly StabilityProbe[]): Map<Backend, number[]> {
   const byBackend = new Map<Backend, number[]>();
   for (const p of probes) {
     for (const [backend, ms] of Object.entries(p.ms) as [Backend, number][]) {
-      if (ms > 0) byBackend.set(backend, [...(byBackend.get(backend) ?? []), ms]);
+      byBackend.set(backend, [...(byBackend.get(backend) ?? []), ms]);
     }
   }
-  return Object.fromEntries([...byBackend].map(([b, series]) => [b, median(series)]));
+  return byBackend;
 }
 
 /**
