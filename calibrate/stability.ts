@@ -229,7 +229,7 @@ export const MIN_RUNS = 3;
 export const MAX_EARLIER_RUNS = 15;
 
 /**
- * Per backend, the median of its probe times.
+ * Per backend, the median of its probe times (backends whose median is 0 left out).
  *
  * @param probes A run's probes.
  * @returns The median ms per backend probed.
@@ -242,7 +242,9 @@ export const MAX_EARLIER_RUNS = 15;
 export function medianProbeMs(
   probes: readonly StabilityProbe[],
 ): Partial<Record<Backend, number>> {
-  return Object.fromEntries([...probeSeries(probes)].map(([b, series]) => [b, median(series)]));
+  // A median of 0 (a timer too coarse for the probe) would say nothing of a run's speed.
+  const medians = [...probeSeries(probes)].map(([b, series]) => [b, median(series)] as const);
+  return Object.fromEntries(medians.filter(([, ms]) => ms > 0));
 }
 
 /** Each backend's probe times, in probe order. */

@@ -326,6 +326,11 @@ function probesAround(medians: { wasm: number; js: number }, n = 5) {
   });
 }
 
+Deno.test("medianProbeMs() leaves out a backend whose probes read 0 ms", () => {
+  const probes = [0, 0, 0.01].map((ms, i) => ({ atS: i, ms: { wasm: ms, js: 0.04 } }));
+  assert.deepEqual(medianProbeMs(probes), { js: 0.04 });
+});
+
 Deno.test("betweenRunSigma() is the sample spread of ln(median) over runs, from 3 runs on", () => {
   const runs = [{ wasm: 1, js: 4 }, { wasm: 1.2, js: 4 }, { wasm: 1 / 1.2, js: 4 }];
   const sigma = betweenRunSigma(runs);
