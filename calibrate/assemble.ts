@@ -161,6 +161,7 @@ export function assembleReport(
       noisy,
       warnings,
       resumedFrom: ctx.resumedFrom,
+      glibcTunables: ctx.machine.glibcTunables,
     },
     machine: {
       cpuModel: ctx.machine.cpuModel,

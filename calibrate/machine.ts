@@ -33,7 +33,17 @@ export interface MachineInfo {
   readonly arch: string;
   readonly denoVersion: string;
   readonly v8Version: string;
+  /** `GLIBC_TUNABLES` this process runs with, or null when unset or denied. */
+  readonly glibcTunables: string | null;
 }
+
+/**
+ * The glibc tunable that backs large `malloc` blocks with huge pages. gpucal's measuring tasks set
+ * it: without it, a large WebGPU upload's staging memory is fresh 4 KiB pages on every write in
+ * some buffers, and on a VM where a page fault costs ~13 µs, writeBuffer of 36 MiB took 130–150 ms
+ * in those buffers and 16 ms in the others of the same process (lavapipe, Firecracker).
+ */
+export const HUGE_PAGE_MALLOC = "glibc.malloc.hugetlb=1";
 
 /**
  * The part of an adapter description that tells adapters apart in a fingerprint.
@@ -79,7 +89,33 @@ export async function describeMachine(): Promise<MachineInfo> {
     arch: Deno.build.arch,
     denoVersion: Deno.version.deno,
     v8Version: Deno.version.v8,
+    glibcTunables: permitted(() => Deno.env.get("GLIBC_TUNABLES")) ?? null,
   };
+}
+
+/**
+ * The warning a Linux calibration records when its process runs without {@linkcode HUGE_PAGE_MALLOC}:
+ * its large uploads may run at fresh-memory speed, as a program's do without the tunable.
+ *
+ * @param machine The machine and process.
+ * @returns The warning, or null off Linux or with the tunable set.
+ * @example
+ * ```ts
+ * import { hugePageWarning, type MachineInfo } from "./machine.ts";
+ * const m: MachineInfo = {
+ *   cpuModel: "Xeon", cores: 2, memoryBytes: 8 * 2 ** 30, os: "linux", osRelease: "6.1",
+ *   arch: "x86_64", denoVersion: "2.9.6", v8Version: "14.0", glibcTunables: null,
+ * };
+ * console.log(hugePageWarning(m)?.startsWith("GLIBC_TUNABLES")); // true
+ * ```
+ */
+export function hugePageWarning(machine: MachineInfo): string | null {
+  if (machine.os !== "linux") return null;
+  const tunables = (machine.glibcTunables ?? "").split(":");
+  if (tunables.includes(HUGE_PAGE_MALLOC)) return null;
+  return `GLIBC_TUNABLES lacks ${HUGE_PAGE_MALLOC}: large WebGPU uploads may have run at ` +
+    `fresh-memory speed in some buffers (×5–10 slower on VMs); run through \`deno task calibrate\`, ` +
+    `which sets it, or set it yourself`;
 }
 
 /**
@@ -122,7 +158,7 @@ export function parseCpuModel(cpuinfo: string): string {
  * import { machineFingerprint, type MachineInfo } from "./machine.ts";
  * const m: MachineInfo = {
  *   cpuModel: "Xeon", cores: 2, memoryBytes: 8 * 2 ** 30, os: "linux", osRelease: "6.1",
- *   arch: "x86_64", denoVersion: "2.9.6", v8Version: "14.0",
+ *   arch: "x86_64", denoVersion: "2.9.6", v8Version: "14.0", glibcTunables: null,
  * };
  * console.log((await machineFingerprint(m, null)).length); // 16
  * ```

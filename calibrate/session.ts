@@ -12,7 +12,7 @@ import { writeJsonAtomic } from "../core/atomic.ts";
 import { assembleReport, NOISY_WARNING, type RunContext } from "./assemble.ts";
 import type { CalibrateOptions } from "./options.ts";
 import { type GpuHandle, type GpuInfo, openGpu, peekAdapter } from "./device.ts";
-import { describeMachine, machineFingerprint, machineSlug } from "./machine.ts";
+import { describeMachine, hugePageWarning, machineFingerprint, machineSlug } from "./machine.ts";
 import { measureMany, type RunnerSource, type WindowSamples } from "./measure.ts";
 import { type CalibrationPlan, type LlmValidationPlan, type Mode, planFor } from "./plan.ts";
 import { Planner } from "./planner.ts";
@@ -107,6 +107,8 @@ export class CalibrationSession {
     for (const name of options.ops ?? []) if (!OPS.some((op) => op.name === name)) unknownOp(name);
     const warnings: string[] = [];
     const machine = await describeMachine();
+    const hugePages = hugePageWarning(machine);
+    if (hugePages !== null) warnings.push(hugePages);
     const gpuLeftOut = options.backends !== undefined && !options.backends.includes("webgpu");
     const gpu = gpuLeftOut ? null : await openGpu({
       onUnavailable: (why) => warnings.push(`${why}: calibrating the CPU backends only`),
@@ -129,10 +131,10 @@ export class CalibrationSession {
       commit: await gitCommit(),
       unmeasuredAdapter: gpuLeftOut ? adapter : null,
     });
-    for (const w of warnings) session.warn(w);
     const skipped = skippedWarning(session.plan().skippedDtypes);
-    // A resumed quick run carries the warning over already.
-    if (skipped !== null && !session.#warnings.includes(skipped)) session.warn(skipped);
+    if (skipped !== null) warnings.push(skipped);
+    // A resumed run carries its warnings over already.
+    for (const w of warnings) if (!session.#warnings.includes(w)) session.warn(w);
     return session;
   }
 

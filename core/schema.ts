@@ -912,6 +912,12 @@ export type ReportProvenance = {
   warnings: string[];
   /** The partial report the run resumed, or null. */
   resumedFrom: string | null;
+  /**
+   * `GLIBC_TUNABLES` the calibration ran with, null when unset. gpucal's tasks set
+   * `glibc.malloc.hugetlb=1`; a program's large WebGPU uploads match the report's with it. Absent
+   * in reports made before gpucal recorded it.
+   */
+  glibcTunables?: string | null | undefined;
 };
 
 /** How, when and how completely the report was produced. */
@@ -929,6 +935,7 @@ export const ReportProvenanceSchema: z.ZodType<ReportProvenance> = exactly<Repor
     noisy: z.boolean(),
     warnings: z.array(text).max(MAX.warnings),
     resumedFrom: text.nullable(),
+    glibcTunables: z.string().max(1024).nullable().optional(),
   }),
 );
 

@@ -130,7 +130,7 @@ Deno.test("calibrate --out where it may not write fails before measuring, naming
     assert.equal(
       first,
       `error: --out "${dir}/elsewhere/r.json": this run may not write in "${dir}/elsewhere"; run: ` +
-        `deno run --v8-flags=--no-maglev --allow-read --allow-write=reports,${dir}/elsewhere ` +
+        `GLIBC_TUNABLES=glibc.malloc.hugetlb=1 deno run --v8-flags=--no-maglev --allow-read --allow-write=reports,${dir}/elsewhere ` +
         `--allow-env ` +
         `--allow-sys=cpus,osRelease,systemMemoryInfo --allow-run=git cli/calibrate.ts ` +
         `${QUICK.join(" ")} --out ${dir}/elsewhere/r.json`,
@@ -340,4 +340,28 @@ Deno.test("calibrate carries the drift probes of the report it replaces over, an
     assert.match(missing.err, /^error: --earlier-runs-from: cannot use "nope\.json"/);
     assert.equal(await Deno.readTextFile(machinePath), before, "refused before measuring");
   });
+});
+
+Deno.test("a report records the GLIBC_TUNABLES it was calibrated with, and on Linux warns without huge-page malloc", async () => {
+  const before = Deno.env.get("GLIBC_TUNABLES");
+  const warned = (r: { provenance: { warnings: string[] } }) =>
+    r.provenance.warnings.some((w) => w.startsWith("GLIBC_TUNABLES lacks"));
+  try {
+    await inTempDir(async () => {
+      Deno.env.set("GLIBC_TUNABLES", "glibc.malloc.hugetlb=1");
+      assert.equal((await captureCli(() => main([...QUICK, "--out", "a.json"]))).code, 0);
+      const tuned = parseReport(JSON.parse(await Deno.readTextFile("a.json")));
+      assert.equal(tuned.provenance.glibcTunables, "glibc.malloc.hugetlb=1");
+      assert.equal(warned(tuned), false);
+
+      Deno.env.delete("GLIBC_TUNABLES");
+      assert.equal((await captureCli(() => main([...QUICK, "--out", "b.json"]))).code, 0);
+      const plain = parseReport(JSON.parse(await Deno.readTextFile("b.json")));
+      assert.equal(plain.provenance.glibcTunables, null);
+      assert.equal(warned(plain), Deno.build.os === "linux");
+    });
+  } finally {
+    if (before === undefined) Deno.env.delete("GLIBC_TUNABLES");
+    else Deno.env.set("GLIBC_TUNABLES", before);
+  }
 });

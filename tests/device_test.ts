@@ -2,6 +2,8 @@ import assert from "node:assert/strict";
 import { describeAdapter, type GpuEntry, openGpu } from "../calibrate/device.ts";
 import {
   describeMachine,
+  HUGE_PAGE_MALLOC,
+  hugePageWarning,
   machineFingerprint,
   type MachineInfo,
   machineSlug,
@@ -34,6 +36,7 @@ const machine: MachineInfo = {
   osRelease: "6.18.44",
   arch: "x86_64",
   denoVersion: "2.9.6",
+  glibcTunables: null,
   v8Version: "14.0",
 };
 
@@ -177,6 +180,32 @@ Deno.test("describeMachine() describes this machine", async () => {
   assert.equal(m.arch, Deno.build.arch);
   assert.ok(m.cores >= 1);
   assert.equal(m.denoVersion, Deno.version.deno);
+});
+
+Deno.test("describeMachine() records the GLIBC_TUNABLES the process runs with", async () => {
+  const before = Deno.env.get("GLIBC_TUNABLES");
+  try {
+    Deno.env.set("GLIBC_TUNABLES", `glibc.malloc.check=0:${HUGE_PAGE_MALLOC}`);
+    assert.equal(
+      (await describeMachine()).glibcTunables,
+      `glibc.malloc.check=0:${HUGE_PAGE_MALLOC}`,
+    );
+    Deno.env.delete("GLIBC_TUNABLES");
+    assert.equal((await describeMachine()).glibcTunables, null);
+  } finally {
+    if (before === undefined) Deno.env.delete("GLIBC_TUNABLES");
+    else Deno.env.set("GLIBC_TUNABLES", before);
+  }
+});
+
+Deno.test("hugePageWarning() asks a Linux process without huge-page malloc for it, and nobody else", () => {
+  const linux = (glibcTunables: string | null) => hugePageWarning({ ...machine, glibcTunables });
+  assert.match(linux(null) ?? "", /GLIBC_TUNABLES lacks glibc\.malloc\.hugetlb=1/);
+  assert.match(linux("glibc.malloc.hugetlb=0") ?? "", /deno task calibrate/);
+  assert.match(linux("glibc.malloc.hugetlb=10") ?? "", /lacks/, "a tunable is matched whole");
+  assert.equal(linux(HUGE_PAGE_MALLOC), null);
+  assert.equal(linux(`glibc.malloc.check=0:${HUGE_PAGE_MALLOC}`), null);
+  assert.equal(hugePageWarning({ ...machine, os: "darwin", glibcTunables: null }), null);
 });
 
 Deno.test({
