@@ -94,6 +94,17 @@ const RESIDENT_BATCH_MS = 50;
 const IMPOSSIBLE_SHARE = 0.5;
 /** Most dispatches recorded into one device-resident batch. */
 const MAX_RESIDENT_REPS = 256;
+/**
+ * A device-resident sample's long batch is this many batch lengths (R), and its short batch one
+ * dispatch: the sync that the difference takes out costs the same either way, and each batch's
+ * dispatches add their own noise to the difference. Batches of R and 2R put 3R dispatches of noise
+ * and two syncs' jitter into a difference over R; one dispatch and 3R put the same into a
+ * difference over 3R − 1: a third of the spread for the same time. On lavapipe, `deno task noise`
+ * (webgpu, 4 windows) gave device-resident σ ln 0.204 and 59 % of times within ±15 % with R and
+ * 2R, and σ ln 0.069 and 88 % with this; the wall time per dispatch now matches the GPU
+ * timestamps' within ~1 % where R and 2R were up to 20 % off them.
+ */
+const RESIDENT_SAMPLE_BATCHES = 3;
 /** CPU and end-to-end batches aim at this long by default, well above timer resolution. */
 const DEFAULT_MIN_BATCH_MS = 2;
 /** Most untimed batches that size a CPU or end-to-end case's batch (see `warmUp`). */
@@ -288,10 +299,10 @@ async function warmUp(c: LiveCase, minBatchMs: number): Promise<void> {
 }
 
 /**
- * One sample. Device-resident: a batch of R and one of 2R dispatches, each ending in one sync;
- * the difference over R is the time per dispatch with the fixed sync cost taken out (GPU
- * timestamps, when present, never include it). A difference lost in noise (≤ 0, or under half the
- * GPU's own time: {@linkcode IMPOSSIBLE_SHARE}) is not recorded.
+ * One sample. Device-resident: a batch of one dispatch and a batch of 3R, each ending in one
+ * sync; their difference over 3R − 1 is the time per dispatch with the fixed sync cost taken out
+ * (GPU timestamps, when present, never include it). A difference lost in noise (≤ 0, or under half
+ * the GPU's own time: {@linkcode IMPOSSIBLE_SHARE}) is not recorded.
  * Otherwise: a batch of R runs over R.
  */
 async function takeSample(c: LiveCase): Promise<void> {
@@ -302,13 +313,14 @@ async function takeSample(c: LiveCase): Promise<void> {
     if (t.gpuMs !== undefined) c.gpu.push(t.gpuMs / c.reps);
     return;
   }
-  const one = await c.prepared.time(c.reps);
-  const two = await c.prepared.time(2 * c.reps);
-  c.elapsedMs += one.wallMs + two.wallMs;
-  const perRun = (two.wallMs - one.wallMs) / c.reps;
+  const longRuns = RESIDENT_SAMPLE_BATCHES * c.reps;
+  const short = await c.prepared.time(1);
+  const long = await c.prepared.time(longRuns);
+  c.elapsedMs += short.wallMs + long.wallMs;
+  const perRun = (long.wallMs - short.wallMs) / (longRuns - 1);
   if (!(perRun > 0)) return;
-  const gpuPerRun = one.gpuMs !== undefined && two.gpuMs !== undefined
-    ? (one.gpuMs + two.gpuMs) / (3 * c.reps)
+  const gpuPerRun = short.gpuMs !== undefined && long.gpuMs !== undefined
+    ? (short.gpuMs + long.gpuMs) / (longRuns + 1)
     : undefined;
   if (gpuPerRun !== undefined && perRun < IMPOSSIBLE_SHARE * gpuPerRun) return;
   c.wall.push(perRun);

@@ -301,3 +301,43 @@ Deno.test("measure() drops a device-resident sample whose wall time per dispatch
   assert.ok(r.wall.min >= 0.2, `an impossible sample was kept: ${r.wall.min}`);
   assert.ok(Math.abs(r.wall.median - 0.42) < 1e-6, `${r.wall.median}`);
 });
+
+Deno.test("measure() times a device-resident dispatch as a batch of 3R less a batch of one, over 3R − 1", async () => {
+  // Each batch pays an 11 ms sync that comes back up to 4 ms late; a dispatch takes 0.5 ms. The
+  // late syncs are the same size in both designs, but spread over 3R − 1 dispatches, not R.
+  const asked: number[] = [];
+  let call = 0;
+  const runner: Runner = {
+    backend: "webgpu",
+    prepare(op: OpSpec, shape: Shape, dtype, _variant, inputs: OpInputs): Promise<Prepared> {
+      return Promise.resolve({
+        compileMs: 0,
+        output: () => Promise.resolve(Float32Array.from(op.reference(shape, dtype, inputs))),
+        time(reps: number) {
+          asked.push(reps);
+          return Promise.resolve({ wallMs: 11 + 4 * (call++ % 2) + 0.5 * reps });
+        },
+        dispose() {},
+      });
+    },
+    close: () => Promise.resolve(),
+  };
+  const r = await measure(
+    {
+      op: "add",
+      shape: { n: 1000 },
+      dtype: "f32",
+      backend: "webgpu",
+      residency: "device-resident",
+    },
+    { runners: only(runner), stopping: { budgetMs: 400, minSamples: 4 } },
+  );
+  assert.equal(r.state, "ok");
+  if (r.state !== "ok") return;
+  const samples = asked.slice(2); // after the warm-up's batches of 1 and 8
+  const batch = samples[1]!;
+  assert.equal(batch % 3, 0);
+  assert.deepEqual(samples, samples.map((_, i) => (i % 2 === 0 ? 1 : batch)));
+  // The sync came back 4 ms late in every long batch: 4 / (3R − 1) per dispatch, not 4 / R.
+  assert.ok(Math.abs(r.wall.median - (0.5 + 4 / (batch - 1))) < 1e-9, `${r.wall.median}`);
+});
