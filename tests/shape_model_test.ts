@@ -163,3 +163,26 @@ Deno.test("predictTime() of a non-square shape from a report with none admits th
   assert.match(t.source, /no shape of these proportions was measured/);
   assert.ok(t.interval[1] / t.interval[0] >= 4 * 0.999);
 });
+
+Deno.test("a dimension the residual hardly moves with gets a longer length scale, so shapes far apart in it still inform each other", () => {
+  // The residual steps with m (tile fill) and not with k or n. At m = 8 only one k × n was
+  // measured; a shape with other k and n is predicted from it, not from the cost model.
+  const step = (m: number) => (m === 1 ? Math.log(3) : m === 8 ? Math.log(1.6) : 0);
+  const rng = seededRng(7);
+  const points: ShapePoint[] = [];
+  for (const m of [1, 64, 256, 1024]) {
+    for (const [k, n] of [[256, 256], [1024, 4096], [4096, 1024], [512, 2048], [2048, 512]]) {
+      points.push({
+        features: [m, k!, n!],
+        residual: step(m) + 0.02 * gaussian(rng),
+        noiseVar: 4e-4,
+      });
+    }
+  }
+  points.push({ features: [8, 1024, 4096], residual: step(8), noiseVar: 4e-4 });
+  const model = fitShapeModel(points)!;
+  const [m, k, n] = model.lengthScales;
+  assert.ok(k! > m! && n! > m!, `length scales m ${m}, k ${k}, n ${n}`);
+  const unseen = correctionAt(model, [8, 2560, 640]);
+  assert.ok(Math.abs(unseen.mean - step(8)) < 0.15, `m = 8 at 2560 × 640: ${unseen.mean}`);
+});
