@@ -266,26 +266,24 @@ Deno.test("measureMany() hands the cases of one op, shape and dtype the same ope
   assert.notEqual(seen[2]!.inputs, seen[0]!.inputs, "n = 2000 has its own");
 });
 
-Deno.test("measure() drops a device-resident sample whose wall time per dispatch is under the GPU's own", async () => {
-  // The GPU runs each dispatch in 0.4 ms, but the two batches' syncs came back 0.03 ms per
-  // dispatch apart every other sample: those samples are impossible, the others are kept.
-  let call = 0;
-  const runner: Runner = {
+/** A WebGPU runner whose cases answer right and take the times `time` gives. */
+function fakeGpuRunner(time: (reps: number) => { wallMs: number; gpuMs?: number }): Runner {
+  return {
     backend: "webgpu",
     prepare(op: OpSpec, shape: Shape, dtype, _variant, inputs: OpInputs): Promise<Prepared> {
       return Promise.resolve({
         compileMs: 0,
         output: () => Promise.resolve(Float32Array.from(op.reference(shape, dtype, inputs))),
-        time(reps: number) {
-          const pair = Math.floor(call++ / 2);
-          const perRun = pair % 2 === 0 ? 0.03 : 0.42;
-          return Promise.resolve({ wallMs: 11 + perRun * reps, gpuMs: 0.4 * reps });
-        },
+        time: (reps: number) => Promise.resolve(time(reps)),
         dispose() {},
       });
     },
     close: () => Promise.resolve(),
   };
+}
+
+/** One device-resident add on `runner`, at least four samples. */
+async function measureResident(runner: Runner) {
   const r = await measure(
     {
       op: "add",
@@ -297,7 +295,19 @@ Deno.test("measure() drops a device-resident sample whose wall time per dispatch
     { runners: only(runner), stopping: { budgetMs: 400, minSamples: 4 } },
   );
   assert.equal(r.state, "ok");
-  if (r.state !== "ok") return;
+  if (r.state !== "ok") throw new Error("unreachable");
+  return r;
+}
+
+Deno.test("measure() drops a device-resident sample whose wall time per dispatch is under the GPU's own", async () => {
+  // The GPU runs each dispatch in 0.4 ms, but the two batches' syncs came back 0.03 ms per
+  // dispatch apart every other sample: those samples are impossible, the others are kept.
+  let call = 0;
+  const r = await measureResident(fakeGpuRunner((reps) => {
+    const pair = Math.floor(call++ / 2);
+    const perRun = pair % 2 === 0 ? 0.03 : 0.42;
+    return { wallMs: 11 + perRun * reps, gpuMs: 0.4 * reps };
+  }));
   assert.ok(r.wall.min >= 0.2, `an impossible sample was kept: ${r.wall.min}`);
   assert.ok(Math.abs(r.wall.median - 0.42) < 1e-6, `${r.wall.median}`);
 });
@@ -307,33 +317,10 @@ Deno.test("measure() times a device-resident dispatch as a batch of 3R less a ba
   // late syncs are the same size in both designs, but spread over 3R − 1 dispatches, not R.
   const asked: number[] = [];
   let call = 0;
-  const runner: Runner = {
-    backend: "webgpu",
-    prepare(op: OpSpec, shape: Shape, dtype, _variant, inputs: OpInputs): Promise<Prepared> {
-      return Promise.resolve({
-        compileMs: 0,
-        output: () => Promise.resolve(Float32Array.from(op.reference(shape, dtype, inputs))),
-        time(reps: number) {
-          asked.push(reps);
-          return Promise.resolve({ wallMs: 11 + 4 * (call++ % 2) + 0.5 * reps });
-        },
-        dispose() {},
-      });
-    },
-    close: () => Promise.resolve(),
-  };
-  const r = await measure(
-    {
-      op: "add",
-      shape: { n: 1000 },
-      dtype: "f32",
-      backend: "webgpu",
-      residency: "device-resident",
-    },
-    { runners: only(runner), stopping: { budgetMs: 400, minSamples: 4 } },
-  );
-  assert.equal(r.state, "ok");
-  if (r.state !== "ok") return;
+  const r = await measureResident(fakeGpuRunner((reps) => {
+    asked.push(reps);
+    return { wallMs: 11 + 4 * (call++ % 2) + 0.5 * reps };
+  }));
   const samples = asked.slice(2); // after the warm-up's batches of 1 and 8
   const batch = samples[1]!;
   assert.equal(batch % 3, 0);
