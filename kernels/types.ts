@@ -257,6 +257,12 @@ export interface WasmImpl {
   wat(variant: Variant, dtype: Dtype): string;
   /** Number of independent work items (rows, blocks) the op can be split into. */
   parts(shape: Shape, variant: Variant): number;
+  /**
+   * True when each call packs a shared operand for itself (matmul packs B for its rows): a
+   * `wasm-mt` run then gives each thread one contiguous range, since every further range would
+   * pack the operand again.
+   */
+  readonly packsPerCall?: boolean;
   /** Arguments of `run` for the work items `[start, end)`. */
   args(
     shape: Shape,

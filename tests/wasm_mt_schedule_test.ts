@@ -1,5 +1,11 @@
 import assert from "node:assert/strict";
-import { chunkRanges, createWasmMtRunner } from "../calibrate/runners/wasm_mt.ts";
+import {
+  chunkRanges,
+  CHUNKS_PER_THREAD,
+  chunksFor,
+  createWasmMtRunner,
+} from "../calibrate/runners/wasm_mt.ts";
+import { getOp } from "../kernels/catalog.ts";
 import { WorkerPool } from "../calibrate/runners/_wasm_pool.ts";
 import { compileWat } from "../calibrate/runners/_wasm_module.ts";
 import {
@@ -167,4 +173,13 @@ Deno.test("WorkerPool.run() refuses more chunks than it was sized for", async ()
 
 Deno.test("createWasmMtRunner() rejects a chunk count per thread of 0", () => {
   assert.throws(() => createWasmMtRunner({ threads: 2, chunksPerThread: 0 }), RangeError);
+});
+
+Deno.test("a kernel that packs an operand per call runs as one chunk per thread; others as several", () => {
+  assert.equal(chunksFor(2, undefined, true), 2);
+  assert.equal(chunksFor(2, undefined, false), 2 * CHUNKS_PER_THREAD);
+  assert.equal(chunksFor(4, 3, true), 12, "a count the runner was given wins");
+  const packs = (op: string) => getOp(op).impls.wasm?.packsPerCall === true;
+  assert.equal(packs("matmul"), true, "matmul packs B for its rows on every call");
+  assert.equal(packs("gemv") || packs("add") || packs("sum") || packs("softmax"), false);
 });

@@ -15,9 +15,9 @@ import { compileWat } from "./_wasm_module.ts";
 export interface LoadedKernel {
   /**
    * Contiguous ranges `[start, end)` covering `[0, parts)` in order: the whole range on one
-   * thread, a few chunks per thread on a pool.
+   * thread, a few chunks per thread on a pool (one per thread for a kernel that packs per call).
    */
-  split(parts: number): [number, number][];
+  split(parts: number, packsPerCall: boolean): [number, number][];
   /**
    * Runs every range once, on whichever thread takes it, with `args[i]` the arguments of range
    * `i` (`null` for an empty range); returns when all are done.
@@ -94,7 +94,7 @@ export async function prepareWasm(
     }));
   }
   const outPtr = at;
-  const ranges = kernel.split(impl.parts(shape, variant));
+  const ranges = kernel.split(impl.parts(shape, variant), impl.packsPerCall === true);
   const args = ptrs.map((p) =>
     ranges.map(([s, e]) => (s < e ? impl.args(shape, p, outPtr, s, e, variant, dtype) : null))
   );
