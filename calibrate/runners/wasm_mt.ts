@@ -52,7 +52,10 @@ export function chunksFor(
 export interface WasmMtOptions {
   /** Threads in all, the caller included; `navigator.hardwareConcurrency` when absent. */
   readonly threads?: number;
-  /** Chunks per thread a run is cut into; {@linkcode CHUNKS_PER_THREAD} when absent. */
+  /**
+   * Chunks per thread a run is cut into, for every kernel. When absent: one for a kernel that packs
+   * an operand per call, {@linkcode CHUNKS_PER_THREAD} for the others ({@linkcode chunksFor}).
+   */
   readonly chunksPerThread?: number;
 }
 
