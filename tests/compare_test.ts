@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { compareReports } from "../reports/compare.ts";
 import type { Report } from "../core/schema.ts";
-import { syntheticReport } from "./_fixtures.ts";
+import { syntheticReport, syntheticStability } from "./_fixtures.ts";
 import {
   jittered,
   MATMUL_WASM,
@@ -248,14 +248,7 @@ Deno.test("compareReports() judges a rate only where its term carries most of th
 
 /** Stability data whose only figure is `sigma` for wasm-mt (probes are not re-read). */
 function stabilityWith(sigma: number): NonNullable<Report["stability"]> {
-  return {
-    op: "add",
-    dtype: "f32",
-    shape: { n: 65536 },
-    residency: "end-to-end",
-    probes: [],
-    driftSigma: { "wasm-mt": sigma },
-  };
+  return { ...syntheticStability({ "wasm-mt": sigma }), residency: "end-to-end" };
 }
 
 /** A report whose add wasm→wasm-mt crossover is gone (wasm-mt never wins in range). */
