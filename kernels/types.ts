@@ -390,6 +390,13 @@ export interface OpSpec {
    * decides which load path a kernel takes (see `models/_alignment.ts`).
    */
   readonly rowBytes?: (shape: Shape, dtype: Dtype) => number;
+  /**
+   * Bytes a row's length must be a multiple of for the WebGPU kernel to load it in vectors, by
+   * dtype; 16 when absent. It is the kernel's unit, not the hardware's: a q8 gemv row loads as
+   * `vec4<u32>` only when it is whole 32-weight groups, and 6000 columns (16-byte rows, not whole
+   * groups) ran 1.6× slower on lavapipe than 6016.
+   */
+  readonly rowVectorBytes?: (dtype: Dtype) => number;
   /** Implementations; `wasm` serves both `wasm` and `wasm-mt`. */
   readonly impls: {
     readonly js?: JsImpl;

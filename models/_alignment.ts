@@ -68,16 +68,19 @@ export function alignedMs(fitMs: number, t0Ms: number, ln: number): number {
  * The alignment class of rows of `rowBytes` bytes.
  *
  * @param rowBytes Bytes of one row (a fraction counts as across words).
+ * @param vectorBytes What a row's bytes must be a multiple of for the kernel's vector loads
+ * (16 by default; 32 for a kernel that loads whole 32-byte groups).
  * @returns The class.
  * @example
  * ```ts
  * import { alignmentClass } from "./_alignment.ts";
  * console.log(alignmentClass(4096), alignmentClass(1500), alignmentClass(575)); // 2 1 0
+ * console.log(alignmentClass(6000, 32)); // 1: whole words, not whole 32-byte groups
  * ```
  */
-export function alignmentClass(rowBytes: number): AlignmentClass {
+export function alignmentClass(rowBytes: number, vectorBytes = 16): AlignmentClass {
   if (!Number.isInteger(rowBytes) || rowBytes % 4 !== 0) return 0;
-  return rowBytes % 16 === 0 ? 2 : 1;
+  return rowBytes % vectorBytes === 0 ? 2 : 1;
 }
 
 /** A measured point as the alignment model needs it. */

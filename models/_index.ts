@@ -308,7 +308,7 @@ function buildSeries(
   // ×0.7–1.3 either way: their cache regimes, which the sweep's sizes confound with alignment.
   const alignmentOf = op.rowBytes === undefined || backend !== "webgpu"
     ? null
-    : (shape: Shape) => alignmentClass(op.rowBytes!(shape, dtype));
+    : (shape: Shape) => alignmentClass(op.rowBytes!(shape, dtype), op.rowVectorBytes?.(dtype));
   const axis = new Map<string, AxisModel>();
   for (const f of fits) {
     axis.set(f.variant, axisModelOf(f, byVariant.get(f.variant) ?? [], alignmentOf));
