@@ -23,7 +23,7 @@ import type { CalibrationJob } from "./plan.ts";
 import { measurementKey, type PlanState, type Steps } from "./plan_state.ts";
 import type { MeasureRequest } from "../core/result.ts";
 import { gridSteps, residenciesFor, runnable } from "./grid.ts";
-import { offAxisShapes } from "./shapes.ts";
+import { offAxisShapes, sureOffAxisShapes } from "./shapes.ts";
 import { DEFAULT_STOPPING } from "../core/stats.ts";
 
 /** Series with at least this many sizes are measured again in later passes. */
@@ -234,10 +234,6 @@ function* bendSteps(state: PlanState, job: CalibrationJob, backends: readonly Ba
   );
 }
 
-/** Off-axis shapes measured per job however late it runs (`shapes.ts` lists the most telling first). */
-const MIN_OFF_AXIS = 4;
-const MIN_OFF_AXIS_QUICK = 1;
-
 /**
  * The job's off-axis shapes (`shapes.ts`): each measured on every backend the job measured (its
  * best variant, each residency), interleaved per shape like the grid, within the job's time. A
@@ -255,9 +251,9 @@ function* offAxisSteps(
   const shapes = offAxisShapes(op, dtype, state.plan.mode);
   if (shapes.length === 0) return;
   state.phase(`${op.name} ${dtype}: ${shapes.length} off-axis shapes`);
-  // The first few shapes are measured whatever the clock says, as the grid's first sizes are:
-  // without any, a prediction off the axis can only say it does not know the shape's effect.
-  const minimum = state.plan.mode === "quick" ? MIN_OFF_AXIS_QUICK : MIN_OFF_AXIS;
+  // The first few shapes are measured whatever the clock says (`shapes.ts` lists the most
+  // telling first).
+  const minimum = sureOffAxisShapes(op, state.plan.mode);
   for (const [i, shape] of shapes.entries()) {
     if (i >= minimum && state.time.past(state.time.jobDeadline())) return;
     const reqs: MeasureRequest[] = [];

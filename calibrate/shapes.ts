@@ -54,18 +54,22 @@ const GEMV_STREAMING: Shape = { rows: 8192, cols: 8192 };
 
 const GEMV: readonly Shape[] = [
   ...GEMV_QUICK,
-  GEMV_STREAMING,
-  // Rows the kernel cannot load in vectors: in words (q4 and q8 at 3000 columns, f32 and f16 at
-  // 1150) or across words (q4 and q8 at 1150), up to 2.6× slower on lavapipe. The sweep's own
-  // such sizes are mostly launch-bound, and the shapes above are all vector-aligned, so without
-  // these a default run learns no alignment offset and predicts q8 1500 × 6000 (not whole
-  // 32-weight groups) as fast as 1024 × 4096: half its time (see `models/_alignment.ts`).
+  // Twins a few columns apart, one per way the kernel loads a row: in vectors (3008 columns, for
+  // every dtype), in words (q8 and q4 at 3000, whole words but not whole 32-weight groups) and
+  // across words (q8 and q4 at 3002; f32 and f16 there load unaligned vectors). Their differences
+  // are the alignment offsets with size and proportions held (see `models/_alignment.ts`): q8
+  // at 6000 columns ran 1.6× slower than at 6016 on lavapipe, and without twins the offset
+  // drowned in how the sweep's sizes scatter about the fit, so q8 1500 × 6000 was predicted at
+  // half its time.
+  { rows: 1024, cols: 3008 },
   { rows: 1024, cols: 3000 },
-  { rows: 2048, cols: 1150 },
+  { rows: 1024, cols: 3002 },
+  GEMV_STREAMING,
   { rows: 2048, cols: 512 },
   { rows: 512, cols: 2048 },
   { rows: 8192, cols: 2048 },
   { rows: 256, cols: 8192 },
+  { rows: 2048, cols: 1150 },
 ];
 
 const SOFTMAX_QUICK: readonly Shape[] = [
@@ -81,11 +85,44 @@ const SOFTMAX: readonly Shape[] = [
   { rows: 1024, cols: 256 },
 ];
 
-const BY_OP: Readonly<Record<string, { quick: readonly Shape[]; full: readonly Shape[] }>> = {
-  matmul: { quick: MATMUL_QUICK, full: MATMUL },
-  gemv: { quick: GEMV_QUICK, full: GEMV },
-  softmax: { quick: SOFTMAX_QUICK, full: SOFTMAX },
+/** An op's shapes, and how many of the full list a run measures however late its job runs. */
+interface OffAxisSet {
+  readonly quick: readonly Shape[];
+  readonly full: readonly Shape[];
+  readonly sure: number;
+}
+
+const BY_OP: Readonly<Record<string, OffAxisSet>> = {
+  matmul: { quick: MATMUL_QUICK, full: MATMUL, sure: 4 },
+  // The quick pair, the three twins and the streaming size.
+  gemv: { quick: GEMV_QUICK, full: GEMV, sure: 6 },
+  softmax: { quick: SOFTMAX_QUICK, full: SOFTMAX, sure: 4 },
 };
+
+/** Off-axis shapes a quick run measures however late: one. */
+const SURE_QUICK = 1;
+
+/**
+ * How many of {@linkcode offAxisShapes}' first shapes a run measures whatever the clock says, as
+ * it measures the grid's first sizes: without any, a prediction off the axis can only say it does
+ * not know the shape's effect.
+ *
+ * @param op The op.
+ * @param mode The calibration mode.
+ * @returns The count (0 for ops without off-axis shapes).
+ * @example
+ * ```ts
+ * import { sureOffAxisShapes } from "./shapes.ts";
+ * import { getOp } from "../kernels/catalog.ts";
+ * console.log(sureOffAxisShapes(getOp("gemv"), "default")); // 6
+ * console.log(sureOffAxisShapes(getOp("gemv"), "quick")); // 1
+ * ```
+ */
+export function sureOffAxisShapes(op: OpSpec, mode: CalibrationMode): number {
+  const sets = BY_OP[op.name];
+  if (sets === undefined) return 0;
+  return mode === "quick" ? SURE_QUICK : sets.sure;
+}
 
 /**
  * The off-axis shapes to measure for `op` at `dtype` in `mode`, in the order to measure them

@@ -14,7 +14,9 @@
  * that part, and applied to that part (a 4 × 4 gemv is its launch, aligned or not). The index
  * takes each measurement's class offset out before correcting the fit along the axis, and a
  * prediction puts it back for the shape's class. A class the report did not measure lies between
- * its neighbours.
+ * its neighbours. Where the report measured twins (one shape at a few column counts, one per
+ * class), their differences are the offsets: a class's median residual also carries how its
+ * sizes ran against the fit, which on lavapipe scatters as much as alignment moves.
  *
  * ```ts
  * import { alignmentClass, fitAlignment, offsetAt } from "./_alignment.ts";
@@ -90,7 +92,16 @@ export interface AlignedResidual {
   readonly residual: number;
   /** Share of the fitted time beyond the fixed cost, (fit − t0) / fit. */
   readonly variableShare: number;
+  /**
+   * The shape's dimensions, when known: points whose dimensions are all within
+   * {@linkcode TWIN_TOLERANCE} of each other are twins (1024 × 3000 and 1024 × 3008), and their
+   * difference is their classes' offset with everything else held.
+   */
+  readonly dims?: readonly number[];
 }
+
+/** Relative difference within which two shapes' dimensions count as the same shape's. */
+export const TWIN_TOLERANCE = 0.01;
 
 /** Per class (index 0–2), offset in ln time from the reference class; null where not measured. */
 export interface AlignmentModel {
@@ -111,6 +122,8 @@ export interface AlignmentOffset {
  * @param points Residuals of one variant's measured shapes (non-finite ones skipped).
  * @returns The model, or null when fewer than two classes have enough points, or when no class
  * differs from the reference by more than noise (8 %, and one standard error of the medians).
+ * A class with a vector-aligned twin (`AlignedResidual.dims`) takes its offset from the twins,
+ * measured against the vector-aligned class, however few its points.
  * @example
  * ```ts
  * import { fitAlignment } from "./_alignment.ts";
@@ -118,28 +131,64 @@ export interface AlignmentOffset {
  * ```
  */
 export function fitAlignment(points: readonly AlignedResidual[]): AlignmentModel | null {
-  const byClass: number[][] = [[], [], []];
-  for (const p of points) {
-    if (Number.isFinite(p.residual) && p.variableShare >= MIN_VARIABLE_SHARE) {
-      byClass[p.alignment]!.push(p.residual);
-    }
-  }
-  const centers = byClass.map((r) => r.length >= MIN_CLASS_POINTS ? median(r) : null);
-  const reference = [2, 1, 0].find((c) => centers[c] !== null);
-  if (reference === undefined || centers.filter((c) => c !== null).length < 2) return null;
-  const spreads = byClass.map((r, c) =>
-    centers[c] === null ? null : 1.4826 * median(r.map((v) => Math.abs(v - centers[c]!)))
+  const teaching = points.filter((p) =>
+    Number.isFinite(p.residual) && p.variableShare >= MIN_VARIABLE_SHARE
   );
+  const byClass: number[][] = [[], [], []];
+  for (const p of teaching) byClass[p.alignment]!.push(p.residual);
+  const twins = twinOffsets(teaching);
+  const centers = byClass.map((r) => r.length >= MIN_CLASS_POINTS ? median(r) : null);
+  const reference = twins.some((t) => t !== null) ? 2 : [2, 1, 0].find((c) => centers[c] !== null);
+  if (reference === undefined) return null;
+  const known = (c: number) => c === reference || twins[c] !== null || centers[c] !== null;
+  if ([0, 1, 2].filter(known).length < 2) return null;
+  const spreads = byClass.map((r, c) => {
+    if (twins[c] !== null) return twins[c]!.spread;
+    return centers[c] === null ? null : 1.4826 * median(r.map((v) => Math.abs(v - centers[c]!)));
+  });
   // Standard error of a class's median (≈ 1.25 σ / √n), for telling an offset from noise.
   const se = (c: number) => 1.25 * spreads[c]! / Math.sqrt(byClass[c]!.length);
-  const offsets = centers.map((center, c) => {
-    if (center === null) return null;
+  const offsets = [0, 1, 2].map((c) => {
+    if (c === reference) return 0;
+    const twin = twins[c] ?? null;
+    // Twins hold everything but the rows' alignment: their difference is the offset, where a
+    // class's median residual also carries how sizes and proportions ran against the fit.
+    if (twin !== null) return Math.abs(twin.ln) < MIN_OFFSET ? 0 : twin.ln;
+    const center = centers[c] ?? null;
+    if (center === null || centers[reference] === null) return null;
     const offset = center - centers[reference]!;
     const noise = SIGNIFICANT_SES * Math.hypot(se(c), se(reference));
     return Math.abs(offset) < Math.max(MIN_OFFSET, noise) ? 0 : offset;
   });
   if (offsets.every((o) => o === null || o === 0)) return null;
   return { offsets, spreads };
+}
+
+/**
+ * Per class, the median ln difference of its points from their vector-aligned twins (shapes a
+ * few columns apart, see `AlignedResidual.dims`), and the spread of those differences; null for
+ * a class with no twin.
+ */
+function twinOffsets(
+  points: readonly AlignedResidual[],
+): ({ ln: number; spread: number } | null)[] {
+  const differences: number[][] = [[], [], []];
+  const aligned = points.filter((p) => p.alignment === 2 && p.dims !== undefined);
+  for (const p of points) {
+    if (p.alignment === 2 || p.dims === undefined) continue;
+    const twin = aligned.find((a) => isTwin(a.dims!, p.dims!));
+    if (twin !== undefined) differences[p.alignment]!.push(p.residual - twin.residual);
+  }
+  return differences.map((d) => {
+    if (d.length === 0) return null;
+    const ln = median(d);
+    return { ln, spread: 1.4826 * median(d.map((v) => Math.abs(v - ln))) };
+  });
+}
+
+function isTwin(a: readonly number[], b: readonly number[]): boolean {
+  return a.length === b.length &&
+    a.every((x, i) => Math.abs(x - b[i]!) <= TWIN_TOLERANCE * Math.max(x, b[i]!));
 }
 
 /**

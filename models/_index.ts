@@ -366,6 +366,7 @@ function axisModelOf(
       alignment: alignmentOf(p.shape),
       residual: Math.log((p.ms - model.t0) / (fitMs - model.t0)),
       variableShare: 1 - model.t0 / fitMs,
+      dims: p.dims,
     };
   }));
   // The fit's time at a point with the point's alignment offset in it.

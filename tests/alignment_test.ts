@@ -6,6 +6,7 @@ import { predictTime } from "../models/predict.ts";
 import type { Measurement, Report } from "../core/schema.ts";
 import type { Shape } from "../kernels/types.ts";
 import { syntheticReport } from "./_fixtures.ts";
+import { offAxisShapes, sureOffAxisShapes } from "../calibrate/shapes.ts";
 
 const gemv = getOp("gemv");
 
@@ -118,5 +119,45 @@ Deno.test("predictTime() puts an aligned shape on the aligned path and a misalig
     const truth = trueMs(shape);
     assert.ok(Math.abs(t.ms / truth - 1) < 0.2, `${shape.rows}x${shape.cols}: ${t.ms} vs ${truth}`);
     assert.ok(t.interval[0] <= truth && truth <= t.interval[1], `${t.interval} vs ${truth}`);
+  }
+});
+
+Deno.test("twins a few columns apart give the offset, where the classes' residuals are confounded with size", () => {
+  const slow = Math.log(1.6);
+  // The sweep's vector-aligned sizes scatter ×0.5–2 about the fit (cache regimes, proportions),
+  // so their median says little; the word-aligned twin runs 1.6× its aligned twin.
+  const model = fitAlignment([
+    { alignment: 2, residual: -0.7, variableShare: 0.9, dims: [8192, 8192] },
+    { alignment: 2, residual: 0.5, variableShare: 0.9, dims: [512, 512] },
+    { alignment: 2, residual: -0.4, variableShare: 0.9, dims: [1024, 4096] },
+    { alignment: 1, residual: -0.1, variableShare: 0.9, dims: [2580, 2580] },
+    { alignment: 2, residual: 0.2, variableShare: 0.95, dims: [1024, 3008] },
+    { alignment: 1, residual: 0.2 + slow, variableShare: 0.95, dims: [1024, 3000] },
+    { alignment: 0, residual: 0.2 + 2 * slow, variableShare: 0.95, dims: [1024, 3002] },
+  ]);
+  assert.ok(model !== null);
+  assert.ok(Math.abs(model.offsets[1]! - slow) < 1e-12, `${model.offsets[1]}`);
+  assert.ok(Math.abs(model.offsets[0]! - 2 * slow) < 1e-12, `${model.offsets[0]}`);
+  assert.equal(model.offsets[2], 0);
+  // Without the twins, the word-aligned class's median sits on the fit: no offset learned.
+  const untwinned = fitAlignment([
+    { alignment: 2, residual: -0.7, variableShare: 0.9 },
+    { alignment: 2, residual: 0.5, variableShare: 0.9 },
+    { alignment: 2, residual: -0.4, variableShare: 0.9 },
+    { alignment: 1, residual: -0.1, variableShare: 0.9 },
+    { alignment: 2, residual: 0.2, variableShare: 0.95 },
+    { alignment: 1, residual: 0.2 + slow, variableShare: 0.95 },
+  ]);
+  assert.ok(untwinned === null || untwinned.offsets[1] === 0, `${untwinned?.offsets}`);
+});
+
+Deno.test("a default run measures twins of every load path before the other gemv shapes", () => {
+  const shapes = offAxisShapes(gemv, "q8", "default").slice(0, sureOffAxisShapes(gemv, "default"));
+  for (const dtype of ["q8", "q4"] as const) {
+    const classes = shapes.filter((s) =>
+      s.rows === 1024 && (s.cols ?? 0) >= 3000 && (s.cols ?? 0) <= 3008
+    )
+      .map((s) => alignmentClass(gemv.rowBytes!(s, dtype), gemv.rowVectorBytes!(dtype)));
+    assert.deepEqual(classes.sort(), [0, 1, 2], dtype);
   }
 });
