@@ -108,12 +108,16 @@ export interface AlignmentModel {
   readonly offsets: readonly (number | null)[];
   /** Each measured class's spread of residuals about its offset (robust σ of ln time). */
   readonly spreads: readonly (number | null)[];
+  /** Per class, whether its offset came from twins (see `AlignedResidual.dims`). */
+  readonly twinned?: readonly boolean[];
 }
 
 /** An alignment offset at a class: ln of the factor, and the half-width it adds to intervals. */
 export interface AlignmentOffset {
   readonly ln: number;
   readonly halfWidth: number;
+  /** True when the class's own offset was measured as the difference of twins. */
+  readonly fromTwins?: boolean;
 }
 
 /**
@@ -161,7 +165,7 @@ export function fitAlignment(points: readonly AlignedResidual[]): AlignmentModel
     return Math.abs(offset) < Math.max(MIN_OFFSET, noise) ? 0 : offset;
   });
   if (offsets.every((o) => o === null || o === 0)) return null;
-  return { offsets, spreads };
+  return { offsets, spreads, twinned: twins.map((t) => t !== null) };
 }
 
 /**
@@ -207,7 +211,11 @@ function isTwin(a: readonly number[], b: readonly number[]): boolean {
  */
 export function offsetAt(model: AlignmentModel, alignment: AlignmentClass): AlignmentOffset {
   const own = model.offsets[alignment] ?? null;
-  if (own !== null) return { ln: own, halfWidth: 0 };
+  if (own !== null) {
+    return model.twinned?.[alignment] === true
+      ? { ln: own, halfWidth: 0, fromTwins: true }
+      : { ln: own, halfWidth: 0 };
+  }
   let below: number | null = null;
   for (let c = alignment - 1; c >= 0 && below === null; c--) below = model.offsets[c] ?? null;
   let above: number | null = null;

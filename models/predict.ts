@@ -354,10 +354,11 @@ function describe(
           ? ""
           : `, ×${
             Math.exp(p.alignment.ln).toFixed(2)
-          } for how its rows align to 4- and 16-byte loads (as the report's sizes of that ` +
-            `alignment ran against the fit${
-              alignHalf > 0 ? `; not measured, so between the classes around it` : ""
-            })`) +
+          } for how its rows align to the kernel's word and vector loads (${
+            p.alignment.fromTwins === true
+              ? "as the report's twin shapes a few columns apart ran"
+              : "as the report's sizes of that alignment ran against the fit"
+          }${alignHalf > 0 ? `; not measured, so between the classes around it` : ""})`) +
         (doublings > 0 ? `, ${doublings.toFixed(1)} doublings beyond it` : "") +
         (via === null ? "" : `; variant ${p.variant} has no fit of its own: ${via.from}'s ` +
           `×${via.ratio.toPrecision(3)}, its ratio where it ran (${via.sizes.join(", ")} ` +
