@@ -28,6 +28,7 @@ import { normalQuantile } from "../core/numeric.ts";
 import { correctionAt, DEFAULT_LEVEL } from "./_shape_model.ts";
 import { localLooError } from "./_residuals.ts";
 import { checkReach } from "./_bounds.ts";
+import { slowestTransfer } from "./_transfers.ts";
 import {
   type BackendSeries,
   indexReport,
@@ -169,9 +170,18 @@ function reachingTransfers(
   measuredBytes: number,
 ): TimePrediction {
   if (bytes <= measuredBytes) return t;
-  const uploadGBps = report.system.uploadGBps.value;
+  const systemGBps = report.system.uploadGBps.value;
   const syncMs = report.system.dispatchRoundTripMs.value;
-  if (!(uploadGBps && uploadGBps > 0 && syncMs !== null)) return t;
+  if (!(systemGBps && systemGBps > 0 && syncMs !== null)) return t;
+  // The system figure times one buffer at whichever speed it got; the report's own end-to-end
+  // runs may have met the slow speed elsewhere, and slower.
+  const slowest = slowestTransfer(report);
+  const uploadGBps = slowest !== null && slowest.gbps < systemGBps ? slowest.gbps : systemGBps;
+  const rateSource = uploadGBps === systemGBps
+    ? `the measured upload rate (${systemGBps.toPrecision(3)} GB/s)`
+    : `the slowest transfer rate of the report's own end-to-end runs (${
+      uploadGBps.toPrecision(3)
+    } GB/s, ${slowest!.at}; the upload figure says ${systemGBps.toPrecision(3)})`;
   let residentMs: number;
   try {
     residentMs = predictTime(report, { ...request, residency: "device-resident" }).ms;
@@ -186,7 +196,7 @@ function reachingTransfers(
     interval: [Math.min(lo, viaTransfersMs), Math.max(hi, viaTransfersMs)],
     source: `${t.source}; the device-resident time, one sync and ${
       (bytes / 1e6).toPrecision(3)
-    } MB at the measured upload rate (${uploadGBps.toPrecision(3)} GB/s) give ${
+    } MB at ${rateSource} give ${
       viaTransfersMs.toPrecision(3)
     } ms instead (large uploads ran at either speed on this machine): the interval reaches it`,
   };
@@ -297,10 +307,22 @@ function describe(
     const f = p.fit;
     const lo = table.op.axis.shape(f.sizeRange[0]);
     const hi = table.op.axis.shape(f.sizeRange[1]);
+    // With a shape model, the measured shapes it learned from carry the fit's error at their
+    // work in their residuals, off the axis too (js matmul 8 × 1024 × 4096 beyond a sweep that
+    // stopped at 256³): only work beyond every measured shape compounds it.
+    const reach = p.shapeModel === null ? null : measuredWork(s.best);
     const doublings = p.provenance === "extrapolated"
       ? Math.max(
-        beyond(flops, table.op.flops(lo), table.op.flops(hi)),
-        beyond(bytes, table.op.bytes(lo, table.dtype), table.op.bytes(hi, table.dtype)),
+        beyond(
+          flops,
+          Math.min(table.op.flops(lo), reach?.flops[0] ?? Infinity),
+          Math.max(table.op.flops(hi), reach?.flops[1] ?? 0),
+        ),
+        beyond(
+          bytes,
+          Math.min(table.op.bytes(lo, table.dtype), reach?.bytes[0] ?? Infinity),
+          Math.max(table.op.bytes(hi, table.dtype), reach?.bytes[1] ?? 0),
+        ),
       )
       : 0;
     const fitError = f.cvMaxError ?? f.cvMape ?? Math.expm1(2 * f.rmsLogError);
@@ -393,6 +415,19 @@ function describe(
  */
 function variantRatioHalfWidth(ratio: number): number {
   return Math.max(Math.abs(Math.log(ratio)), Math.log(1.25));
+}
+
+/** The least and most flops and bytes of measured points; null with none. */
+function measuredWork(
+  points: readonly { readonly flops: number; readonly bytes: number }[],
+): { flops: [number, number]; bytes: [number, number] } | null {
+  if (points.length === 0) return null;
+  const flops = points.map((p) => p.flops);
+  const bytes = points.map((p) => p.bytes);
+  return {
+    flops: [Math.min(...flops), Math.max(...flops)],
+    bytes: [Math.min(...bytes), Math.max(...bytes)],
+  };
 }
 
 /** Doublings of `x` outside `[lo, hi]` (0 inside, or when the range is empty). */

@@ -68,7 +68,10 @@ Deno.test("far from every measured shape the correction returns to the cost mode
 });
 
 /** The synthetic report with wasm matmuls at m = 1 and 8 that run `penalty(m)` × slower. */
-function withOffAxisMatmuls(penalty: (m: number) => number) {
+function withOffAxisMatmuls(
+  penalty: (m: number) => number,
+  extra: readonly { m: number; k: number; n: number }[] = [],
+) {
   const base = syntheticReport();
   const template = base.measurements.find((x) =>
     x.state === "ok" && x.op === "matmul" && x.backend === "wasm"
@@ -84,7 +87,7 @@ function withOffAxisMatmuls(penalty: (m: number) => number) {
       k: k!,
       n: n!,
     }))
-  );
+  ).concat(extra);
   const offAxis: Measurement[] = shapes.map((shape, i) => {
     const median = onAxisMs(shape) * penalty(shape.m);
     const flops = 2 * shape.m * shape.k * shape.n;
@@ -124,6 +127,26 @@ Deno.test("predictTime() predicts an unmeasured non-square matmul from measured 
     const blind = predictTime(base, { op: "matmul", shape, dtype: "f32", backend: "wasm" });
     assert.ok(truth / blind.ms > 2, "without measured non-square shapes the model is shape-blind");
   }
+});
+
+Deno.test("a shape beyond the sweep's largest work but among measured non-square shapes is not extrapolated", () => {
+  const penalty = (m: number) => (m === 1 ? 6 : 2.5);
+  // The sweep stops at 512³ (3 MB); measured m = 8 shapes reach 17 MB of B.
+  const { onAxisMs, report } = withOffAxisMatmuls(penalty, [{ m: 8, k: 2048, n: 2048 }]);
+  const shape = { m: 8, k: 2048, n: 1024 };
+  const t = predictTime(report, { op: "matmul", shape, dtype: "f32", backend: "wasm" });
+  assert.equal(t.provenance, "extrapolated", "beyond the fit's sizes");
+  assert.doesNotMatch(t.source, /doublings beyond/);
+  const truth = onAxisMs(shape) * penalty(8);
+  assert.ok(t.interval[0] < truth && truth < t.interval[1]);
+  // Beyond every measured shape, the fit's held-out error still compounds.
+  const far = predictTime(report, {
+    op: "matmul",
+    shape: { m: 8, k: 8192, n: 8192 },
+    dtype: "f32",
+    backend: "wasm",
+  });
+  assert.match(far.source, /doublings beyond/);
 });
 
 Deno.test("predictTime() leaves square shapes to the axis fit when non-square shapes were measured", () => {
