@@ -543,14 +543,26 @@ function scaleInterval(ci: Interval, k: number): Interval {
  * Both reports with each backend's drift replaced by the larger of the two runs' (a report
  * without stability data stays as it is). A drift σ from a handful of probes is itself uncertain
  * — two back-to-back runs here measured wasm-mt's as 28 % and 68 % — and both runs are of one
- * machine, so the larger says what the machine can do to either.
+ * machine, so the larger says what the machine can do to either. A run's drift is its probes'
+ * within the run and, when the report carries earlier runs, how far whole runs moved between
+ * them (`stability.betweenRunSigma`, as `predictTime()` counts it): two reports are two runs, and
+ * on this VM a whole backend moved ×1.2–1.5 between runs whose own probes stayed within 3 %.
  */
 function withPooledDrift(a: Report, b: Report): [Report, Report] {
   const pooled: Partial<Record<Backend, number>> = {};
   for (const r of [a, b]) {
-    for (const [backend, sigma] of Object.entries(r.stability?.driftSigma ?? {})) {
-      const k = backend as Backend;
-      if (sigma !== undefined) pooled[k] = Math.max(pooled[k] ?? 0, sigma);
+    const stability = r.stability;
+    if (stability === undefined) continue;
+    const backends = new Set([
+      ...Object.keys(stability.driftSigma),
+      ...Object.keys(stability.betweenRunSigma ?? {}),
+    ]) as Set<Backend>;
+    for (const k of backends) {
+      const sigma = Math.hypot(
+        stability.driftSigma[k] ?? 0,
+        stability.betweenRunSigma?.[k] ?? 0,
+      );
+      pooled[k] = Math.max(pooled[k] ?? 0, sigma);
     }
   }
   const pool = (r: Report): Report =>

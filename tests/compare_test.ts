@@ -284,6 +284,24 @@ Deno.test("compareReports() judges both runs by the larger of their two drifts",
   );
 });
 
+Deno.test("compareReports() counts how far whole runs of the machine moved between calibrations as drift", () => {
+  const baseline = { ...syntheticReport(), stability: stabilityWith(0.05) };
+  const c = baseline.crossovers.find((c) => c.op === "add" && c.pair === "wasm→wasm-mt")!;
+  assert.ok(c.size !== null && c.ci !== null);
+  c.driftCi = [c.ci[0] * 0.9, c.ci[1] * 1.1];
+  c.driftOutOfRange = 0.01;
+  const key = "add f32 wasm→wasm-mt end-to-end";
+  // Calm probes within each run, but the machine's earlier runs moved wasm-mt by σ 50 % as a
+  // whole: two reports are two runs, so the vanished threshold is within what runs do.
+  const current = {
+    ...withoutWasmMtCrossover(syntheticReport()),
+    stability: { ...stabilityWith(0.05), betweenRunSigma: { "wasm-mt": 0.5 } },
+  };
+  const judged = compareReports(baseline, current).rows.find((r) => r.key === key);
+  assert.equal(judged?.regressed, false);
+  assert.match(judged.note, /within run-to-run drift of wasm-mt \(σ 50 %\)/);
+});
+
 Deno.test("compareReports() judges a measured rate against how far its backend's points moved between the two runs", () => {
   // Calm probes (σ 3 %), but every wasm point of the current run strayed up to ±57 %, and the
   // two largest matmuls happened to stray slow together.
