@@ -260,13 +260,21 @@ function withoutWasmMtCrossover(report: Report): Report {
   return report;
 }
 
-Deno.test("compareReports() judges both runs by the larger of their two drifts", () => {
+/**
+ * A calm baseline (wasm-mt drift σ 5 %) whose add wasm→wasm-mt crossover has a drift interval,
+ * with 1 % of its replicates leaving the measured sizes under that drift.
+ */
+function calmBaselineWithCrossover(): Report {
   const baseline = { ...syntheticReport(), stability: stabilityWith(0.05) };
   const c = baseline.crossovers.find((c) => c.op === "add" && c.pair === "wasm→wasm-mt")!;
   assert.ok(c.size !== null && c.ci !== null);
   c.driftCi = [c.ci[0] * 0.9, c.ci[1] * 1.1];
-  // With its own small drift, 1 % of the baseline's replicates leave the measured sizes.
   c.driftOutOfRange = 0.01;
+  return baseline;
+}
+
+Deno.test("compareReports() judges both runs by the larger of their two drifts", () => {
+  const baseline = calmBaselineWithCrossover();
   const key = "add f32 wasm→wasm-mt end-to-end";
 
   const calm = { ...withoutWasmMtCrossover(syntheticReport()), stability: stabilityWith(0.05) };
@@ -285,11 +293,7 @@ Deno.test("compareReports() judges both runs by the larger of their two drifts",
 });
 
 Deno.test("compareReports() counts how far whole runs of the machine moved between calibrations as drift", () => {
-  const baseline = { ...syntheticReport(), stability: stabilityWith(0.05) };
-  const c = baseline.crossovers.find((c) => c.op === "add" && c.pair === "wasm→wasm-mt")!;
-  assert.ok(c.size !== null && c.ci !== null);
-  c.driftCi = [c.ci[0] * 0.9, c.ci[1] * 1.1];
-  c.driftOutOfRange = 0.01;
+  const baseline = calmBaselineWithCrossover();
   const key = "add f32 wasm→wasm-mt end-to-end";
   // Calm probes within each run, but the machine's earlier runs moved wasm-mt by σ 50 % as a
   // whole: two reports are two runs, so the vanished threshold is within what runs do.
