@@ -146,6 +146,37 @@ export function variantId(variant: Variant): string {
 }
 
 /**
+ * A variant back from its id (`"tile=4,vec4=true,wg=8x8"`, see {@linkcode variantId}); `"default"`
+ * is `{}`.
+ *
+ * @param id A variant id, as a report stores it.
+ * @returns Its parameters: numbers and booleans where the text is one, strings otherwise.
+ * @example
+ * ```ts
+ * import { variantFromId } from "./types.ts";
+ * console.log(variantFromId("tile=4,vec4=true,wg=8x8")); // { tile: 4, vec4: true, wg: "8x8" }
+ * ```
+ */
+export function variantFromId(id: string): Variant {
+  if (id === "default" || id === "") return {};
+  const out: Record<string, number | string | boolean> = {};
+  for (const part of id.split(",")) {
+    const eq = part.indexOf("=");
+    const key = eq < 0 ? part : part.slice(0, eq);
+    const text = eq < 0 ? "true" : part.slice(eq + 1);
+    const num = Number(text);
+    out[key] = text === "true"
+      ? true
+      : text === "false"
+      ? false
+      : text !== "" && Number.isFinite(num)
+      ? num
+      : text;
+  }
+  return out;
+}
+
+/**
  * Host data of one operand: f32 data as `Float32Array`, f16 as `Float16Array`, quantized weights
  * as `Int8Array` (q8) or `Uint8Array` (q4, two weights a byte, low nibble first, offset by 8).
  */
@@ -257,6 +288,13 @@ export interface WasmImpl {
   wat(variant: Variant, dtype: Dtype): string;
   /** Number of independent work items (rows, blocks) the op can be split into. */
   parts(shape: Shape, variant: Variant): number;
+  /**
+   * The length of the dimension `parts` cuts and how much of it one part takes (the last part
+   * takes the rest): `{ total: n, per: 65536 }` for a reduction's blocks. A `wasm-mt` run is as
+   * long as its busiest thread, so a sum of 70 001 (a full block and 4 465 elements) takes as
+   * long as one of 131 072 (see `models/_imbalance.ts`). Absent: parts are taken as equal.
+   */
+  partLength?(shape: Shape, variant: Variant): { readonly total: number; readonly per: number };
   /**
    * True when each call packs a shared operand for itself (matmul packs B for its rows): a
    * `wasm-mt` run then gives each thread one contiguous range, since every further range would

@@ -16,6 +16,8 @@ import {
   type OpSpec,
   type Residency,
   type Shape,
+  type Variant,
+  variantFromId,
 } from "../kernels/types.ts";
 import type { CostFit, ProvenanceTag, Report, Tuning } from "../core/schema.ts";
 import {
@@ -27,6 +29,7 @@ import {
   fitAlignment,
   offsetAt,
 } from "./_alignment.ts";
+import { imbalanceLn } from "./_imbalance.ts";
 import { correctionAt, type ResidualCurve, residualCurve } from "./_residuals.ts";
 import { correctionMean, fitShapeModel, type ShapeModel, type ShapePoint } from "./_shape_model.ts";
 
@@ -101,6 +104,11 @@ export interface BackendSeries {
   /** The row-alignment class of a shape, or null for an op that streams no rows. */
   readonly alignmentOf: ((shape: Shape) => AlignmentClass) | null;
   /**
+   * For wasm-mt: ln of how much longer its busiest thread works than an even share, at a shape
+   * and variant id (`_imbalance.ts`); null for the other backends.
+   */
+  readonly imbalanceOf: ((shape: Shape, variant: string) => number) | null;
+  /**
    * For WebGPU end to end: the device-resident series and the report's round trip, whose sum
    * bounds a prediction from below (see {@linkcode predictSeries}); null otherwise.
    */
@@ -136,6 +144,8 @@ export interface Prediction {
   readonly correction: number;
   /** The row-alignment offset applied to the fit's time, when the variant has one. */
   readonly alignment: AlignmentOffset | null;
+  /** ln of the uneven share between wasm-mt's threads applied to the fit's time (absent: 0). */
+  readonly imbalanceLn?: number;
   /** When the time was raised to the device-resident time plus one sync: those two, ms. */
   readonly raisedTo?: { readonly kernelMs: number; readonly syncMs: number };
   /**
@@ -309,9 +319,19 @@ function buildSeries(
   const alignmentOf = op.rowBytes === undefined || backend !== "webgpu"
     ? null
     : (shape: Shape) => alignmentClass(op.rowBytes!(shape, dtype), op.rowVectorBytes?.(dtype));
+  // Only along a one-dimensional op's length: a matrix op's row count is a dimension the shape
+  // model learns from measured shapes (m = 1, 8, 64), and an offset put on top of a correction
+  // learned with it counted the same rows twice (wasm-mt matmul 8 × 2560 × 640 came out ×1.5
+  // slow).
+  const imbalanceOf = backend === "wasm-mt" && op.dims.length === 1
+    ? imbalanceFor(op, report.machine.cores)
+    : null;
   const axis = new Map<string, AxisModel>();
   for (const f of fits) {
-    axis.set(f.variant, axisModelOf(f, byVariant.get(f.variant) ?? [], alignmentOf));
+    axis.set(
+      f.variant,
+      axisModelOf(f, byVariant.get(f.variant) ?? [], alignmentOf, imbalanceOf),
+    );
   }
   const offAxis = [...byVariant.values()].flat().filter((p) => !p.onAxis);
   const variants = new Map<string, VariantSeries>();
@@ -346,18 +366,34 @@ function buildSeries(
       points.every((p) => !p.onAxis || isOnAxis(op, p.shape))
     ),
     alignmentOf,
+    imbalanceOf,
     floor,
+  };
+}
+
+/** {@linkcode imbalanceLn} of `op` on `threads` threads, by shape and variant id. */
+function imbalanceFor(
+  op: OpSpec,
+  threads: number,
+): (shape: Shape, variant: string) => number {
+  const params = new Map<string, Variant>();
+  return (shape, variant) => {
+    let p = params.get(variant);
+    if (p === undefined) params.set(variant, p = variantFromId(variant));
+    return imbalanceLn(op, shape, p, threads);
   };
 }
 
 /**
  * A fitted variant's axis model: its alignment offsets (when its op streams rows on a backend
- * that has them), then its residuals along the axis with each point's offset taken out.
+ * that has them), then its residuals along the axis with each point's offset, and on wasm-mt
+ * its threads' uneven share, taken out.
  */
 function axisModelOf(
   f: CostFit,
   points: readonly MeasuredPoint[],
   alignmentOf: BackendSeries["alignmentOf"],
+  imbalanceOf: BackendSeries["imbalanceOf"],
 ): AxisModel {
   const model = compileFit(f);
   const alignment = alignmentOf === null ? null : fitAlignment(points.map((p) => {
@@ -369,12 +405,12 @@ function axisModelOf(
       dims: p.dims,
     };
   }));
-  // The fit's time at a point with the point's alignment offset in it.
+  // The fit's time at a point with the point's alignment offset and uneven share in it.
   const aligned = (p: MeasuredPoint) => {
     const fitMs = compiledMs(model, p.flops, p.bytes);
-    return alignment === null
-      ? fitMs
-      : alignedMs(fitMs, model.t0, offsetAt(alignment, alignmentOf!(p.shape)).ln);
+    const ln = (alignment === null ? 0 : offsetAt(alignment, alignmentOf!(p.shape)).ln) +
+      (imbalanceOf?.(p.shape, f.variant) ?? 0);
+    return ln === 0 ? fitMs : alignedMs(fitMs, model.t0, ln);
   };
   const residuals = residualCurve(points.filter((p) => p.onAxis), aligned);
   return { model, residuals, alignment, aligned };
@@ -645,9 +681,11 @@ function fitted(s: BackendSeries, v: VariantSeries, at: Site): Prediction {
     ? null
     : offsetAt(v.alignment, s.alignmentOf(shape));
   const fitMs = compiledMs(v.model!, flops, bytes);
+  const imbalance = shape === null ? 0 : s.imbalanceOf?.(shape, v.variant) ?? 0;
   return {
-    ms: alignedMs(fitMs, v.model!.t0, alignment?.ln ?? 0) *
+    ms: alignedMs(fitMs, v.model!.t0, (alignment?.ln ?? 0) + imbalance) *
       (residuals === null ? 1 : correctionAt(residuals, bytes)) * Math.exp(correction),
+    imbalanceLn: imbalance,
     variant: v.variant,
     provenance: withinFit(v, flops, bytes) ? "fitted" : "extrapolated",
     point: null,

@@ -22,6 +22,7 @@ import {
   type Residency,
   type Shape,
   type Variant,
+  variantFromId,
 } from "../kernels/types.ts";
 import type { ProvenanceTag, Report, Tuning } from "../core/schema.ts";
 import { normalQuantile } from "../core/numeric.ts";
@@ -381,6 +382,12 @@ function describe(
               ? "as the report's twin shapes a few columns apart ran"
               : "as the report's sizes of that alignment ran against the fit"
           }${alignHalf > 0 ? `; not measured, so between the classes around it` : ""})`) +
+        ((p.imbalanceLn ?? 0) > 0
+          ? `, ×${
+            Math.exp(p.imbalanceLn!).toFixed(2)
+          } for how unevenly its parts share among the threads (the busiest thread's work against ` +
+            `an even share)`
+          : "") +
         (doublings > 0 ? `, ${doublings.toFixed(1)} doublings beyond it` : "") +
         (via === null ? "" : `; variant ${p.variant} has no fit of its own: ${via.from}'s ` +
           `×${via.ratio.toPrecision(3)}, its ratio where it ran (${via.sizes.join(", ")} ` +
@@ -450,22 +457,7 @@ function beyond(x: number, lo: number, hi: number): number {
  * ```
  */
 export function variantParams(id: string): Variant {
-  if (id === "default" || id === "") return {};
-  const out: Record<string, number | string | boolean> = {};
-  for (const part of id.split(",")) {
-    const eq = part.indexOf("=");
-    const key = eq < 0 ? part : part.slice(0, eq);
-    const text = eq < 0 ? "true" : part.slice(eq + 1);
-    const num = Number(text);
-    out[key] = text === "true"
-      ? true
-      : text === "false"
-      ? false
-      : text !== "" && Number.isFinite(num)
-      ? num
-      : text;
-  }
-  return out;
+  return variantFromId(id);
 }
 
 /**

@@ -96,6 +96,7 @@ export function elementwiseWasm(kind: ElementwiseKind): WasmImpl {
     variants: [{ unroll: 4 }, { unroll: 1 }],
     wat: (variant) => wat(kind, unrollOf(variant)),
     parts: (shape) => Math.ceil(length(shape) / ELEMENTWISE_BLOCK),
+    partLength: (shape) => ({ total: length(shape), per: ELEMENTWISE_BLOCK }),
     args: (shape, inputPtrs, outPtr, start, end) => {
       const first = start * ELEMENTWISE_BLOCK;
       const count = Math.min(length(shape), end * ELEMENTWISE_BLOCK) - first;

@@ -194,6 +194,7 @@ export const gemvWasm: WasmImpl = {
     throw new RangeError(`gemv wasm has no ${JSON.stringify(dtype)} module: use f32, q8 or q4`);
   },
   parts: (shape) => gemvDims(shape).rows,
+  partLength: (shape) => ({ total: gemvDims(shape).rows, per: 1 }),
   args: (shape, ptrs, out, start, end, _variant, dtype) => {
     const { rows, cols } = gemvDims(shape);
     const range = [cols, Math.max(0, start), Math.min(rows, end)];

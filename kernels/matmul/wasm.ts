@@ -278,6 +278,7 @@ export const matmulWasm: WasmImpl = {
 
   wat,
   parts: (shape, variant) => Math.ceil(dims(shape).m / params(variant).mr),
+  partLength: (shape, variant) => ({ total: dims(shape).m, per: params(variant).mr }),
   packsPerCall: true,
   args: (shape, [a, b], c, start, end, variant) => {
     const { m, k, n } = dims(shape);

@@ -119,6 +119,7 @@ function reductionWasm(dot: boolean): WasmImpl {
     },
     wat: (variant) => wat(dot, accumulators(variant), dot && variant.fma === true),
     parts: (shape) => Math.ceil(length(shape) / BLOCK),
+    partLength: (shape) => ({ total: length(shape), per: BLOCK }),
     args: (shape, ptrs, outPtr, start, end) => {
       const [a, b] = ptrs;
       if (a === undefined || (dot && b === undefined)) {

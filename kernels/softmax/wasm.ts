@@ -177,6 +177,7 @@ export const softmaxWasm: WasmImpl = {
   },
   wat: (variant) => wat(recompute(variant)),
   parts: (shape) => dims(shape).rows,
+  partLength: (shape) => ({ total: dims(shape).rows, per: 1 }),
   args: (shape, [x], outPtr, start, end) => {
     if (x === undefined) throw new RangeError("Softmax needs one input pointer");
     return [x, outPtr, dims(shape).cols, start, end];

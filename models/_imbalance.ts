@@ -1,0 +1,64 @@
+/**
+ * Private: how unevenly a `wasm-mt` run shares its work between threads. A run is cut into parts
+ * (a reduction's 65 536-element blocks, a matmul's row blocks), the parts into chunks the threads
+ * claim in turn (`calibrate/runners/wasm_mt.ts`), and the run lasts as long as its busiest thread.
+ * A sum of 70 001 elements is a full block and 4 465 elements: one thread does nearly all of it,
+ * so it took 7.5 µs where the report's curve, drawn between 29 193 (one block, run inline) and
+ * 131 072 (two full blocks, 7.1 µs), said 3.6, and single-threaded wasm took 4.1. The index takes
+ * each measurement's share out before correcting the fit along the axis, and a prediction puts it
+ * back for the shape asked about, as it does a row's alignment (`_alignment.ts`); for
+ * one-dimensional ops only (elementwise, reductions), since the shape model learns a matrix op's
+ * row count from measured shapes. It prices the busiest thread's work, not when the others wake:
+ * the sum of 70 001 took 5.1–7.5 µs in five truths, and is predicted at about the time of two
+ * full blocks, which is the slow end.
+ *
+ * ```ts
+ * import { imbalanceLn } from "./_imbalance.ts";
+ * import { getOp } from "../kernels/catalog.ts";
+ * const sum = getOp("sum");
+ * const variant = { accs: 4, fma: false };
+ * console.log(Math.exp(imbalanceLn(sum, { n: 70001 }, variant, 2)).toFixed(2)); // "1.87"
+ * console.log(imbalanceLn(sum, { n: 131072 }, variant, 2)); // 0
+ * console.log(imbalanceLn(sum, { n: 29193 }, variant, 2)); // 0: one part runs inline
+ * ```
+ *
+ * @module
+ */
+import type { OpSpec, Shape, Variant } from "../kernels/types.ts";
+import { chunkRanges, chunksFor } from "../calibrate/wasm_schedule.ts";
+
+/**
+ * ln of how much longer the busiest of `threads` threads works than an even share of the run:
+ * 0 for a run of one chunk (it runs inline on the caller) or an op without a WebAssembly kernel.
+ * Threads claim chunks in order as they come free, as the runner's do.
+ *
+ * @param op The op.
+ * @param shape The shape.
+ * @param variant The WebAssembly variant's parameters (a matmul's `mr` sets its parts).
+ * @param threads Threads in all, the caller included.
+ * @returns ln(threads × busiest thread's work / all the work), at least 0.
+ */
+export function imbalanceLn(op: OpSpec, shape: Shape, variant: Variant, threads: number): number {
+  const impl = op.impls.wasm;
+  if (impl === undefined || !(threads > 1)) return 0;
+  let parts: number;
+  try {
+    parts = impl.parts(shape, variant);
+  } catch {
+    return 0;
+  }
+  const ranges = chunkRanges(parts, chunksFor(threads, undefined, impl.packsPerCall === true));
+  if (ranges.length <= 1) return 0;
+  const length = impl.partLength?.(shape, variant) ?? { total: parts, per: 1 };
+  const partWork = (p: number) => Math.min(length.per, Math.max(0, length.total - p * length.per));
+  const busy = new Array<number>(threads).fill(0);
+  for (const [start, end] of ranges) {
+    let work = 0;
+    for (let p = start; p < end; p++) work += partWork(p);
+    // The thread that comes free first claims the next chunk.
+    const first = busy.indexOf(Math.min(...busy));
+    busy[first] = busy[first]! + work;
+  }
+  const ratio = threads * Math.max(...busy) / length.total;
+  return ratio > 1 ? Math.log(ratio) : 0;
+}
