@@ -49,16 +49,16 @@ export function imbalanceLn(op: OpSpec, shape: Shape, variant: Variant, threads:
   }
   const ranges = chunkRanges(parts, chunksFor(threads, undefined, impl.packsPerCall === true));
   if (ranges.length <= 1) return 0;
-  const length = impl.partLength?.(shape, variant) ?? { total: parts, per: 1 };
-  const partWork = (p: number) => Math.min(length.per, Math.max(0, length.total - p * length.per));
+  const { total, per } = impl.partLength?.(shape, variant) ?? { total: parts, per: 1 };
   const busy = new Array<number>(threads).fill(0);
   for (const [start, end] of ranges) {
-    let work = 0;
-    for (let p = start; p < end; p++) work += partWork(p);
+    // Whole parts, less what the last part lacks when the chunk holds it.
+    const work = Math.min(end * per, total) - start * per;
     // The thread that comes free first claims the next chunk.
-    const first = busy.indexOf(Math.min(...busy));
+    let first = 0;
+    for (let t = 1; t < threads; t++) if (busy[t]! < busy[first]!) first = t;
     busy[first] = busy[first]! + work;
   }
-  const ratio = threads * Math.max(...busy) / length.total;
+  const ratio = threads * Math.max(...busy) / total;
   return ratio > 1 ? Math.log(ratio) : 0;
 }
