@@ -9,7 +9,7 @@
  * back for the shape asked about, as it does a row's alignment (`_alignment.ts`); for
  * one-dimensional ops only (elementwise, reductions), since the shape model learns a matrix op's
  * row count from measured shapes. It prices the busiest thread's work, not when the others wake:
- * the sum of 70 001 took 5.1–7.5 µs in five truths, and is predicted at about the time of two
+ * the sum of 70 001 took 5.1–7.8 µs in twelve truths, and is predicted at about the time of two
  * full blocks, which is the slow end.
  *
  * ```ts
