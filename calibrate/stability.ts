@@ -19,7 +19,7 @@
 import type { Backend, Residency } from "../kernels/types.ts";
 import type { EarlierRun, RepeatabilityInfo, Report, StabilityInfo } from "../core/schema.ts";
 import { measureMany, type RunnerSource } from "./measure.ts";
-import { median, type StoppingRule } from "../core/stats.ts";
+import { median, robustSigma, type StoppingRule } from "../core/stats.ts";
 
 /**
  * One probe: when it was taken (seconds since the calibration started, summed over resumed
@@ -50,9 +50,6 @@ const PROBE = {
 /** A short measurement: the probe's median, not a ±2 % figure, is what is needed. */
 const PROBE_STOPPING: Partial<StoppingRule> = { budgetMs: 60, minSamples: 5, targetRelCi: 0.03 };
 
-/** Scales a median absolute deviation to a normal distribution's standard deviation. */
-const MAD_TO_SIGMA = 1.4826;
-
 /**
  * The relative drift of one backend from its probe times: 1.4826 × the median absolute deviation
  * of ln(ms) from its median (a robust standard deviation of ln time), or null with fewer than
@@ -80,9 +77,7 @@ export function driftSigma(ms: readonly number[]): number | null {
     }
   }
   if (ms.length < MIN_PROBES) return null;
-  const logs = ms.map(Math.log);
-  const center = median(logs);
-  return MAD_TO_SIGMA * median(logs.map((x) => Math.abs(x - center)));
+  return robustSigma(ms.map(Math.log));
 }
 
 /**
@@ -183,7 +178,7 @@ export function repeatability(times: readonly RepeatedTime[]): RepeatabilityStat
     within5: within(0.05),
     within10: within(0.1),
     within15: within(0.15),
-    sigmaLn: MAD_TO_SIGMA * median(logDeviations),
+    sigmaLn: robustSigma(logDeviations, 0),
   };
 }
 

@@ -50,6 +50,23 @@ export function median(values: readonly number[]): number {
 }
 
 /**
+ * A robust standard deviation: 1.4826 × the median absolute deviation from `center` (the median
+ * of the values by default), which is σ for normal data and shrugs off a few outliers.
+ *
+ * @param values The values.
+ * @param center What the deviations are measured from.
+ * @returns The robust σ, or NaN for no values.
+ * @example
+ * ```ts
+ * import { robustSigma } from "./stats.ts";
+ * console.log(robustSigma([1, 2, 3, 100])); // 1.4826
+ * ```
+ */
+export function robustSigma(values: readonly number[], center = median(values)): number {
+  return 1.4826 * median(values.map((v) => Math.abs(v - center)));
+}
+
+/**
  * Half-width of a 95 % confidence interval for the median of sorted values.
  *
  * Distribution-free: the interval between the order statistics at ranks n/2 ∓ 1.96·√n/2

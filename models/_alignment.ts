@@ -31,7 +31,7 @@
  *
  * @module
  */
-import { median } from "../core/stats.ts";
+import { median, robustSigma } from "../core/stats.ts";
 
 /** A row's alignment: 0 across words, 1 whole 4-byte words, 2 whole 16-byte vectors. */
 export type AlignmentClass = 0 | 1 | 2;
@@ -148,7 +148,7 @@ export function fitAlignment(points: readonly AlignedResidual[]): AlignmentModel
   if ([0, 1, 2].filter(known).length < 2) return null;
   const spreads = byClass.map((r, c) => {
     if (twins[c] !== null) return twins[c]!.spread;
-    return centers[c] === null ? null : 1.4826 * median(r.map((v) => Math.abs(v - centers[c]!)));
+    return centers[c] === null ? null : robustSigma(r, centers[c]!);
   });
   // Standard error of a class's median (≈ 1.25 σ / √n), for telling an offset from noise.
   const se = (c: number) => 1.25 * spreads[c]! / Math.sqrt(byClass[c]!.length);
@@ -186,7 +186,7 @@ function twinOffsets(
   return differences.map((d) => {
     if (d.length === 0) return null;
     const ln = median(d);
-    return { ln, spread: 1.4826 * median(d.map((v) => Math.abs(v - ln))) };
+    return { ln, spread: robustSigma(d, ln) };
   });
 }
 

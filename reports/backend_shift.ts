@@ -19,7 +19,7 @@
  *
  * @module
  */
-import { median } from "../core/stats.ts";
+import { median, robustSigma } from "../core/stats.ts";
 import type { Backend, Dtype, Residency } from "../kernels/types.ts";
 import type { Measurement, Report } from "../core/schema.ts";
 
@@ -46,9 +46,6 @@ const MIN_PROBES = 3;
  * and the references still carry the noise then.
  */
 const MIN_DRIFT_PROBES = 5;
-
-/** Scales a median absolute deviation to a normal distribution's standard deviation. */
-const MAD_TO_SIGMA = 1.4826;
 
 /** Standard error of a sample median relative to that of a mean, for normal data: √(π/2). */
 const MEDIAN_EFFICIENCY = 1.2533;
@@ -161,12 +158,6 @@ function percent(x: number): string {
 
 function sizeWords(size: number): string {
   return Number.isInteger(size) ? String(size) : size.toPrecision(3);
-}
-
-/** 1.4826 × the median absolute deviation from the median: a robust σ. */
-function robustSigma(values: readonly number[]): number {
-  const centre = median(values);
-  return MAD_TO_SIGMA * median(values.map((v) => Math.abs(v - centre)));
 }
 
 /**

@@ -135,8 +135,10 @@ export const gemv: OpSpec = {
   // The WebGPU kernel's vector loads (kernels/gemv/webgpu.ts): f32 and f16 rows as vec4 of
   // elements, q8 and q4 rows as vec4<u32> of whole 32-weight groups.
   rowVectorBytes: (dtype) =>
-    dtype === "q8" || dtype === "q4"
-      ? QUANT_GROUP_SIZE * (dtype === "q8" ? 1 : 0.5)
+    dtype === "q8"
+      ? QUANT_GROUP_SIZE
+      : dtype === "q4"
+      ? q4RowBytes(QUANT_GROUP_SIZE)
       : 4 * BYTES_PER_ELEMENT[dtype],
   inputs: (s, dtype, rng) => {
     if (dtype === "q8" || dtype === "q4") return quantizedInputs(s, dtype, rng);
