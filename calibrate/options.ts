@@ -14,6 +14,8 @@ import type { Runner } from "./runner.ts";
 /**
  * Validates the LLM decode estimate on the run's adapter against the report so far; it warns
  * through `warn` and returns null when the validation cannot run, so the op measurements stand.
+ * With `sample`, the run also calls it between jobs (every `plan.sampleEveryS`), so the decode is
+ * measured through the run and not only in its last minute.
  *
  * @example
  * ```ts
@@ -24,12 +26,19 @@ import type { Runner } from "./runner.ts";
  * };
  * ```
  */
-export type LlmValidator = (
-  gpu: GpuHandle,
-  report: Report,
-  plan: LlmValidationPlan,
-  warn: (message: string) => void,
-) => Promise<Report["llm"]>;
+export interface LlmValidator {
+  (
+    gpu: GpuHandle,
+    report: Report,
+    plan: LlmValidationPlan,
+    warn: (message: string) => void,
+  ): Promise<Report["llm"]>;
+  /**
+   * Decodes once now, with the report so far, for the validation at the end to pool; false when
+   * the report cannot price the decode yet (the run asks again after the next job).
+   */
+  readonly sample?: (gpu: GpuHandle, report: Report, plan: LlmValidationPlan) => Promise<boolean>;
+}
 
 /**
  * Options of `calibrate()` (`calibrate.ts`).

@@ -34,7 +34,8 @@ const SCREENED_VARIANTS = 4;
 
 /**
  * One (op, dtype) job: variant search, grid, repeats, refinement, bends, off-axis shapes, then a
- * drift probe when one is due (the plan's `probeEveryS`) and a save.
+ * drift probe when one is due (the plan's `probeEveryS`), a save, and a decode sample when one
+ * is due.
  *
  * @param state The planner's state.
  * @param job The job.
@@ -59,6 +60,7 @@ export function* jobSteps(state: PlanState, job: CalibrationJob): Steps {
   yield* retryUnsure(state, op, dtype, retried);
   if (state.probeDue(job === state.plan.jobs.at(-1))) yield* state.probe();
   yield { kind: "save" };
+  yield* state.llmSample();
 }
 
 /**

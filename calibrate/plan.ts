@@ -21,6 +21,12 @@ const ANCHOR_MAX_WORK = 64e6;
 const DEFAULT_MAX_BYTES = 64 * 2 ** 20;
 /** The ops of an LLM decode step (its projections), weighted double in a budgeted run. */
 const DECODE_OPS = new Set(["gemv"]);
+/**
+ * The ops the LLM decode estimate rests on, measured first in this order: matmul for its rates,
+ * gemv and softmax for the variants its kernels run. The rest follow in catalog order, so the
+ * decode can be sampled through the rest of the run (`LlmValidationPlan.sampleEveryS`).
+ */
+const DECODE_ESTIMATE_OPS = ["matmul", "gemv", "softmax"];
 /** Host bytes one case may touch in a quick run. */
 const QUICK_MAX_BYTES = 48 * 2 ** 20;
 /**
@@ -176,6 +182,13 @@ export interface LlmValidationPlan {
    * the longest round so far still fits. No limit when absent.
    */
   readonly budgetMs?: number;
+  /** Rounds of decodes without alongside windows after the bracketed ones, while the budget lasts. */
+  readonly bareRounds?: number;
+  /**
+   * Seconds between decodes sampled through the run (between jobs, once the report can price the
+   * decode), pooled with the validation's own; none when absent.
+   */
+  readonly sampleEveryS?: number;
 }
 
 /**
@@ -254,7 +267,7 @@ export function planFor(options: PlanOptions): CalibrationPlan {
   const jobs: CalibrationJob[] = [];
   const skipped = new Set<Dtype>();
   let estimatedCases = 0;
-  for (const op of options.ops) {
+  for (const op of decodeEstimateOpsFirst(options.ops)) {
     for (const dtype of op.dtypes) {
       if (options.dtypes && !options.dtypes.includes(dtype)) continue;
       // The CPU backends have no f16 arithmetic: f16 is a WebGPU (shader-f16) measurement.
@@ -307,6 +320,15 @@ export function planFor(options: PlanOptions): CalibrationPlan {
   };
 }
 
+/** `ops` with {@linkcode DECODE_ESTIMATE_OPS} first, in that order; the rest keep theirs. */
+function decodeEstimateOpsFirst(ops: readonly OpSpec[]): OpSpec[] {
+  const rank = (op: OpSpec) => {
+    const i = DECODE_ESTIMATE_OPS.indexOf(op.name);
+    return i < 0 ? DECODE_ESTIMATE_OPS.length : i;
+  };
+  return [...ops].sort((a, b) => rank(a) - rank(b));
+}
+
 type ModeSettings = Omit<CalibrationPlan, "jobs" | "skippedDtypes" | "estimatedCases" | "mode">;
 
 /**
@@ -347,12 +369,15 @@ const MODES: Readonly<Record<Mode, ModeSettings>> = {
     probeEveryS: 0,
     // The LLM validation with its defaults (3 decodes of 16 tokens per pair, 150 ms per kernel
     // per alongside window) took ~2.5 min here; one round of decodes of 8 tokens with 80 ms
-    // windows took 46–48 s in four runs, and its reserve is what the ETA counts on: at 90 s, the
-    // ETA at three quarters of a run said 22 % too late. A second round runs where it fits.
+    // windows took 36–48 s, and its reserve is what the ETA counts on: at 90 s, the ETA at three
+    // quarters of a run said 22 % too late. Rounds without windows (~2.5 s for the four pairs)
+    // fill the rest. A decode of the same pair moved ×1.1–1.9 between runs while its estimate
+    // did not follow, so it is also sampled through the run, every 30 s once the report can
+    // price it (after the matmul, gemv and softmax jobs, which the plan puts first).
     // 290 s of plan for a 5-minute wall: two quiet runs of a 300 s plan took 303 and 304 s
     // (start-up, the last save and the summary are outside the plan).
     time: { totalS: 290, systemS: 15, llmS: 60, revisitShare: 0.08, offAxisShare: 0.12 },
-    llm: { repeats: 2, tokens: 8, kernelBudgetMs: 80 },
+    llm: { repeats: 1, bareRounds: 8, tokens: 8, kernelBudgetMs: 80, sampleEveryS: 30 },
   },
   thorough: {
     stopping: { budgetMs: 400, minSamples: 7 },
@@ -366,7 +391,7 @@ const MODES: Readonly<Record<Mode, ModeSettings>> = {
     passes: 2,
     probeEveryS: 0,
     time: { totalS: null, systemS: 20, llmS: 150, revisitShare: 0, offAxisShare: 0 },
-    llm: {},
+    llm: { sampleEveryS: 120 },
   },
 };
 

@@ -21,7 +21,8 @@ import { TimeKeeper } from "./timekeeper.ts";
  * - `measure`: measure these requests interleaved with this stopping rule; `record` says whether
  *   the results go into the report (a repeat that only decides what to measure next does not).
  * - `system`: measure the machine-wide figures. `probe`: take a drift probe. `save`: write the
- *   report so far. `llm`: validate the LLM decode estimate against a real decode.
+ *   report so far. `llm`: validate the LLM decode estimate against a real decode. `llm-sample`:
+ *   decode once now, for that validation to pool (`LlmValidationPlan.sampleEveryS`).
  *
  * @example
  * ```ts
@@ -34,6 +35,7 @@ export type PlanStep =
   | { readonly kind: "probe" }
   | { readonly kind: "save" }
   | { readonly kind: "llm" }
+  | { readonly kind: "llm-sample" }
   | {
     readonly kind: "measure";
     readonly requests: readonly MeasureRequest[];
@@ -58,6 +60,8 @@ export interface StepOutcome {
   readonly system?: SystemFigures | null;
   /** The run was aborted during the step: results that only say so are not recorded. */
   readonly aborted?: boolean;
+  /** For `llm-sample`: whether the decode ran (false while the report cannot price it yet). */
+  readonly sampled?: boolean;
 }
 
 /**
@@ -153,6 +157,7 @@ export class PlanState {
   progressTotal: number;
   #seq: number;
   readonly #emit: (event: ProgressEvent) => void;
+  readonly #llm: boolean;
 
   /** @param options The planner's options. */
   constructor(options: PlannerOptions) {
@@ -164,6 +169,7 @@ export class PlanState {
     this.system = options.system ?? null;
     this.progressTotal = options.plan.estimatedCases;
     this.time = new TimeKeeper(options.plan, options.clock, options.llm);
+    this.#llm = options.llm;
     this.#emit = options.onEvent ?? (() => {});
   }
 
@@ -183,6 +189,21 @@ export class PlanState {
   probeDue(lastJob: boolean): boolean {
     return lastJob || this.#probedAtS === null ||
       this.time.now() - this.#probedAtS >= this.plan.probeEveryS;
+  }
+
+  /** When the last decode sample ran, seconds since the run began; null before any. */
+  #sampledAtS: number | null = null;
+
+  /**
+   * A decode sample for the LLM validation, when the run has one, its plan samples and
+   * `sampleEveryS` have passed since the last sample that ran.
+   */
+  *llmSample(): Steps {
+    const every = this.plan.llm.sampleEveryS;
+    if (!this.#llm || every === undefined) return;
+    if (this.#sampledAtS !== null && this.time.now() - this.#sampledAtS < every) return;
+    const { sampled } = yield { kind: "llm-sample" };
+    if (sampled) this.#sampledAtS = this.time.now();
   }
 
   /** Announces a phase. */

@@ -213,6 +213,12 @@ export class CalibrationSession {
           (message) => this.warn(message),
         ) ?? this.#llm;
         return {};
+      case "llm-sample": {
+        const sample = this.options.validateLlm?.sample;
+        if (!sample || !this.#gpu || this.signal.aborted) return { sampled: false };
+        const report = this.#report(false, "interrupted");
+        return { sampled: await sample(this.#gpu, report, this.#llmPlan()) };
+      }
       case "measure":
         return await this.#measure(step.requests, step.stopping);
     }

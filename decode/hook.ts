@@ -11,10 +11,15 @@ import {
   type CalibrationResult,
   type LlmValidator,
 } from "../calibrate/calibrate.ts";
+import type { GpuHandle } from "../calibrate/device.ts";
+import type { LlmValidationPlan } from "../calibrate/plan.ts";
+import type { Report } from "../core/schema.ts";
+import type { DecodeSample } from "./validate.ts";
 
 /**
  * The LLM decode validation, or null with a warning when it cannot run (figures missing, decode
- * failed).
+ * failed). Without samples: {@linkcode createLlmValidator} makes one that also samples the
+ * decode through the run.
  *
  * @param gpu The run's adapter.
  * @param report The report so far.
@@ -30,22 +35,60 @@ import {
  * if (gpu) console.log(await validateLlm(gpu, await loadReport("/tmp/r.json"), {}, console.warn));
  * ```
  */
-export const validateLlm: LlmValidator = async (gpu, report, plan, warn) => {
-  // Loaded on demand: a run without an adapter or with --no-llm never needs the decode.
-  const { validateDecode } = await import("./validate.ts");
-  const { MissingCalibrationError } = await import("../models/llm/rates.ts");
-  try {
-    return { validations: await validateDecode(gpu, report, plan) };
-  } catch (e) {
-    // The op measurements stand on their own: a decode that cannot run must not discard them.
-    warn(
-      e instanceof MissingCalibrationError
-        ? `LLM decode validation skipped: ${e.message}`
-        : `LLM decode validation failed: ${e instanceof Error ? e.message : String(e)}`,
-    );
-    return null;
-  }
-};
+export const validateLlm: LlmValidator = createLlmValidator({ samples: false });
+
+/**
+ * An LLM decode validation for one run: its `sample` decodes every pair between jobs (once the
+ * report can price the decode) and the validation at the end pools those decodes with its own.
+ * A sample that fails stops the sampling; the validation at the end says why.
+ *
+ * @param options `samples: false` leaves `sample` out.
+ * @returns The validator.
+ * @example
+ * ```ts ignore
+ * import { createLlmValidator } from "./hook.ts";
+ * import { calibrate } from "../calibrate/calibrate.ts";
+ * await calibrate({ validateLlm: createLlmValidator() });
+ * ```
+ */
+export function createLlmValidator(options: { readonly samples?: boolean } = {}): LlmValidator {
+  const earlier: DecodeSample[] = [];
+  let sampling = options.samples ?? true;
+  const validate = async (
+    gpu: GpuHandle,
+    report: Report,
+    plan: LlmValidationPlan,
+    warn: (message: string) => void,
+  ) => {
+    // Loaded on demand: a run without an adapter or with --no-llm never needs the decode.
+    const { validateDecode } = await import("./validate.ts");
+    const { MissingCalibrationError } = await import("../models/llm/rates.ts");
+    try {
+      return { validations: await validateDecode(gpu, report, { ...plan, earlier }) };
+    } catch (e) {
+      // The op measurements stand on their own: a decode that cannot run must not discard them.
+      warn(
+        e instanceof MissingCalibrationError
+          ? `LLM decode validation skipped: ${e.message}`
+          : `LLM decode validation failed: ${e instanceof Error ? e.message : String(e)}`,
+      );
+      return null;
+    }
+  };
+  const sample = async (gpu: GpuHandle, report: Report, plan: LlmValidationPlan) => {
+    if (!sampling) return false;
+    const { sampleDecodes } = await import("./validate.ts");
+    const { MissingCalibrationError } = await import("../models/llm/rates.ts");
+    try {
+      earlier.push(...await sampleDecodes(gpu, report, plan));
+      return true;
+    } catch (e) {
+      if (!(e instanceof MissingCalibrationError)) sampling = false;
+      return false;
+    }
+  };
+  return sampling ? Object.assign(validate, { sample }) : validate;
+}
 
 /**
  * Calibrates this machine and writes the report, with the LLM decode validation
@@ -62,5 +105,5 @@ export const validateLlm: LlmValidator = async (gpu, report, plan, warn) => {
  * ```
  */
 export function calibrate(options: CalibrateOptions = {}): Promise<CalibrationResult> {
-  return calibrateWith({ validateLlm, ...options });
+  return calibrateWith({ validateLlm: createLlmValidator(), ...options });
 }

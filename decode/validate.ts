@@ -69,6 +69,35 @@ export interface ValidateOptions {
   readonly kernelBudgetMs?: number;
   /** Where the alongside measurement gets its WebGPU runner; by default one on `gpu`. */
   readonly runners?: RunnerSource;
+  /**
+   * Rounds of decodes after the bracketed ones, without windows around them (a round of the four
+   * pairs took ~2.5 s here, a bracketed one ~40 s): each starts only while the longest so far
+   * still fits in the budget. Default 0.
+   */
+  readonly bareRounds?: number;
+  /**
+   * Decodes measured earlier in the run ({@linkcode sampleDecodes}): a pair's measured rate pools
+   * those that ran the kernels its final decode runs, so the rate spans the run, not its last
+   * minute. Default none.
+   */
+  readonly earlier?: readonly DecodeSample[];
+}
+
+/**
+ * A decode measured before the validation by {@linkcode sampleDecodes}, with the kernels it ran.
+ *
+ * @example
+ * ```ts
+ * import type { DecodeSample } from "./validate.ts";
+ * const ms = (s: DecodeSample) => s.run.medianMs;
+ * ```
+ */
+export interface DecodeSample {
+  readonly run: DecodeMeasurement;
+  /** The pair and the variants it ran: pooled only with a validation whose decode runs the same. */
+  readonly kernels: string;
+  /** When it started, ms on `performance.now()`'s clock. */
+  readonly atMs: number;
 }
 
 /**
@@ -121,24 +150,24 @@ export async function validateDecode(
   report: Report,
   opts: ValidateOptions = {},
 ): Promise<LlmValidation[]> {
-  const models = (opts.models ?? ["tiny-16m", "tiny-64m"]).map(getPreset);
-  const quants = opts.quants ?? ["f32", "int4"];
   const tokens = opts.tokens ?? DEFAULT_TOKENS;
   const startedMs = performance.now();
   const repeats = opts.repeats ?? DEFAULT_REPEATS;
   if (!Number.isInteger(repeats) || repeats < 1) {
     throw new RangeError(`"repeats" must be a positive integer, got ${repeats}; pass e.g. 3`);
   }
+  const bareRounds = opts.bareRounds ?? 0;
+  if (!Number.isInteger(bareRounds) || bareRounds < 0) {
+    throw new RangeError(
+      `"bareRounds" must be a non-negative integer, got ${bareRounds}; pass e.g. 4`,
+    );
+  }
   const deadlineMs = startedMs + (opts.budgetMs ?? Infinity);
   if (!(opts.budgetMs === undefined || opts.budgetMs > 0)) {
     throw new RangeError(`"budgetMs" must be positive, got ${opts.budgetMs}; pass e.g. 90000`);
   }
-  const context = opts.context ?? 64;
-  const rates = ratesFromReport(report, {
-    backend: "webgpu",
-    require: quants.map((q) => DTYPE[q]),
-  });
-  const estimateOpts = { context, batch: 1, kvDtype: "f32" } as const;
+  const { models, quants, rates, estimateOpts } = validationSetup(report, opts);
+  const context = estimateOpts.context;
   // Each decode is bracketed by two windows of its own kernels, one just before and one just
   // after it: the machine's speed moves within seconds here (one validation decoded tiny-16m
   // int4 at 43.8, 33.6 and 25.6 ms per token), so a window minutes or even a round away
@@ -149,8 +178,83 @@ export async function validateDecode(
     ? () => opts.runners!
     : await webGpuSources(gpu);
   const plans = planDecodes(models, quants, rates, estimateOpts, sourceFor, opts);
-  await runDecodes(gpu, plans, { tokens, context, repeats, deadlineMs }, opts);
-  return plans.map((plan) => validationOf(plan, rates, estimateOpts));
+  await runDecodes(gpu, plans, { tokens, context, repeats, bareRounds, deadlineMs }, opts);
+  const earlier = opts.earlier ?? [];
+  return plans.map((plan) => validationOf(plan, rates, estimateOpts, earlierOf(plan, earlier)));
+}
+
+/**
+ * One decode of every model × quant with the variants the report's estimate describes now, kept
+ * for {@linkcode validateDecode}'s `earlier`: a calibration samples the decode through its run
+ * (once the ops the estimate rests on are measured), so the measured rate and the sweep's fits
+ * describe the same minutes of a machine whose speed moves.
+ *
+ * @param gpu An open WebGPU device (left open).
+ * @param report The report so far.
+ * @param opts Models, quants, tokens, context (as {@linkcode validateDecode}'s).
+ * @returns One sample per pair.
+ * @throws {MissingCalibrationError} while the report lacks a WebGPU figure the estimate needs.
+ * @example
+ * ```ts ignore
+ * import { openGpu } from "../calibrate/device.ts";
+ * import { loadReport } from "../reports/load.ts";
+ * import { sampleDecodes, validateDecode } from "./validate.ts";
+ * const gpu = await openGpu();
+ * if (gpu) {
+ *   const report = await loadReport("/tmp/r.json");
+ *   const earlier = await sampleDecodes(gpu, report, { models: ["tiny-16m"] });
+ *   console.log((await validateDecode(gpu, report, { models: ["tiny-16m"], earlier }))[0]?.error);
+ * }
+ * ```
+ */
+export async function sampleDecodes(
+  gpu: GpuHandle,
+  report: Report,
+  opts: Pick<ValidateOptions, "models" | "quants" | "tokens" | "context"> = {},
+): Promise<DecodeSample[]> {
+  const { models, quants, rates, estimateOpts } = validationSetup(report, opts);
+  const plans = planDecodes(models, quants, rates, estimateOpts, null, {});
+  const samples: DecodeSample[] = [];
+  for (const plan of plans) {
+    const atMs = performance.now();
+    const run = await decodeOnce(gpu, plan, opts.tokens ?? DEFAULT_TOKENS, estimateOpts.context);
+    samples.push({ run, kernels: plan.kernels, atMs });
+  }
+  return samples;
+}
+
+/** The models, quants, report rates and estimate options of a validation. */
+function validationSetup(
+  report: Report,
+  opts: Pick<ValidateOptions, "models" | "quants" | "context">,
+) {
+  const quants = opts.quants ?? ["f32", "int4"];
+  const rates = ratesFromReport(report, {
+    backend: "webgpu",
+    require: quants.map((q) => DTYPE[q]),
+  });
+  const estimateOpts: EstimateOpts = { context: opts.context ?? 64, batch: 1, kvDtype: "f32" };
+  return {
+    models: (opts.models ?? ["tiny-16m", "tiny-64m"]).map(getPreset),
+    quants,
+    rates,
+    estimateOpts,
+  };
+}
+
+/** One decode of a plan's pair with its variants. */
+function decodeOnce(
+  gpu: GpuHandle,
+  plan: DecodePlan,
+  tokens: number,
+  context: number,
+): Promise<DecodeMeasurement> {
+  return measureDecode(gpu, plan.model, plan.quant, {
+    tokens,
+    context,
+    gemvVariants: plan.variants,
+    ...(plan.softmax === undefined ? {} : { softmaxVariant: plan.softmax }),
+  });
 }
 
 /** One (model, quant) of a validation: its estimate, the variants to decode with, its results. */
@@ -189,50 +293,84 @@ function planDecodes(
         softmax,
         alongside,
         ...projections,
+        kernels: JSON.stringify([model.name, quant, projections.variants, softmax ?? null]),
         weightSpanBytes,
+        /** The decodes bracketed by alongside windows. */
         runs: [] as DecodeMeasurement[],
-        /** The two alongside windows around each decode, in decode order. */
+        /** The two alongside windows around each decode of `runs`, in decode order. */
         brackets: [] as [number, number][],
+        /** The decodes after the bracketed rounds, without windows. */
+        bare: [] as DecodeMeasurement[],
       };
     })
   );
 }
 
 /**
- * Runs every plan's decodes `repeats` times, round-robin, each bracketed by its kernel windows; a
- * round after the first starts only when the longest round so far ends before `deadlineMs`.
+ * Runs every plan's decodes `repeats` times, round-robin, each bracketed by its kernel windows,
+ * then `bareRounds` times without windows; a round after the first starts only when the longest
+ * round of its kind so far ends before `deadlineMs`.
  */
 async function runDecodes(
   gpu: GpuHandle,
   plans: readonly DecodePlan[],
-  { tokens, context, repeats, deadlineMs }: {
+  { tokens, context, repeats, bareRounds, deadlineMs }: {
     tokens: number;
     context: number;
     repeats: number;
+    bareRounds: number;
     deadlineMs: number;
   },
   opts: ValidateOptions,
 ): Promise<void> {
+  const bracketed = async (plan: DecodePlan) => {
+    const before = await plan.alongside?.measureWindow();
+    opts.onStart?.(plan.model.name, plan.quant);
+    plan.runs.push(await decodeOnce(gpu, plan, tokens, context));
+    const after = await plan.alongside?.measureWindow();
+    if (before !== undefined && after !== undefined) plan.brackets.push([before, after]);
+  };
+  const bare = async (plan: DecodePlan) => {
+    opts.onStart?.(plan.model.name, plan.quant);
+    plan.bare.push(await decodeOnce(gpu, plan, tokens, context));
+  };
+  await roundsWithin(plans, repeats, deadlineMs, bracketed, true);
+  await roundsWithin(plans, bareRounds, deadlineMs, bare, false);
+}
+
+/**
+ * Up to `rounds` rounds of `decode` over every plan; one starts only when the longest so far ends
+ * before `deadlineMs`, except the first when `firstAlways`.
+ */
+async function roundsWithin(
+  plans: readonly DecodePlan[],
+  rounds: number,
+  deadlineMs: number,
+  decode: (plan: DecodePlan) => Promise<void>,
+  firstAlways: boolean,
+): Promise<void> {
   let longestRoundMs = 0;
-  for (let r = 0; r < repeats; r++) {
+  for (let r = 0; r < rounds; r++) {
     const roundStartMs = performance.now();
-    if (r > 0 && roundStartMs + longestRoundMs > deadlineMs) break;
-    for (const plan of plans) {
-      const before = await plan.alongside?.measureWindow();
-      opts.onStart?.(plan.model.name, plan.quant);
-      plan.runs.push(
-        await measureDecode(gpu, plan.model, plan.quant, {
-          tokens,
-          context,
-          gemvVariants: plan.variants,
-          ...(plan.softmax === undefined ? {} : { softmaxVariant: plan.softmax }),
-        }),
-      );
-      const after = await plan.alongside?.measureWindow();
-      if (before !== undefined && after !== undefined) plan.brackets.push([before, after]);
-    }
+    if ((r > 0 || !firstAlways) && roundStartMs + longestRoundMs > deadlineMs) break;
+    for (const plan of plans) await decode(plan);
     longestRoundMs = Math.max(longestRoundMs, performance.now() - roundStartMs);
   }
+}
+
+/** The earlier samples of a plan's pair: those that ran its kernels, and how many others. */
+function earlierOf(
+  plan: DecodePlan,
+  earlier: readonly DecodeSample[],
+): { runs: DecodeMeasurement[]; spanS: number | null; otherKernels: number } {
+  const pair = earlier.filter((e) => e.run.model === plan.model.name && e.run.quant === plan.quant);
+  const same = pair.filter((e) => e.kernels === plan.kernels);
+  const firstMs = Math.min(...same.map((e) => e.atMs));
+  return {
+    runs: same.map((e) => e.run),
+    spanS: same.length === 0 ? null : Math.round((performance.now() - firstMs) / 1000),
+    otherKernels: pair.length - same.length,
+  };
 }
 
 /** A plan's validation: the measured decode against the report-only estimate, with diagnostics. */
@@ -240,6 +378,7 @@ function validationOf(
   plan: DecodePlan,
   rates: ReportRates,
   estimateOpts: EstimateOpts,
+  earlier: ReturnType<typeof earlierOf>,
 ): LlmValidation {
   const round = (v: number) => Math.round(v * 100) / 100;
   const {
@@ -251,10 +390,14 @@ function validationOf(
     softmax,
     runs,
     brackets,
+    bare,
     weightSpanBytes,
   } = plan;
   const first = runs[0]!;
-  const perTokenMs = runs.flatMap((m) => m.perTokenMs);
+  // Every decode of the pair counts alike: those sampled through the run, the bracketed ones and
+  // the bare ones at the end.
+  const decodes = [...earlier.runs, ...runs, ...bare];
+  const perTokenMs = decodes.flatMap((m) => m.perTokenMs);
   const medianMs = median(perTokenMs);
   const measuredTokensPerSec = 1000 / medianMs;
   // The headline is what a user gets: the estimate from the report's figures alone. The one
@@ -314,7 +457,10 @@ function validationOf(
         : {}),
       context: estimateOpts.context,
       tokens: perTokenMs.length,
-      decodes: runs.length,
+      decodes: decodes.length,
+      decodesThroughRun: earlier.runs.length,
+      ...(earlier.spanS === null ? {} : { decodeSpanS: earlier.spanS }),
+      ...(earlier.otherKernels > 0 ? { decodesWithOtherKernelsLeftOut: earlier.otherKernels } : {}),
       warmup: first.warmup,
       kvDtype: first.kvDtype,
       gemvVariant: first.gemvVariant,
@@ -324,10 +470,10 @@ function validationOf(
       softmaxVariant: softmax ??
         "wg=64 (the decode's default: the estimate's is not f32 with 64 or 256 lanes)",
       measuredMedianMs: round(medianMs),
-      measuredDecodeMedianMs: runs.map((m) => round(m.medianMs)),
+      measuredDecodeMedianMs: decodes.map((m) => round(m.medianMs)),
       measuredPerTokenMs: perTokenMs.map(round),
-      measuredEncodeMs: round(median(runs.map((m) => m.encodeMedianMs))),
-      ...gpuSplit(runs, round),
+      measuredEncodeMs: round(median(decodes.map((m) => m.encodeMedianMs))),
+      ...gpuSplit(decodes, round),
       dispatchesPerToken: first.dispatchesPerToken,
       weightBytes: first.weightBytes,
       estimateMethod: estimate.perTokenMs.method,

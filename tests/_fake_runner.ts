@@ -58,17 +58,22 @@ export function fakeResult(req: MeasureRequest, times: FakeTimes): MeasureResult
 
 /**
  * Drives `planner` to its end with fake results; `clock.s` advances by ten runs of every case
- * measured. Returns every step performed.
+ * measured. An LLM decode sample ran when `llmSample()` says so. Returns every step performed.
  */
 export function drive(
   planner: Planner,
   times: FakeTimes,
   clock: { s: number },
   system: SystemFigures | null = null,
+  llmSample: () => boolean = () => false,
 ): PlanStep[] {
   const steps: PlanStep[] = [];
   for (let step = planner.next(); step; step = planner.next()) {
     steps.push(step);
+    if (step.kind === "llm-sample") {
+      planner.observe({ sampled: llmSample() });
+      continue;
+    }
     if (step.kind !== "measure") {
       planner.observe(step.kind === "system" ? { system } : {});
       continue;

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { createWebGpuRunner } from "../calibrate/runners/webgpu.ts";
-import { validateDecode } from "../decode/validate.ts";
+import { sampleDecodes, validateDecode } from "../decode/validate.ts";
 import { loadReport } from "../reports/load.ts";
 import { gpuTest } from "./_gpu.ts";
 
@@ -95,6 +95,43 @@ gpuTest(
       const medianError = Number(v.details?.perDecodeMedianError);
       assert.ok(Math.abs(medianError - (errors[0]! + errors[1]!) / 2) < 1e-9, `${medianError}`);
     }
+  },
+);
+
+gpuTest(
+  "validateDecode() pools the decodes sampled through the run that ran its kernels, and the bare rounds after its bracketed ones",
+  async (gpu) => {
+    const report = await loadReport(REPORT.pathname);
+    const opts = { models: ["tiny-16m"], quants: ["int4" as const], tokens: 2, context: 8 };
+    const sampled = await sampleDecodes(gpu, report, opts);
+    assert.equal(sampled.length, 1, "one decode of the pair");
+    // A decode whose projections ran another variant (the report's best changed since) is not the
+    // kernels the estimate prices: left out.
+    const other = { ...sampled[0]!, kernels: sampled[0]!.kernels.replace("rpw", "rpx") };
+    let decodes = 0;
+    const [v] = await validateDecode(gpu, report, {
+      ...opts,
+      repeats: 1,
+      bareRounds: 2,
+      alongside: false,
+      earlier: [...sampled, other],
+      onStart: () => decodes++,
+    });
+    assert.equal(decodes, 3, "one bracketed round and two bare ones");
+    const d = v!.details!;
+    assert.equal(d.decodes, 4, "the sample that ran its kernels and its own three");
+    assert.equal(d.decodesThroughRun, 1);
+    assert.equal(d.decodesWithOtherKernelsLeftOut, 1);
+    assert.equal((d.measuredPerTokenMs as number[]).length, 8);
+    assert.equal(
+      (d.measuredDecodeMedianMs as number[])[0],
+      Math.round(sampled[0]!.run.medianMs * 100) / 100,
+    );
+    assert.ok(Number(d.decodeSpanS) >= 0);
+    await assert.rejects(
+      () => validateDecode(gpu, report, { ...opts, bareRounds: -1 }),
+      /"bareRounds" must be a non-negative integer, got -1/,
+    );
   },
 );
 

@@ -51,6 +51,55 @@ Deno.test("a planner does not measure again what a resumed run measured", () => 
   assert.equal(again.measurements.length, first.measurements.length);
 });
 
+Deno.test("a planner samples the LLM decode between jobs: again after each job until one ran, then every sampleEveryS", () => {
+  const clock = { s: 0 };
+  const base = planFor({
+    quick: false,
+    mode: "default",
+    ops: ["add", "mul", "fma", "sum"].map(getOp),
+    dtypes: ["f32"],
+    backends: ["js", "wasm"],
+  });
+  const plan = { ...base, llm: { ...base.llm, sampleEveryS: 1e9 } };
+  const planner = new Planner({ plan, llm: true, clock: () => clock.s });
+  let asked = 0;
+  // The report cannot price the decode after the first two jobs; the third sample runs.
+  const steps = drive(planner, addTimes, clock, null, () => ++asked >= 3);
+  const kinds = steps.map((s) => s.kind).filter((k) => k === "save" || k === "llm-sample");
+  assert.deepEqual(kinds.slice(0, 6), [
+    "save",
+    "llm-sample",
+    "save",
+    "llm-sample",
+    "save",
+    "llm-sample",
+  ]);
+  assert.equal(asked, 3, "none due after the one that ran: sampleEveryS is longer than the run");
+  assert.equal(steps.at(-1)!.kind, "llm");
+  const without = new Planner({ plan, llm: false, clock: () => clock.s });
+  assert.ok(
+    !drive(without, addTimes, clock).some((s) => s.kind === "llm-sample"),
+    "no LLM, no samples",
+  );
+});
+
+Deno.test("a plan measures the ops the decode estimate rests on first: matmul, gemv, softmax", () => {
+  const plan = planFor({
+    quick: false,
+    mode: "default",
+    ops: OPS,
+    backends: BACKENDS,
+    dtypes: ["f32"],
+  });
+  const order = [...new Set(plan.jobs.map((j) => j.op.name))];
+  assert.deepEqual(order.slice(0, 3), ["matmul", "gemv", "softmax"]);
+  assert.deepEqual(
+    order.slice(3),
+    OPS.map((o) => o.name).filter((n) => !["matmul", "gemv", "softmax"].includes(n)),
+    "the rest in catalog order",
+  );
+});
+
 Deno.test("a planner ends with the LLM validation when asked, and gives an ETA from its time plan", () => {
   const clock = { s: 0 };
   const plan = planFor({
