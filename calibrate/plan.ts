@@ -371,7 +371,7 @@ const MODES: Readonly<Record<Mode, ModeSettings>> = {
     // per alongside window) took ~2.5 min here; one round of decodes of 8 tokens with 80 ms
     // windows took 36–48 s, and its reserve is what the ETA counts on: at 90 s, the ETA at three
     // quarters of a run said 22 % too late. Rounds without windows (~2.5 s for the four pairs)
-    // fill the rest. A decode of the same pair moved ×1.1–1.9 between runs while its estimate
+    // fill the rest. A decode of the same pair moved ×1.3–1.9 across eight runs while its estimate
     // did not follow, so it is also sampled through the run, every 30 s once the report can
     // price it (after the matmul, gemv and softmax jobs, which the plan puts first).
     // 290 s of plan for a 5-minute wall: two quiet runs of a 300 s plan took 303 and 304 s

@@ -196,13 +196,16 @@ export class PlanState {
 
   /**
    * A decode sample for the LLM validation, when the run has one, its plan samples and
-   * `sampleEveryS` have passed since the last sample that ran.
+   * `sampleEveryS` have passed since the last sample that ran. Its time comes out of the LLM
+   * reserve, not the jobs'.
    */
   *llmSample(): Steps {
     const every = this.plan.llm.sampleEveryS;
     if (!this.#llm || every === undefined) return;
     if (this.#sampledAtS !== null && this.time.now() - this.#sampledAtS < every) return;
+    const startS = this.time.now();
     const { sampled } = yield { kind: "llm-sample" };
+    this.time.llmSampled(this.time.now() - startS);
     if (sampled) this.#sampledAtS = this.time.now();
   }
 

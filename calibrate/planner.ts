@@ -75,6 +75,11 @@ export class Planner {
     return this.#state.system;
   }
 
+  /** What is left of the plan's LLM reserve for the validation at the end, s. */
+  llmLeftS(): number {
+    return this.#state.time.llmLeftS();
+  }
+
   /** Seconds until the plan's end, or null when the plan has no budget to go by. */
   etaS(): number | null {
     return this.#state.time.etaS();

@@ -168,8 +168,10 @@ export class CalibrationSession {
    */
   #llmPlan(): LlmValidationPlan {
     const { llm, time } = this.plan();
+    // The decodes sampled between jobs spent part of the reserve already.
+    const leftS = Math.min(time.llmS, this.planner().llmLeftS());
     return time.llmS > 0 && llm.budgetMs === undefined
-      ? { ...llm, budgetMs: time.llmS * 1000 }
+      ? { ...llm, budgetMs: Math.max(1, leftS * 1000) }
       : llm;
   }
 
@@ -188,8 +190,20 @@ export class CalibrationSession {
     return this.#planner;
   }
 
+  /**
+   * The report as the last save wrote it, until a step changes what it holds: the steps after a
+   * save (a decode sample, the LLM validation) read it rather than fit every series again.
+   */
+  #saved: Report | null = null;
+
+  /** The report so far: the last save's when nothing changed since. */
+  #reportSoFar(): Report {
+    return this.#saved ?? this.#report(false, "interrupted");
+  }
+
   /** Performs one step of the planner. */
   async perform(step: PlanStep): Promise<StepOutcome> {
+    if (step.kind !== "save" && step.kind !== "llm-sample") this.#saved = null;
     switch (step.kind) {
       case "system":
         return {
@@ -208,7 +222,7 @@ export class CalibrationSession {
       case "llm":
         this.#llm = await this.options.validateLlm!(
           this.#gpu!,
-          this.#report(false, "interrupted"),
+          this.#reportSoFar(),
           this.#llmPlan(),
           (message) => this.warn(message),
         ) ?? this.#llm;
@@ -216,8 +230,7 @@ export class CalibrationSession {
       case "llm-sample": {
         const sample = this.options.validateLlm?.sample;
         if (!sample || !this.#gpu || this.signal.aborted) return { sampled: false };
-        const report = this.#report(false, "interrupted");
-        return { sampled: await sample(this.#gpu, report, this.#llmPlan()) };
+        return { sampled: await sample(this.#gpu, this.#reportSoFar(), this.#llmPlan()) };
       }
       case "measure":
         return await this.#measure(step.requests, step.stopping);
@@ -314,6 +327,7 @@ export class CalibrationSession {
   /** Writes the report as it stands, atomically. */
   async save(complete: boolean, stopReason: Report["provenance"]["stopReason"]): Promise<Report> {
     const report = this.#report(complete, stopReason);
+    this.#saved = !complete && stopReason === "interrupted" ? report : null;
     await writeJsonAtomic(this.path, report);
     this.options.onProgress?.({
       kind: "saved",

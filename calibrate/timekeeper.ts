@@ -46,6 +46,8 @@ export class TimeKeeper {
   #revisitDeadline = Infinity;
   #stage: "system" | "jobs" | "revisit" | "llm" = "system";
   #llmStart = 0;
+  /** Seconds the LLM decode samples between jobs took: they come out of the LLM reserve. */
+  #llmSampledS = 0;
 
   /**
    * @param plan The plan, with its time plan.
@@ -81,7 +83,9 @@ export class TimeKeeper {
    */
   get #jobsEnd(): number {
     const total = this.#totalS;
-    return total === null ? Infinity : total * (1 - OVERRUN_SHARE) - this.#llmS - this.#revisitS;
+    return total === null
+      ? Infinity
+      : total * (1 - OVERRUN_SHARE) - this.llmLeftS() - this.#revisitS;
   }
 
   /** The system figures are in: the jobs' original slices are set from here. */
@@ -131,10 +135,20 @@ export class TimeKeeper {
       this.#stage = "revisit";
       const total = this.#totalS;
       this.#revisitDeadline = this.#plan.mode === "default" && total !== null
-        ? Math.min(this.now() + this.#revisitS, total - this.#llmS)
+        ? Math.min(this.now() + this.#revisitS, total - this.llmLeftS())
         : Infinity;
     }
     return this.#revisitDeadline;
+  }
+
+  /** An LLM decode sample between jobs took `seconds`: the LLM reserve pays for it. */
+  llmSampled(seconds: number): void {
+    this.#llmSampledS += Math.max(0, seconds);
+  }
+
+  /** What is left of the LLM reserve for the validation at the end, s. */
+  llmLeftS(): number {
+    return Math.max(0, this.#llmS - this.#llmSampledS);
   }
 
   /** The revisit passes are over: the LLM validation (if any) is next. */
@@ -155,10 +169,10 @@ export class TimeKeeper {
   etaS(): number | null {
     if (this.#totalS === null) return null;
     const now = this.now();
-    if (this.#stage === "llm") return Math.max(0, this.#llmStart + this.#llmS - now);
+    if (this.#stage === "llm") return Math.max(0, this.#llmStart + this.llmLeftS() - now);
     if (this.#stage === "revisit") {
       return Number.isFinite(this.#revisitDeadline)
-        ? Math.max(0, this.#revisitDeadline - now) + this.#llmS
+        ? Math.max(0, this.#revisitDeadline - now) + this.llmLeftS()
         : null;
     }
     if (this.#stage === "system") return Math.max(0, this.#totalS - now);
@@ -171,7 +185,7 @@ export class TimeKeeper {
     // Jobs that overran shrink the later ones' slices: the jobs end by their end all the same.
     const planned = Math.min(current + later, Math.max(0, this.#jobsEnd - now));
     return Math.max(planned, this.#fixedCostFloor()) + this.#totalS * OVERRUN_SHARE +
-      this.#revisitS + this.#llmS;
+      this.#revisitS + this.llmLeftS();
   }
 
   /**

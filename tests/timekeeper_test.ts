@@ -108,3 +108,23 @@ Deno.test("a quick plan's ETA counts each job to come at least at the quickest j
   time.startJob(1);
   assert.ok(time.etaS()! >= quickest, `${time.etaS()} vs one more job of ${quickest} s`);
 });
+
+Deno.test("the LLM decode samples between jobs come out of the LLM reserve, not the jobs' time", () => {
+  let now = 0;
+  const time = new TimeKeeper(plan, () => now, true);
+  time.systemDone();
+  time.startJob(0);
+  now = 10;
+  time.endJob(0);
+  time.startJob(1);
+  const before = time.jobDeadline();
+  time.llmSampled(4);
+  assert.equal(time.llmLeftS(), plan.time.llmS - 4);
+  time.startJob(1);
+  assert.ok(Math.abs(time.jobDeadline() - (before + 4)) < 1e-9, "the jobs keep their time");
+  time.llmSampled(1e6);
+  assert.equal(time.llmLeftS(), 0, "never below nothing");
+  time.endJob(1);
+  time.revisitDone();
+  assert.equal(time.etaS(), 0, "the validation at the end has what is left");
+});
