@@ -212,8 +212,20 @@ function defaultVariant(dtype: Dtype, shape: { rows: number; cols: number }): Va
   return runnable;
 }
 
-/** The attention softmax's lanes per workgroup, from a catalog softmax variant id. */
-function softmaxLanes(id: string | undefined): 64 | 256 {
+/**
+ * The attention softmax's lanes per workgroup, from a catalog softmax variant id (the decode's
+ * 64 when absent).
+ *
+ * @param id A softmax variant id, or undefined.
+ * @returns 64 or 256.
+ * @throws {RangeError} for a variant the decode cannot run (other lanes, f16 accumulation).
+ * @example
+ * ```ts
+ * import { softmaxLanes } from "./decode.ts";
+ * console.log(softmaxLanes("acc=f32,wg=256"), softmaxLanes(undefined)); // 256 64
+ * ```
+ */
+export function softmaxLanes(id: string | undefined): 64 | 256 {
   if (id === undefined) return LANE_WG;
   const { wg, acc } = parseVariantId(id);
   if ((wg !== 64 && wg !== 256) || (acc !== undefined && acc !== "f32")) {

@@ -19,6 +19,7 @@ import {
   type DecodeQuant,
   measureDecode,
   parseVariantId,
+  softmaxLanes,
 } from "./decode.ts";
 import { AlongsideKernels } from "./_alongside.ts";
 import {
@@ -293,7 +294,8 @@ function planDecodes(
         softmax,
         alongside,
         ...projections,
-        kernels: JSON.stringify([model.name, quant, projections.variants, softmax ?? null]),
+        // What the decode runs: the softmax's lanes, not the id that names them.
+        kernels: JSON.stringify([model.name, quant, projections.variants, softmaxLanes(softmax)]),
         weightSpanBytes,
         /** The decodes bracketed by alongside windows. */
         runs: [] as DecodeMeasurement[],
