@@ -1,11 +1,17 @@
 /**
- * The readable end of a calibration: crossovers, peak rates, system figures, and what is
- * extrapolated rather than measured.
+ * The readable end of a calibration: crossovers, peak rates, system figures, the LLM decode
+ * check, and what is extrapolated rather than measured.
  *
  * @module
  */
 import type { Report } from "../core/schema.ts";
-import { formatFigure, formatNumber as fmt, formatSeconds, textTable } from "../core/format.ts";
+import {
+  formatFigure,
+  formatNumber as fmt,
+  formatPercent,
+  formatSeconds,
+  textTable,
+} from "../core/format.ts";
 
 /**
  * What the summary says when the machine has an adapter that the run left out by choice.
@@ -96,6 +102,7 @@ export function formatSummary(report: Report, path: string): string {
     `  device copy      ${formatFigure(report.system.copyGBps)}`,
     `  compile          ${formatFigure(report.system.compileMs)}`,
   ];
+  lines.push(...llmLines(report));
   const extrapolated = report.crossovers.filter((c) => c.tag === "extrapolated");
   if (extrapolated.length > 0) {
     lines.push(
@@ -118,4 +125,32 @@ export function formatSummary(report: Report, path: string): string {
   if (p.warnings.length > 0) lines.push("", "Warnings:", ...p.warnings.map((w) => `  ${w}`));
   lines.push("", `Report: ${path}`);
   return lines.join("\n");
+}
+
+/**
+ * The LLM decode check: per model and weight format, the report-only tokens/s against the
+ * measured decode, with how many decodes over how long it pooled.
+ */
+function llmLines(report: Report): string[] {
+  const validations = report.llm?.validations ?? [];
+  if (validations.length === 0) return [];
+  return [
+    "",
+    "LLM decode check (tokens/s estimated from this report alone, against a measured decode):",
+    textTable(
+      ["model", "weights", "estimated", "measured", "error", "decodes"],
+      validations.map((v) => {
+        const d = v.details ?? {};
+        const span = typeof d.decodeSpanS === "number" ? ` over ${d.decodeSpanS} s` : "";
+        return [
+          v.model,
+          v.quant,
+          fmt(v.estimatedTokensPerSec),
+          fmt(v.measuredTokensPerSec),
+          formatPercent(v.error, true),
+          typeof d.decodes === "number" ? `${d.decodes}${span}` : "",
+        ];
+      }),
+    ),
+  ];
 }

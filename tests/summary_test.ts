@@ -29,3 +29,19 @@ Deno.test("formatSummary() prints the run's duration in its unit and figures in 
   assert.match(text, /sync round trip {2}11\.2 ms/);
   assert.doesNotMatch(text, /\d\.\d{4,}/, "no number longer than its precision");
 });
+
+Deno.test("formatSummary() sets the report-only tokens/s beside the measured decode, with the decodes it pooled", () => {
+  const report = syntheticReport();
+  const validation = {
+    model: "tiny-16m",
+    quant: "int4" as const,
+    measuredTokensPerSec: 40,
+    estimatedTokensPerSec: 44,
+    error: 0.1,
+    details: { decodes: 5, decodeSpanS: 93 },
+  };
+  const text = formatSummary({ ...report, llm: { validations: [validation] } }, "r.json");
+  assert.match(text, /LLM decode check \(tokens\/s estimated from this report alone/);
+  assert.match(text, /tiny-16m +int4 +44 +40 +\+10\.0 % +5 over 93 s/);
+  assert.doesNotMatch(formatSummary(report, "r.json"), /LLM decode check/, "none without one");
+});
