@@ -42,6 +42,6 @@ Deno.test("formatSummary() sets the report-only tokens/s beside the measured dec
   };
   const text = formatSummary({ ...report, llm: { validations: [validation] } }, "r.json");
   assert.match(text, /LLM decode check \(tokens\/s estimated from this report alone/);
-  assert.match(text, /tiny-16m +int4 +44 +40 +\+10\.0 % +5 over 93 s/);
+  assert.match(text, /tiny-16m +int4 +44\.0 +40\.0 +\+10\.0 % +5 over 93 s/);
   assert.doesNotMatch(formatSummary(report, "r.json"), /LLM decode check/, "none without one");
 });
