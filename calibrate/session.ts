@@ -169,9 +169,8 @@ export class CalibrationSession {
   #llmPlan(): LlmValidationPlan {
     const { llm, time } = this.plan();
     // The decodes sampled between jobs spent part of the reserve already.
-    const leftS = Math.min(time.llmS, this.planner().llmLeftS());
     return time.llmS > 0 && llm.budgetMs === undefined
-      ? { ...llm, budgetMs: Math.max(1, leftS * 1000) }
+      ? { ...llm, budgetMs: Math.max(1, this.planner().llmLeftS() * 1000) }
       : llm;
   }
 
