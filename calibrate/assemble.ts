@@ -90,6 +90,7 @@ export function missingSystemFigures(reason: string): SystemFigures {
     dispatchRoundTripMs: MISSING(reason, "ms"),
     perDispatchUs: MISSING(reason, "us"),
     encodePerDispatchUs: MISSING(reason, "us"),
+    readbackRoundTripMs: MISSING(reason, "ms"),
     uploadGBps: MISSING(reason, "GB/s"),
     readbackGBps: MISSING(reason, "GB/s"),
     copyGBps: MISSING(reason, "GB/s"),

@@ -93,6 +93,9 @@ export function formatSummary(report: Report, path: string): string {
     "",
     "System:",
     `  sync round trip  ${formatFigure(report.system.dispatchRoundTripMs)}`,
+    ...(report.system.readbackRoundTripMs
+      ? [`  read round trip  ${formatFigure(report.system.readbackRoundTripMs)}`]
+      : []),
     `  per dispatch     ${formatFigure(report.system.perDispatchUs)}`,
     ...(report.system.encodePerDispatchUs
       ? [`  host encode      ${formatFigure(report.system.encodePerDispatchUs)}`]

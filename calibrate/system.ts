@@ -182,10 +182,13 @@ interface SampleOptions {
 interface TrivialProgram {
   readonly makePipeline: (nonce: number) => GPUComputePipeline;
   readonly submitDispatches: (pipeline: GPUComputePipeline, count: number) => Promise<void>;
+  /** One dispatch, its 4-byte result copied to a mappable buffer, mapped and read. */
+  readonly submitAndRead: (pipeline: GPUComputePipeline) => Promise<void>;
 }
 
 function trivialProgram(device: GPUDevice, buffer: MakeBuffer): TrivialProgram {
   const target = buffer(256, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC);
+  const readable = buffer(256, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST);
   const layout = device.createBindGroupLayout({
     entries: [{ binding: 0, visibility: GPUShaderStage.COMPUTE, buffer: { type: "storage" } }],
   });
@@ -204,16 +207,29 @@ function trivialProgram(device: GPUDevice, buffer: MakeBuffer): TrivialProgram {
         },
       }),
     submitDispatches: (pipeline, count) => {
-      const encoder = device.createCommandEncoder();
-      const pass = encoder.beginComputePass();
-      pass.setPipeline(pipeline);
-      pass.setBindGroup(0, bindGroup);
-      for (let i = 0; i < count; i++) pass.dispatchWorkgroups(1);
-      pass.end();
+      const encoder = encodeDispatches(pipeline, count);
       device.queue.submit([encoder.finish()]);
       return device.queue.onSubmittedWorkDone();
     },
+    submitAndRead: async (pipeline) => {
+      const encoder = encodeDispatches(pipeline, 1);
+      encoder.copyBufferToBuffer(target, 0, readable, 0, 4);
+      device.queue.submit([encoder.finish()]);
+      await readable.mapAsync(GPUMapMode.READ, 0, 4);
+      new Uint32Array(readable.getMappedRange(0, 4)).slice();
+      readable.unmap();
+    },
   };
+
+  function encodeDispatches(pipeline: GPUComputePipeline, count: number): GPUCommandEncoder {
+    const encoder = device.createCommandEncoder();
+    const pass = encoder.beginComputePass();
+    pass.setPipeline(pipeline);
+    pass.setBindGroup(0, bindGroup);
+    for (let i = 0; i < count; i++) pass.dispatchWorkgroups(1);
+    pass.end();
+    return encoder;
+  }
 }
 
 /** Compile times, ms: a fresh shader each time (a nonce defeats caches), through its first dispatch. */
@@ -230,22 +246,29 @@ async function compileSamples(
 }
 
 /**
- * The round trip of one dispatch (ms samples) and the GPU's cost of one more dispatch in a submit
- * (µs samples: a submit of `batch` less a submit of one, over `batch − 1`), on a warmed pipeline.
+ * The round trip of one dispatch (ms samples), the same with its result read back (ms samples),
+ * and the GPU's cost of one more dispatch in a submit (µs samples: a submit of `batch` less a
+ * submit of one, over `batch − 1`), on a warmed pipeline.
  */
 async function dispatchSamples(
   program: TrivialProgram,
   batch: number,
   { n, signal }: SampleOptions,
-): Promise<{ roundTrip: number[]; perDispatch: number[] }> {
+): Promise<{ roundTrip: number[]; readRoundTrip: number[]; perDispatch: number[] }> {
   const pipeline = program.makePipeline(1);
-  await program.submitDispatches(pipeline, 1);
-  const roundTrip = await samples(n, () => program.submitDispatches(pipeline, 1), signal);
+  await program.submitAndRead(pipeline);
+  // Alternated, so that both round trips meet the same moments of the host's polling.
+  const roundTrip: number[] = [];
+  const readRoundTrip: number[] = [];
+  for (let i = 0; i < n && !signal?.aborted; i++) {
+    roundTrip.push(await timeMs(() => program.submitDispatches(pipeline, 1)));
+    readRoundTrip.push(await timeMs(() => program.submitAndRead(pipeline)));
+  }
   const batched = await samples(n, () => program.submitDispatches(pipeline, batch), signal);
   const perDispatch = batched.map((t, i) =>
     Math.max(0, (t - (roundTrip[i] ?? t)) / (batch - 1) * 1000)
   );
-  return { roundTrip, perDispatch };
+  return { roundTrip, readRoundTrip, perDispatch };
 }
 
 /** Times of a transfer at the small and at the large size, ms, alternating. */
@@ -346,13 +369,26 @@ function transferFigures(
 /** The dispatch figures: round trip, GPU cost per dispatch, host cost of recording one. */
 function dispatchFigures(
   batch: number,
-  d: { roundTrip: number[]; perDispatch: number[]; encodePerDispatch: number[] },
-): Pick<SystemFigures, "dispatchRoundTripMs" | "perDispatchUs" | "encodePerDispatchUs"> {
+  d: {
+    roundTrip: number[];
+    readRoundTrip: number[];
+    perDispatch: number[];
+    encodePerDispatch: number[];
+  },
+): Pick<
+  SystemFigures,
+  "dispatchRoundTripMs" | "readbackRoundTripMs" | "perDispatchUs" | "encodePerDispatchUs"
+> {
   return {
     dispatchRoundTripMs: figure(
       d.roundTrip,
       "ms",
       "submit of one trivial dispatch + onSubmittedWorkDone",
+    ),
+    readbackRoundTripMs: figure(
+      d.readRoundTrip,
+      "ms",
+      "submit of one trivial dispatch + copy of 4 bytes to a MAP_READ buffer + mapAsync + read",
     ),
     perDispatchUs: figure(
       d.perDispatch,

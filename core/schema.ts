@@ -535,6 +535,12 @@ export type SystemFigures = {
    * Absent in reports calibrated before gpucal measured it.
    */
   encodePerDispatchUs?: Figure | undefined;
+  /**
+   * One WebGPU submit whose result the host reads back, ms: a trivial dispatch, a copy of its
+   * 4-byte result to a mappable buffer, `mapAsync` and the read, as a decode step reads its token.
+   * Absent in reports calibrated before gpucal measured it.
+   */
+  readbackRoundTripMs?: Figure | undefined;
   /** Host-to-GPU transfer rate, GB/s. */
   uploadGBps: Figure;
   /** GPU-to-host transfer rate, GB/s. */
@@ -554,6 +560,7 @@ export const SystemSchema: z.ZodType<SystemFigures> = exactly<SystemFigures>()(z
   dispatchRoundTripMs: FigureSchema,
   perDispatchUs: FigureSchema,
   encodePerDispatchUs: FigureSchema.optional(),
+  readbackRoundTripMs: FigureSchema.optional(),
   uploadGBps: FigureSchema,
   readbackGBps: FigureSchema,
   copyGBps: FigureSchema,

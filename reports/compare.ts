@@ -721,6 +721,9 @@ function systemMap(report: Report): Map<string, SystemFigure> {
   });
   const map = new Map<string, SystemFigure>([
     ["dispatch round trip", gpu(s.dispatchRoundTripMs, "lower", false)],
+    ...(s.readbackRoundTripMs
+      ? [["read round trip", gpu(s.readbackRoundTripMs, "lower", false)] as const]
+      : []),
     ["per dispatch", gpu(s.perDispatchUs, "lower")],
     ...(s.encodePerDispatchUs
       ? [["host encode per dispatch", gpu(s.encodePerDispatchUs, "lower")] as const]

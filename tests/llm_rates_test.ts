@@ -30,6 +30,19 @@ Deno.test("ratesFromReport() takes matmul, dispatch, sync and host link from the
   assert.equal(r.memoryBytes, 7.8 * 2 ** 30);
 });
 
+Deno.test("ratesFromReport() syncs a step by reading its result back, when the report timed that", () => {
+  const report = syntheticReport();
+  const readback = { value: 12.1, unit: "ms", tag: "measured" as const, source: "mapAsync" };
+  const r = ratesFromReport({
+    ...report,
+    system: { ...report.system, readbackRoundTripMs: readback },
+  });
+  assert.equal(r.syncRoundTripMs.value, 12.1);
+  assert.match(r.syncRoundTripMs.source!, /^readbackRoundTripMs: mapAsync/);
+  const older = ratesFromReport(report);
+  assert.equal(older.syncRoundTripMs.value, report.system.dispatchRoundTripMs.value);
+});
+
 Deno.test("ratesFromReport() charges each dispatch the median fixed cost of the device's kernels", () => {
   const report = syntheticReport();
   const t0s = report.fits

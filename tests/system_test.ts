@@ -4,7 +4,14 @@ import { gpuTest } from "./_gpu.ts";
 
 Deno.test("measureSystem() without an adapter gives every figure null with the reason", async () => {
   const s = await measureSystem(null);
-  for (const f of [s.dispatchRoundTripMs, s.perDispatchUs, s.encodePerDispatchUs, s.uploadGBps]) {
+  const figures = [
+    s.dispatchRoundTripMs,
+    s.readbackRoundTripMs,
+    s.perDispatchUs,
+    s.encodePerDispatchUs,
+    s.uploadGBps,
+  ];
+  for (const f of figures) {
     assert.equal(f?.value, null);
     assert.equal(f?.reason, "No WebGPU adapter");
   }
@@ -20,5 +27,21 @@ gpuTest(
     assert.ok(encode.value! > 0, `${encode.value} µs`);
     assert.ok(encode.ci![0] <= encode.value! && encode.value! <= encode.ci![1]);
     assert.match(encode.source!, /host time recording .* not submitted; median of 7/);
+  },
+);
+
+gpuTest(
+  "measureSystem() times a round trip that reads a result back beside one that only waits",
+  async (gpu) => {
+    const s = await measureSystem(gpu, { quick: true });
+    const read = s.readbackRoundTripMs!;
+    assert.equal(read.unit, "ms");
+    assert.equal(read.tag, "measured");
+    assert.ok(read.value! > 0, `${read.value} ms`);
+    assert.match(
+      read.source!,
+      /copy of 4 bytes to a MAP_READ buffer \+ mapAsync \+ read; median of 7/,
+    );
+    assert.match(s.dispatchRoundTripMs.source!, /onSubmittedWorkDone; median of 7/);
   },
 );

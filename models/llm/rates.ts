@@ -313,6 +313,19 @@ function systemFigure(fig: Figure, path: string): RateFigure {
 }
 
 /**
+ * A step's synchronisation on WebGPU: the round trip that reads a result back (a decode step
+ * reads its token), else, in a report calibrated before gpucal measured it, the one that only
+ * waits for the GPU.
+ */
+function stepSyncFigure(report: Report): RateFigure {
+  const read = report.system.readbackRoundTripMs;
+  if (read?.value == null) {
+    return systemFigure(report.system.dispatchRoundTripMs, "syncRoundTripMs");
+  }
+  return { ...read, source: `readbackRoundTripMs: ${read.source ?? "report"}` };
+}
+
+/**
  * CPU backends have no device to sync with or copy to: a token's round trip is one call
  * returning, bounded by the cheapest complete call measured; the host link is the backend's own
  * memory bandwidth.
@@ -415,7 +428,7 @@ export function ratesFromReport(report: Report, opts: RatesOptions = {}): Report
     ? {
       perDispatchUs: kernelLaunchFigure(report) ??
         systemFigure(report.system.perDispatchUs, "perDispatchUs"),
-      syncRoundTripMs: systemFigure(report.system.dispatchRoundTripMs, "syncRoundTripMs"),
+      syncRoundTripMs: stepSyncFigure(report),
       ...(report.system.encodePerDispatchUs
         ? { encodePerDispatchUs: report.system.encodePerDispatchUs }
         : {}),

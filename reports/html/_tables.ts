@@ -158,6 +158,9 @@ export function systemSection(report: Report): string {
   const s = report.system;
   const rows: [string, Figure][] = [
     ["sync round trip (submit + wait)", s.dispatchRoundTripMs],
+    ...(s.readbackRoundTripMs
+      ? [["round trip reading 4 bytes back", s.readbackRoundTripMs] as [string, Figure]]
+      : []),
     ["per dispatch in one submit", s.perDispatchUs],
     ...(s.encodePerDispatchUs
       ? [["host recording of one dispatch", s.encodePerDispatchUs] as [string, Figure]]

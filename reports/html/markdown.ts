@@ -168,6 +168,9 @@ function systemSection(report: Report): string[] {
     ...Object.entries(s.peakGflops).map(([d, f]) => [`peak compute ${d}`, f!] as [string, Figure]),
     ...Object.entries(s.peakGbps).map(([b, f]) => [`peak bandwidth ${b}`, f!] as [string, Figure]),
     ["sync round trip", s.dispatchRoundTripMs],
+    ...(s.readbackRoundTripMs
+      ? [["read round trip", s.readbackRoundTripMs] as [string, Figure]]
+      : []),
     ["per dispatch", s.perDispatchUs],
     ...(s.encodePerDispatchUs
       ? [["host encode per dispatch", s.encodePerDispatchUs] as [string, Figure]]
