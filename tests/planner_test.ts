@@ -392,6 +392,35 @@ Deno.test("a late job still climbs a series whose runs stay short to its ceiling
   assert.equal(top, plan.jobs[0]!.sizes.at(-1), `device-resident reached ${top}`);
 });
 
+Deno.test("a late job climbs a series whose top run is long as far as a short run reaches", () => {
+  const clock = { s: 0 };
+  const plan = planFor({
+    quick: false,
+    mode: "default",
+    ops: [getOp("sum")],
+    dtypes: ["f32"],
+    backends: ["webgpu", "wasm", "wasm-mt", "js"],
+  });
+  const planner = new Planner({ plan, llm: false, clock: () => clock.s });
+  // Device-resident: 45 µs of dispatch, then 0.5 GB/s: a run at the top takes ~95 ms, over a late
+  // climb's 10 ms. Every measurement takes 10 s: the grid deadline passes on the first climb.
+  // (Dropped from the late climbs for its top run, this series stopped at 29 193 elements.)
+  const kernelMs = (n: number) => Math.max(0.045, (4 * n) / 5e5);
+  drive(planner, (r) => {
+    clock.s += 10;
+    const n = r.shape.n!;
+    if (r.backend !== "webgpu") return 1e-5 + n * (r.backend === "js" ? 3e-7 : 1e-7);
+    return r.residency === "device-resident" ? kernelMs(n) : 11 + kernelMs(n) + (4 * n) / 2e6;
+  }, clock);
+  const resident = planner.measurements.filter((m) =>
+    m.residency === "device-resident" && !m.offAxis && m.state === "ok"
+  );
+  const top = Math.max(...resident.map((m) => m.size));
+  const reachable = plan.jobs[0]!.sizes.filter((n) => kernelMs(n) <= 10).at(-1)!;
+  assert.ok(top >= reachable, `device-resident stopped at ${top}; ${reachable} runs in 10 ms`);
+  assert.ok(kernelMs(top) <= 25, `no run over the late cap: ${kernelMs(top)} ms at ${top}`);
+});
+
 Deno.test("a quick plan leaves f16 out unless its dtypes name it, and says it did", () => {
   const quick = planFor({ quick: true, ops: OPS, dtypes: null, backends: BACKENDS });
   assert.deepEqual(QUICK_SKIPPED_DTYPES, ["f16"]);
