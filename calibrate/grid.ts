@@ -171,8 +171,9 @@ function* rangeFirstGrid(grid: GridState): Steps {
     const late = state.time.past(state.time.gridDeadline());
     const overJob = climb > 1 && state.time.past(state.time.jobDeadline());
     if (late && (climb > 1 + LATE_CLIMBS || overJob)) break;
-    // A late climb goes as far as a short run reaches, not to the plan's cap: cut at its cap
-    // instead, a device-resident sum stopped at 29 193 elements and 5·10⁶ was predicted 35 % fast.
+    // A late climb goes as far as a short run reaches. (It used to drop a series whose ceiling
+    // under the plan's cap ran longer: a device-resident sum stopped at 29 193 elements, and a
+    // held-out one of 5·10⁶ was predicted 35 % fast.)
     const lateCap = (key: string) =>
       late && climb > 0 && !(climb === 1 && key === e2e) ? LATE_CLIMB_RUN_MS : undefined;
     const ceilings = grid.ceilings(lateCap);
