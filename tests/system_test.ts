@@ -18,7 +18,8 @@ Deno.test("measureSystem() without an adapter gives every figure null with the r
 });
 
 gpuTest(
-  "measureSystem() times the host's recording of a dispatch apart from the GPU's",
+  "measureSystem() times the host's recording of a dispatch apart from the GPU's, and a round " +
+    "trip that reads a result back beside one that only waits",
   async (gpu) => {
     const s = await measureSystem(gpu, { quick: true });
     const encode = s.encodePerDispatchUs!;
@@ -27,13 +28,6 @@ gpuTest(
     assert.ok(encode.value! > 0, `${encode.value} µs`);
     assert.ok(encode.ci![0] <= encode.value! && encode.value! <= encode.ci![1]);
     assert.match(encode.source!, /host time recording .* not submitted; median of 7/);
-  },
-);
-
-gpuTest(
-  "measureSystem() times a round trip that reads a result back beside one that only waits",
-  async (gpu) => {
-    const s = await measureSystem(gpu, { quick: true });
     const read = s.readbackRoundTripMs!;
     assert.equal(read.unit, "ms");
     assert.equal(read.tag, "measured");
