@@ -1,10 +1,18 @@
 /**
- * The host's own repeatability, without gpucal: two fixed workloads that touch none of gpucal's
+ * The host's own repeatability, without gpucal: three fixed workloads that touch none of gpucal's
  * runners, timed the way the noise bench times its cases (a median of a few runs), at the same
  * moments. When these move as much as a backend's cases do, the machine moved, not gpucal; when
  * they hold still while a backend moves, the noise is the backend's or gpucal's own.
  *
- * - `scalar`: a dependent floating-point loop in registers (no memory traffic): the core's speed.
+ * - `scalar`: one dependent floating-point chain in registers: the core's clock. It waits on
+ *   each result, so it leaves most of the core's execution units idle and barely notices a
+ *   neighbour using them.
+ * - `throughput`: eight independent chains in registers: as much of the core's execution units as
+ *   a kernel uses. On a VM whose virtual core shares a physical core with another guest's
+ *   (simultaneous multithreading on the host, invisible from inside: no steal time, no load),
+ *   this one and every backend's kernels slow down together while `scalar` holds: on a 2-vCPU
+ *   AMD EPYC VM, in one 150 s run, `throughput` ran 1.8–2.85 ms and a cache-resident sum
+ *   0.37–0.65 ms, moving together, while `scalar` stayed within ×1.1 but for single outliers.
  * - `stream`: a sum over 32 MiB of doubles: the memory system's speed.
  *
  * @module
@@ -12,7 +20,7 @@
 import { median } from "../core/stats.ts";
 
 /** The host reference workloads. */
-export const HOST_REFERENCES = ["scalar", "stream"] as const;
+export const HOST_REFERENCES = ["scalar", "throughput", "stream"] as const;
 
 /** One host reference workload. */
 export type HostReference = typeof HOST_REFERENCES[number];
@@ -21,6 +29,8 @@ export type HostReference = typeof HOST_REFERENCES[number];
 const RUNS = 7;
 /** Iterations of the scalar loop per run (about 10 ms on a 2020s server core). */
 const SCALAR_ITERATIONS = 4e6;
+/** Iterations of the throughput loop per run, each advancing eight chains (about 10 ms too). */
+const THROUGHPUT_ITERATIONS = 2e6;
 /** Doubles the stream reference sums per run: 32 MiB, beyond a VM's share of the last-level cache. */
 const STREAM_DOUBLES = 4 << 20;
 
@@ -32,6 +42,22 @@ function scalarRun(): number {
   return x;
 }
 
+function throughputRun(): number {
+  let [a, b, c, d, e, f, g, h] = [1.5, 1.6, 1.7, 1.8, 1.9, 2.0, 2.1, 2.2];
+  for (let i = 0; i < THROUGHPUT_ITERATIONS; i++) {
+    const step = 1e-7 * i;
+    a = a * 0.999999 + step;
+    b = b * 0.999999 + step;
+    c = c * 0.999999 + step;
+    d = d * 0.999999 + step;
+    e = e * 0.999999 + step;
+    f = f * 0.999999 + step;
+    g = g * 0.999999 + step;
+    h = h * 0.999999 + step;
+  }
+  return a + b + c + d + e + f + g + h;
+}
+
 function streamRun(): number {
   if (!streamBuffer) {
     streamBuffer = new Float64Array(STREAM_DOUBLES);
@@ -41,6 +67,13 @@ function streamRun(): number {
   for (let i = 0; i < STREAM_DOUBLES; i++) s += streamBuffer[i]!;
   return s;
 }
+
+/** Each reference's run. */
+const RUNS_OF: Readonly<Record<HostReference, () => number>> = {
+  scalar: scalarRun,
+  throughput: throughputRun,
+  stream: streamRun,
+};
 
 /** Keeps the loops' results observable, so no run is optimised away. */
 let sink = 0;
@@ -57,7 +90,7 @@ let sink = 0;
  * ```
  */
 export function timeHostReference(reference: HostReference): number {
-  const run = reference === "scalar" ? scalarRun : streamRun;
+  const run = RUNS_OF[reference];
   sink += run();
   const ms: number[] = [];
   for (let r = 0; r < RUNS; r++) {

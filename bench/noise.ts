@@ -6,6 +6,11 @@
  * (`repeatability()` of `calibrate/stability.ts`). The figures are the shape of a report's
  * `stability.repeatability`. Bench only: nothing reachable from mod.ts imports this module.
  *
+ * Host references (`_host_reference.ts`) are timed before each op of each window, and the same
+ * table is printed again with every time divided by the `throughput` reference of its moment
+ * (`_against_host.ts`): a host that slows every core-bound workload ×1.4 for a minute (as this
+ * VM's does, without steal time or load) would otherwise read as gpucal's own noise.
+ *
  * Run it with `--v8-flags=--no-maglev` (the task does): V8's mid tier otherwise moves the js
  * kernels between two speeds ×2.4 apart from one window to the next.
  *
@@ -30,15 +35,18 @@ import {
 } from "../kernels/types.ts";
 import type { RepeatabilityInfo } from "../core/schema.ts";
 import { HOST_REFERENCES, type HostReference, timeHostReference } from "./_host_reference.ts";
+import { againstReference } from "./_against_host.ts";
 
 const HELP = `Usage: deno task noise [options]
 
 Measures the same fixed cases on every backend in several windows a pause apart (interleaved per
 op, as calibrate does) and prints, per backend and residency, the share of (case, window) times
 within ±5 / ±10 / ±15 % of their case's median over the windows and the robust standard
-deviation of ln(time) (1.4826 × MAD), then the per-case window medians. Before each op, two
-workloads that use none of gpucal's code (a register-only loop and a 32 MiB sum) are timed too:
-their repeatability is the host's own, the floor no backend can beat.
+deviation of ln(time) (1.4826 × MAD), then the per-case window medians. Before each op, three
+workloads that use none of gpucal's code are timed too (one dependent chain of arithmetic in
+registers, eight independent chains, a 32 MiB sum): their repeatability is the host's own. The
+same table follows with each time divided by the eight-chain loop timed before its op in its
+window: what is left is the backends' own noise, with the host's speed taken out.
 
 Options:
   --windows N       Windows per case (default 4, at least 2)
@@ -99,6 +107,8 @@ interface Options {
 /** One case of one group over the windows: its window medians (null: no time that window). */
 interface CaseRow extends Group {
   readonly case: string;
+  /** When the host references beside it were timed in each window (`before <op>`). */
+  readonly moment: string;
   readonly ms: (number | null)[];
   /** Why a window has no time, when one has none. */
   readonly problems: string[];
@@ -176,8 +186,13 @@ async function measureWindow(
     results.forEach((r, i) => {
       const { c, g } = planned[i]!;
       const key = `${caseName(c)} ${groupKey(g)}`;
-      const row = rows.get(key) ??
-        { ...g, case: caseName(c), ms: Array<number | null>(windows).fill(null), problems: [] };
+      const row = rows.get(key) ?? {
+        ...g,
+        case: caseName(c),
+        moment: `before ${op}`,
+        ms: Array<number | null>(windows).fill(null),
+        problems: [],
+      };
       rows.set(key, row);
       row.ms[window] = r.state === "ok" ? r.wall.median : null;
       if (r.state !== "ok") {
@@ -192,6 +207,7 @@ async function measureWindow(
 interface HostRow {
   readonly reference: HostReference;
   readonly case: string;
+  readonly moment: string;
   readonly ms: (number | null)[];
 }
 
@@ -205,7 +221,7 @@ function timeHostReferences(
   for (const reference of HOST_REFERENCES) {
     const key = `${reference} ${moment}`;
     const row = hostRows.get(key) ??
-      { reference, case: key, ms: Array<number | null>(windows).fill(null) };
+      { reference, case: key, moment, ms: Array<number | null>(windows).fill(null) };
     hostRows.set(key, row);
     row.ms[window] = timeHostReference(reference);
   }
@@ -221,6 +237,14 @@ function summarizeHost(hostRows: readonly HostRow[]) {
 
 function timesOf(row: CaseRow | HostRow): RepeatedTime[] {
   return row.ms.flatMap((ms, window) => ms === null ? [] : [{ case: row.case, window, ms }]);
+}
+
+/** The case rows as ratios to the `throughput` host reference timed before their op. */
+function againstThroughput(rows: readonly CaseRow[], hostRows: readonly HostRow[]): CaseRow[] {
+  const throughput = new Map(
+    hostRows.filter((h) => h.reference === "throughput").map((h) => [h.moment, h.ms]),
+  );
+  return againstReference(rows, throughput);
 }
 
 /** Each group's repeatability over its cases, in the shape of a report's section. */
@@ -239,18 +263,14 @@ function pct(x: number): string {
   return `${(100 * x).toFixed(0)} %`;
 }
 
-function printText(
-  summary: RepeatabilityInfo,
-  host: ReturnType<typeof summarizeHost>,
-  rows: readonly CaseRow[],
-  loads: readonly string[],
-  seconds: number,
-): void {
-  console.log(
-    `Repeatability over ${summary.windows} windows ${summary.gapS} s apart ` +
-      `(each time against its case's median over the windows):`,
-  );
-  console.log(textTable(
+const HOST_LABEL: Readonly<Record<HostReference, string>> = {
+  scalar: "scalar (one dependent chain)",
+  throughput: "throughput (eight chains)",
+  stream: "stream (32 MiB sum)",
+};
+
+function groupTable(summary: RepeatabilityInfo): string {
+  return textTable(
     ["backend", "residency", "cases", "times", "±5 %", "±10 %", "±15 %", "σ ln", "goal"],
     summary.groups.map((g) => {
       const goal = GOALS[g.backend];
@@ -267,12 +287,27 @@ function printText(
         `${g[goal.within] >= goal.share ? "met" : "NOT met"} (≥ ${pct(goal.share)} ${bound})`,
       ];
     }),
-  ));
+  );
+}
+
+function printText(
+  summary: RepeatabilityInfo,
+  againstHost: RepeatabilityInfo,
+  host: ReturnType<typeof summarizeHost>,
+  rows: readonly CaseRow[],
+  loads: readonly string[],
+  seconds: number,
+): void {
+  console.log(
+    `Repeatability over ${summary.windows} windows ${summary.gapS} s apart ` +
+      `(each time against its case's median over the windows):`,
+  );
+  console.log(groupTable(summary));
   console.log("\nThe host without gpucal (timed before each op, same windows):");
   console.log(textTable(
     ["reference", "moments", "times", "±5 %", "±10 %", "±15 %", "σ ln"],
     host.map((h) => [
-      h.reference === "scalar" ? "scalar (register loop)" : "stream (32 MiB sum)",
+      HOST_LABEL[h.reference],
       `${h.cases}`,
       `${h.times}`,
       pct(h.within5),
@@ -281,6 +316,11 @@ function printText(
       h.sigmaLn.toFixed(3),
     ]),
   ));
+  console.log(
+    "\nThe same times divided by the throughput reference timed before their op in their window " +
+      "(what is left when the host's speed is taken out):",
+  );
+  console.log(groupTable(againstHost));
   console.log("\nPer case: window medians, ms, and the largest deviation from their median:");
   console.log(textTable(
     ["case", "backend", "residency", "windows", "worst"],
@@ -371,12 +411,18 @@ export async function main(args: string[]): Promise<number> {
   const all = [...rows.values()];
   const summary = summarize(all, groups, options);
   const host = summarizeHost([...hostRows.values()]);
+  const againstHost = summarize(againstThroughput(all, [...hostRows.values()]), groups, options);
   if (options.json) {
-    console.log(
-      JSON.stringify({ repeatability: summary, hostReference: host, cases: all, loads, seconds }),
-    );
+    console.log(JSON.stringify({
+      repeatability: summary,
+      againstHost,
+      hostReference: host,
+      cases: all,
+      loads,
+      seconds,
+    }));
   } else {
-    printText(summary, host, all, loads, seconds);
+    printText(summary, againstHost, host, all, loads, seconds);
   }
   return 0;
 }
