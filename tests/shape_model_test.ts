@@ -48,6 +48,40 @@ Deno.test("the shape model's 90 % interval covers about 90 % of new shapes with 
   assert.ok(mean >= 0.85 && mean <= 0.95, `coverage ${coverages.join(", ")}`);
 });
 
+Deno.test("the correction stays within the residuals it learned from: with every off-axis shape faster than the axis, none is predicted slower", () => {
+  // The square axis (residual 0 by construction) and five gemv shapes 22–40 % faster than it, as a
+  // device-resident lavapipe sweep measured them. A squared-exponential model with a short length
+  // scale in rows rings between them: unbounded, it put 2048 × 768 at +14 % and 1536 × 512 at
+  // +22 %, slower than anything measured, and an LLM decode built of such projections 29–37 % slow.
+  const axis = [4, 9, 20, 45, 102, 228, 344, 512, 768, 1149, 2580].map((n) => ({
+    features: [n, n],
+    residual: 0,
+    noiseVar: 1e-3,
+    anchor: true,
+  }));
+  const offAxis: [number, number, number][] = [
+    [1024, 4096, -0.4],
+    [4096, 1024, -0.39],
+    [1024, 3008, -0.35],
+    [1024, 3000, -0.3],
+    [1024, 3002, -0.22],
+  ];
+  const model = fitShapeModel([
+    ...axis,
+    ...offAxis.map(([rows, cols, residual]) => ({
+      features: [rows, cols],
+      residual,
+      noiseVar: 1e-3,
+    })),
+  ])!;
+  for (
+    const shape of [[2048, 768], [768, 2048], [1536, 512], [3072, 768], [256, 768], [8192, 768]]
+  ) {
+    const { mean } = correctionAt(model, shape);
+    assert.ok(mean <= 0 && mean >= -0.4, `${shape.join("x")}: ${mean}`);
+  }
+});
+
 Deno.test("far from every measured shape the correction returns to the cost model and widens", () => {
   const onAxis = [512, 1024, 2048].map((n) => ({
     features: [n, n, n],
