@@ -3,7 +3,7 @@
  * is left of their spread is the backend's own, since a host that slows down slows the reference
  * too. On a 2-vCPU VM whose cores the host shares with other guests, every CPU backend moved
  * ×1.3–1.6 between windows 20 s apart while a register-only dependent loop held; a loop that keeps
- * the core's execution units as busy as a kernel does (`throughput` in `_host_reference.ts`) moved
+ * the core's execution units as busy as a kernel does (`throughput` in `calibrate/host_reference.ts`) moved
  * with them. Pure: the noise bench measures, this divides.
  *
  * @example

@@ -6,7 +6,7 @@
  * (`repeatability()` of `calibrate/stability.ts`). The figures are the shape of a report's
  * `stability.repeatability`. Bench only: nothing reachable from mod.ts imports this module.
  *
- * Host references (`_host_reference.ts`) are timed before each op of each window, and the same
+ * Host references (`calibrate/host_reference.ts`) are timed before each op of each window, and the same
  * table is printed again with every time divided by the `throughput` reference of its moment
  * (`_against_host.ts`): a host that slows every core-bound workload ×1.4 for a minute (as this
  * VM's does, without steal time or load) would otherwise read as gpucal's own noise.
@@ -34,7 +34,11 @@ import {
   type Shape,
 } from "../kernels/types.ts";
 import type { RepeatabilityInfo } from "../core/schema.ts";
-import { HOST_REFERENCES, type HostReference, timeHostReference } from "./_host_reference.ts";
+import {
+  HOST_REFERENCES,
+  type HostReference,
+  timeHostReference,
+} from "../calibrate/host_reference.ts";
 import { againstReference } from "./_against_host.ts";
 
 const HELP = `Usage: deno task noise [options]

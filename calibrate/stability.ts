@@ -20,6 +20,7 @@ import type { Backend, Residency } from "../kernels/types.ts";
 import type { EarlierRun, RepeatabilityInfo, Report, StabilityInfo } from "../core/schema.ts";
 import { measureMany, type RunnerSource } from "./measure.ts";
 import { median, robustSigma, type StoppingRule } from "../core/stats.ts";
+import { timeHostReference } from "./host_reference.ts";
 
 /**
  * One probe: when it was taken (seconds since the calibration started, summed over resumed
@@ -188,7 +189,8 @@ export function repeatability(times: readonly RepeatedTime[]): RepeatabilityStat
  * @param probes The probes, in time order.
  * @returns The report's `stability` section: the probe case, the probes, each backend's drift,
  * the standard deviation of ln(probe time) (backends with fewer than {@linkcode MIN_PROBES}
- * probes have none), and the run's repeatability over the probes as windows.
+ * probes have none), the same of the host reference timed beside them (`hostDriftSigma`), and
+ * the run's repeatability over the probes as windows.
  * @example
  * ```ts
  * import { summarizeStability } from "./stability.ts";
@@ -207,11 +209,17 @@ export function summarizeStability(
     if (sigma !== null) sigmas[backend] = Math.round(sigma * 1e4) / 1e4;
   }
   const repeats = probeRepeatability(probes, byBackend);
+  const hostSigma = driftSigma(probes.flatMap((p) => p.hostMs === undefined ? [] : [p.hostMs]));
   return {
     ...PROBE,
     shape: { ...PROBE.shape },
-    probes: probes.map((p) => ({ atS: p.atS, ms: { ...p.ms } })),
+    probes: probes.map((p) => ({
+      atS: p.atS,
+      ms: { ...p.ms },
+      ...(p.hostMs === undefined ? {} : { hostMs: p.hostMs }),
+    })),
     driftSigma: sigmas,
+    ...(hostSigma === null ? {} : { hostDriftSigma: Math.round(hostSigma * 1e4) / 1e4 }),
     ...(repeats ? { repeatability: repeats } : {}),
     ...betweenRuns(probes, earlierRuns),
   };
@@ -353,8 +361,9 @@ function probeRepeatability(
 }
 
 /**
- * Measures the probe case once on each backend, interleaved; a backend that is unavailable or
- * fails the check is left out of the probe.
+ * Times the host's `throughput` reference (none of gpucal's code), then measures the probe case
+ * once on each backend, interleaved; a backend that is unavailable or fails the check is left
+ * out of the probe.
  *
  * @param backends The backends to probe.
  * @param runners Where the runners come from (the calibration's own, so nothing is reopened).
@@ -374,6 +383,7 @@ export async function measureProbe(
   atS: number,
   signal?: AbortSignal,
 ): Promise<StabilityProbe> {
+  const hostMs = timeHostReference("throughput");
   const requests = backends.map((backend) => ({
     op: PROBE.op,
     shape: { ...PROBE.shape },
@@ -390,5 +400,5 @@ export async function measureProbe(
   results.forEach((r, i) => {
     if (r.state === "ok" && r.wall.median > 0) ms[requests[i]!.backend] = r.wall.median;
   });
-  return { atS: Math.round(atS * 100) / 100, ms };
+  return { atS: Math.round(atS * 100) / 100, ms, ...(hostMs > 0 ? { hostMs } : {}) };
 }

@@ -105,7 +105,7 @@ export function formatSummary(report: Report, path: string): string {
     `  device copy      ${formatFigure(report.system.copyGBps)}`,
     `  compile          ${formatFigure(report.system.compileMs)}`,
   ];
-  lines.push(...llmLines(report));
+  lines.push(...driftLines(report), ...llmLines(report));
   const extrapolated = report.crossovers.filter((c) => c.tag === "extrapolated");
   if (extrapolated.length > 0) {
     lines.push(
@@ -128,6 +128,33 @@ export function formatSummary(report: Report, path: string): string {
   if (p.warnings.length > 0) lines.push("", "Warnings:", ...p.warnings.map((w) => `  ${w}`));
   lines.push("", `Report: ${path}`);
   return lines.join("\n");
+}
+
+/**
+ * How far each backend and the host itself moved: the drift probes' σ of ln time over this run,
+ * and between runs when the report carries earlier ones. Nothing without stability data.
+ */
+function driftLines(report: Report): string[] {
+  const s = report.stability;
+  if (s === undefined || Object.keys(s.driftSigma).length === 0) return [];
+  const sigmas = (bySigma: Partial<Record<string, number>>) =>
+    Object.entries(bySigma).map(([b, sigma]) => `${b} ${percent(sigma!)}`).join(", ");
+  return [
+    "",
+    `Drift (σ of ln time of ${s.op} ${s.dtype} ${Object.values(s.shape).join("x")} per backend, ` +
+    `${s.probes.length} probes):`,
+    `  within this run   ${sigmas(s.driftSigma)}`,
+    ...(s.hostDriftSigma === undefined
+      ? []
+      : [`  the host alone    ${percent(s.hostDriftSigma)} (a loop with none of gpucal's code)`]),
+    ...(s.betweenRunSigma === undefined ? [] : [
+      `  between runs      ${sigmas(s.betweenRunSigma)} (${(s.earlierRuns?.length ?? 0) + 1} runs)`,
+    ]),
+  ];
+}
+
+function percent(sigma: number): string {
+  return `${(100 * sigma).toFixed(1)} %`;
 }
 
 /**

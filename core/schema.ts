@@ -674,6 +674,12 @@ export type StabilityProbe = {
   atS: number;
   /** Median time of the probe case per backend, ms. */
   ms: Partial<Record<Backend, number>>;
+  /**
+   * Median time of a host reference timed just before, ms: eight independent chains of arithmetic
+   * in registers, none of gpucal's code (`calibrate/host_reference.ts`). Absent in reports
+   * written before it was recorded.
+   */
+  hostMs?: number;
 };
 
 /** One drift probe: when it was taken and each backend's median time of the probe case. */
@@ -681,6 +687,7 @@ export const StabilityProbeSchema: z.ZodType<StabilityProbe> = exactly<Stability
   z.strictObject({
     atS: nonNegative,
     ms: z.partialRecord(BackendSchema, nonNegative),
+    hostMs: z.number().positive().exactOptional(),
   }),
 );
 
@@ -808,6 +815,12 @@ export type StabilityInfo = {
   probes: StabilityProbe[];
   /** Per backend, the standard deviation of ln(probe time); 0.1 is about 10 %. */
   driftSigma: Partial<Record<Backend, number>>;
+  /**
+   * The same for the host reference timed beside the probes (`probes[].hostMs`): how far the
+   * machine itself moved during the run, with none of gpucal's code. Absent without three host
+   * times.
+   */
+  hostDriftSigma?: number;
   /** Repeatability over windows some time apart, when measured. */
   repeatability?: RepeatabilityInfo;
   /**
@@ -832,12 +845,13 @@ export const StabilitySchema: z.ZodType<StabilityInfo> = named(
     residency: ResidencySchema,
     probes: z.array(StabilityProbeSchema).max(MAX.probes),
     driftSigma: z.partialRecord(BackendSchema, nonNegative),
+    hostDriftSigma: nonNegative.exactOptional(),
     repeatability: RepeatabilitySchema.exactOptional(),
     earlierRuns: z.array(EarlierRunSchema).max(MAX.earlierRuns).exactOptional(),
     betweenRunSigma: z.partialRecord(BackendSchema, nonNegative).exactOptional(),
   })),
   "Stability",
-  "Run-to-run drift: probe times of one fixed case per backend over the run, and per backend the standard deviation of ln(probe time) (driftSigma; 0.1 is about 10 %); the median probe times of earlier calibrations of this machine and, from three runs on, the standard deviation of ln(median probe time) between runs (betweenRunSigma)",
+  "Run-to-run drift: probe times of one fixed case per backend over the run, and per backend the standard deviation of ln(probe time) (driftSigma; 0.1 is about 10 %); the same for a host reference without gpucal's code timed beside each probe (hostMs, hostDriftSigma); the median probe times of earlier calibrations of this machine and, from three runs on, the standard deviation of ln(median probe time) between runs (betweenRunSigma)",
 );
 
 /**

@@ -23,6 +23,7 @@
  * @module
  */
 import { normalCdf, normalQuantile, roundSignificant } from "../core/numeric.ts";
+import { median } from "../core/stats.ts";
 import { bestPerSize } from "../calibrate/analyze.ts";
 import { predictMs } from "../core/costmodel.ts";
 import { OPS } from "../kernels/catalog.ts";
@@ -789,7 +790,34 @@ function caveats(baseline: Report, current: Report, allowDifferentMachine: boole
       `One report is a --quick run and the other is not: quick runs measure fewer sizes, so crossovers and fits are less certain`,
     );
   }
+  const host = hostSpeedCaveat(baseline, current);
+  if (host !== null) out.push(host);
   return out;
+}
+
+/** A move of the host's own speed smaller than this (×1.1 either way) goes unmentioned. */
+const HOST_MOVE_NOTED = Math.log(1.1);
+
+/**
+ * How the host itself ran in the current run against the baseline, when both reports timed the
+ * host reference beside their drift probes (`stability.probes[].hostMs`, none of gpucal's code)
+ * and the medians differ by ×1.1 or more: the machine, not the code, moved the figures that
+ * moved with it. Informational; no verdict uses it.
+ */
+function hostSpeedCaveat(baseline: Report, current: Report): string | null {
+  const medianHost = (r: Report) => {
+    const ms = (r.stability?.probes ?? []).flatMap((p) => p.hostMs === undefined ? [] : [p.hostMs]);
+    return ms.length === 0 ? null : median(ms);
+  };
+  const [before, now] = [medianHost(baseline), medianHost(current)];
+  if (before === null || now === null || !(before > 0 && now > 0)) return null;
+  const ln = Math.log(now / before);
+  if (Math.abs(ln) < HOST_MOVE_NOTED) return null;
+  return `The host itself ran ×${Math.exp(Math.abs(ln)).toFixed(2)} ${
+    ln > 0 ? "slower" : "faster"
+  } in the current run (a loop with none of gpucal's code, timed beside the drift probes: median ${
+    now.toPrecision(3)
+  } ms against ${before.toPrecision(3)} ms): figures that moved with it moved with the machine`;
 }
 
 /** What the row builders share. */

@@ -369,3 +369,27 @@ Deno.test("compareReports() keeps a crossover moved by a change of one curve's s
     .find((r) => r.key === "matmul f32 wasm→wasm-mt end-to-end")!;
   assert.equal(row.regressed, true, row.note);
 });
+
+Deno.test("compareReports() says when the host itself ran slower, from the loop timed beside the drift probes, and no verdict changes for it", () => {
+  const withHost = (hostMs: number): Report => ({
+    ...syntheticReport(),
+    stability: {
+      ...syntheticStability({}),
+      probes: [0, 10, 20].map((atS) => ({ atS, ms: { wasm: 0.01 }, hostMs })),
+    },
+  });
+  const slower = compareReports(withHost(4), withHost(5.32));
+  assert.ok(
+    slower.reasons.some((r) =>
+      /^The host itself ran ×1\.33 slower in the current run .*5\.32 ms against 4\.00 ms/.test(r)
+    ),
+    slower.reasons.join("\n"),
+  );
+  assert.equal(slower.regressed, compareReports(withHost(4), withHost(4)).regressed);
+  assert.ok(compareReports(withHost(4), withHost(3)).reasons.some((r) => /×1\.33 faster/.test(r)));
+  // Within ×1.1, or without host times in one report, nothing is said.
+  assert.ok(!compareReports(withHost(4), withHost(4.2)).reasons.some((r) => /host itself/.test(r)));
+  assert.ok(
+    !compareReports(syntheticReport(), withHost(8)).reasons.some((r) => /host itself/.test(r)),
+  );
+});

@@ -60,6 +60,32 @@ Deno.test("summarizeStability() gives a drift only to backends probed at least 3
   assert.equal(ReportSchema.safeParse(report).success, true);
 });
 
+Deno.test("summarizeStability() states how far the host itself moved, from the reference timed beside each probe", () => {
+  // The backends slow down up to ×1.45 and back, and the host reference with them.
+  const slow = [1, 1.1, 1.3, 1.45, 1.2, 0.95, 1.05];
+  const s = summarizeStability(slow.map((f, i) => ({
+    atS: 10 * i,
+    ms: { wasm: 0.01 * f, js: 0.04 * f },
+    hostMs: 4 * f,
+  })));
+  assert.ok(s.hostDriftSigma! > 0.1, `${s.hostDriftSigma}`);
+  assert.equal(s.hostDriftSigma, s.driftSigma.wasm);
+  assert.deepEqual(s.probes.map((p) => p.hostMs), slow.map((f) => 4 * f));
+  assert.equal(ReportSchema.safeParse({ ...syntheticReport(), stability: s }).success, true);
+  // Earlier reports have no host times: nothing is made up for them.
+  const old = summarizeStability(slow.map((f, i) => ({ atS: 10 * i, ms: { wasm: 0.01 * f } })));
+  assert.equal(old.hostDriftSigma, undefined);
+  assert.ok(old.probes.every((p) => !("hostMs" in p)));
+});
+
+Deno.test("a report's host reference time must be a positive number", () => {
+  const s = summarizeStability([{ atS: 0, ms: { wasm: 0.01 }, hostMs: 4 }]);
+  const bad = { ...s, probes: [{ ...s.probes[0]!, hostMs: -1 }] };
+  const parsed = ReportSchema.safeParse({ ...syntheticReport(), stability: bad });
+  assert.equal(parsed.success, false);
+  assert.match(JSON.stringify(parsed.error?.issues), /hostMs/);
+});
+
 /** Times of `cases` cases over `windows` windows, each case's base time times `factor`. */
 function repeated(
   cases: number,

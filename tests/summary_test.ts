@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { formatSummary } from "../calibrate/summary.ts";
+import { summarizeStability } from "../calibrate/stability.ts";
 import { syntheticReport } from "./_fixtures.ts";
 
 Deno.test("formatSummary() says webgpu was not calibrated when the run left it out by choice", () => {
@@ -44,4 +45,18 @@ Deno.test("formatSummary() sets the report-only tokens/s beside the measured dec
   assert.match(text, /LLM decode check \(tokens\/s estimated from this report alone/);
   assert.match(text, /tiny-16m +int4 +44\.0 +40\.0 +\+10\.0 % +5 over 93 s/);
   assert.doesNotMatch(formatSummary(report, "r.json"), /LLM decode check/, "none without one");
+});
+
+Deno.test("formatSummary() states each backend's drift over the run beside the host's own", () => {
+  const report = syntheticReport();
+  const stability = summarizeStability([1, 1.2, 1].map((f, i) => ({
+    atS: 10 * i,
+    ms: { wasm: 0.01 * f, webgpu: 0.1 },
+    hostMs: 4,
+  })));
+  const text = formatSummary({ ...report, stability }, "reports/x.json");
+  assert.match(text, /Drift \(σ of ln time of add f32 65536 per backend, 3 probes\):/);
+  assert.match(text, /within this run {3}wasm \d+\.\d %, webgpu 0\.0 %/);
+  assert.match(text, /the host alone {4}0\.0 % \(a loop with none of gpucal's code\)/);
+  assert.doesNotMatch(formatSummary(report, "reports/x.json"), /Drift/);
 });

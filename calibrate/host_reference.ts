@@ -1,18 +1,20 @@
 /**
- * The host's own repeatability, without gpucal: three fixed workloads that touch none of gpucal's
- * runners, timed the way the noise bench times its cases (a median of a few runs), at the same
- * moments. When these move as much as a backend's cases do, the machine moved, not gpucal; when
- * they hold still while a backend moves, the noise is the backend's or gpucal's own.
+ * The host's own speed, without gpucal: fixed workloads that touch none of gpucal's runners,
+ * timed as a median of a few runs. When these move as much as a backend's cases do, the machine
+ * moved, not gpucal; when they hold still while a backend moves, the noise is the backend's or
+ * gpucal's own. The noise bench times all three beside its cases; calibrate's drift probes time
+ * `throughput` before each probe of the backends (`stability.probes[].hostMs`), so a report tells
+ * the machine's moves from its backends'.
  *
  * - `scalar`: one dependent floating-point chain in registers: the core's clock. It waits on
  *   each result, so it leaves most of the core's execution units idle and barely notices a
  *   neighbour using them.
- * - `throughput`: eight independent chains in registers: as much of the core's execution units as
- *   a kernel uses. On a VM whose virtual core shares a physical core with another guest's
- *   (simultaneous multithreading on the host, invisible from inside: no steal time, no load),
- *   this one and every backend's kernels slow down together while `scalar` holds: on a 2-vCPU
- *   AMD EPYC VM, in one 150 s run, `throughput` ran 1.8–2.85 ms and a cache-resident sum
- *   0.37–0.65 ms, moving together, while `scalar` stayed within ×1.1 but for single outliers.
+ * - `throughput`: eight independent chains in registers, keeping more of the core's execution
+ *   units busy, as kernels do. On a 2-vCPU AMD EPYC VM, in one 150 s run, it ran 1.8–2.85 ms and
+ *   a cache-resident sum 0.37–0.65 ms, moving together, while `scalar` stayed within ×1.1 but for
+ *   single outliers: no steal time, no load, and nothing on the VM's other core could do it (a
+ *   busy loop there changed neither). That is the pattern of a physical core shared with another
+ *   guest, which a dependent chain does not see.
  * - `stream`: a sum over 32 MiB of doubles: the memory system's speed.
  *
  * @module
@@ -85,7 +87,7 @@ let sink = 0;
  * @returns Median ms per run.
  * @example
  * ```ts
- * import { timeHostReference } from "./_host_reference.ts";
+ * import { timeHostReference } from "./host_reference.ts";
  * console.log(timeHostReference("scalar") > 0); // true
  * ```
  */
