@@ -688,15 +688,16 @@ export class AdaptiveSelector {
 }
 
 /**
- * The report as the priors read it: without how far whole runs of the machine move
- * (`stability.betweenRunSigma`), which widens every prediction's interval and which
- * `SHARED_PRIOR_SD` already carries for the CPU backends together; counted in each backend's own
- * prior too, it would let one backend's observations move the others less than they should.
+ * The report as the priors read it: with no spread between whole runs of the machine
+ * (`stability.betweenRunSigma` zero for every backend, so `predictTime` assumes none either),
+ * which widens every prediction's interval and which `SHARED_PRIOR_SD` already carries for the
+ * CPU backends together; counted in each backend's own prior too, it would let one backend's
+ * observations move the others less than they should.
  */
 function withoutRunToRunSpread(report: Report): Report {
-  if (report.stability?.betweenRunSigma === undefined) return report;
-  const { betweenRunSigma: _, ...stability } = report.stability;
-  return { ...report, stability };
+  if (report.stability === undefined) return report;
+  const none = Object.fromEntries(BACKENDS.map((b) => [b, 0]));
+  return { ...report, stability: { ...report.stability, betweenRunSigma: none } };
 }
 
 /**

@@ -204,38 +204,65 @@ function reachingTransfers(
 }
 
 /**
+ * How far whole runs move between calibrations, σ of ln time per backend, assumed for a machine
+ * whose report does not say (calibrated fewer than three times, so no `betweenRunSigma`): the
+ * spread measured between 16 calibrations of a 2-vCPU AMD EPYC VM with lavapipe (the dataset's
+ * `llvmpipe-vulkan-x86_64-1ec2aa7f`). Without it, a first calibration's intervals carried only the
+ * drift within its own five minutes (4–5 %), and on `bench:regret`'s held-out set right after it
+ * covered 80 % of the truths at the 90 % level (64 % device-resident). The interval's source says
+ * when it is assumed; calibrating the machine three times replaces it with the machine's own.
+ *
+ * @example
+ * ```ts
+ * import { ASSUMED_BETWEEN_RUN_SIGMA } from "./predict.ts";
+ * console.log(ASSUMED_BETWEEN_RUN_SIGMA.wasm); // 0.11
+ * ```
+ */
+export const ASSUMED_BETWEEN_RUN_SIGMA: Readonly<Record<Backend, number>> = Object.freeze({
+  webgpu: 0.17,
+  wasm: 0.11,
+  "wasm-mt": 0.14,
+  js: 0.1,
+});
+
+/** A prediction's run-to-run drift, and whether its between-run part was assumed. */
+interface Drift {
+  readonly sigma: number;
+  readonly assumed: boolean;
+}
+
+/**
  * The run-to-run drift (σ of ln time) a prediction carries: the drift within the calibration,
- * and, when the report carries earlier calibrations of this machine, how far whole runs moved
- * between them (`stability.betweenRunSigma`): a program runs later than the calibration, and on
- * this VM a host state ×1.2–1.5 slower for wasm-mt came and went between runs while one run's
- * probes stayed within 3 %. The report probes WebGPU on the
+ * and how far whole runs moved between calibrations of this machine (`stability.betweenRunSigma`,
+ * or {@linkcode ASSUMED_BETWEEN_RUN_SIGMA} when the report has none for the backend): a program
+ * runs later than the calibration, and on this VM a host state ×1.2–1.5 slower for wasm-mt came
+ * and went between runs while one run's probes stayed within 3 %. The report probes WebGPU on the
  * device, where lavapipe's speed moves by 2×; an end-to-end run is mostly synchronisation and
  * host copies, which move with the host (the wasm probe): each drift is weighted by its share of
  * the end-to-end time, the device's share read from the device-resident prediction of the same
  * shape. (Applied whole, the device's σ of 0.38 made every end-to-end interval ×3.5 wide.)
  */
-function driftOf(report: Report, request: PredictRequest, ms: number): number {
+function driftOf(report: Report, request: PredictRequest, ms: number): Drift {
   const stability = report.stability;
-  if (stability === undefined) return 0;
-  const sigma = (b: Backend) => {
-    const within = stability.driftSigma[b];
-    const between = stability.betweenRunSigma?.[b];
-    return within === undefined && between === undefined
-      ? undefined
-      : Math.hypot(within ?? 0, between ?? 0);
-  };
-  const own = sigma(request.backend) ?? 0;
+  const measured = (b: Backend) => stability?.betweenRunSigma?.[b];
+  const sigma = (b: Backend) =>
+    Math.hypot(stability?.driftSigma[b] ?? 0, measured(b) ?? ASSUMED_BETWEEN_RUN_SIGMA[b]);
+  const own = sigma(request.backend);
+  const assumed = measured(request.backend) === undefined;
   if (request.backend !== "webgpu" || (request.residency ?? "end-to-end") !== "end-to-end") {
-    return own;
+    return { sigma: own, assumed };
   }
   let deviceMs: number;
   try {
     deviceMs = predictTime(report, { ...request, residency: "device-resident" }).ms;
   } catch {
-    return own;
+    return { sigma: own, assumed };
   }
   const share = Math.min(1, Math.max(0, deviceMs / ms));
-  return Math.hypot(share * own, (1 - share) * (sigma("wasm") ?? own));
+  return {
+    sigma: Math.hypot(share * own, (1 - share) * sigma("wasm")),
+    assumed: assumed || measured("wasm") === undefined,
+  };
 }
 
 /** The most bytes any measured point of the series moved; 0 with none. */
@@ -284,7 +311,7 @@ function describe(
   shape: Shape,
   flops: number,
   bytes: number,
-  drift: number,
+  { sigma: drift, assumed }: Drift,
 ): TimePrediction {
   const what = `${table.op.name} ${table.dtype} ${s.backend} ${p.variant} ${s.residency}`;
   const base = { ms: p.ms, provenance: p.provenance, variant: p.variant, level: DEFAULT_LEVEL };
@@ -295,7 +322,8 @@ function describe(
     const h = Math.hypot(halfWidth, driftHalf);
     return [p.ms * Math.exp(-h), p.ms * Math.exp(h)];
   };
-  const driftNote = drift > 0 ? `, run-to-run drift ${(100 * drift).toFixed(0)} %` : "";
+  const driftNote = `, run-to-run drift ${(100 * drift).toFixed(0)} %` +
+    (assumed ? " (between runs assumed: this machine has fewer than three calibrations)" : "");
   if (p.point !== null) {
     const relSd = p.point.ciHalfWidth / p.point.ms / 1.96;
     return {

@@ -3,15 +3,28 @@ import { costMs, modelMs, paramsFromRates, predictMs, smoothMax } from "../core/
 import { compiledMs, compileFit } from "../models/_index.ts";
 import { localLooError, residualCurve } from "../models/_residuals.ts";
 import { getOp } from "../kernels/catalog.ts";
-import { predictTime, recommendTuning, variantParams } from "../models/predict.ts";
+import {
+  ASSUMED_BETWEEN_RUN_SIGMA,
+  predictTime,
+  recommendTuning,
+  variantParams,
+} from "../models/predict.ts";
 import { syntheticReport, syntheticStability, syntheticTimeMs } from "./_fixtures.ts";
 import { fitAll } from "../calibrate/analyze.ts";
 import type { CostFit, Report } from "../core/schema.ts";
 
 const cube = (n: number) => ({ m: n, k: n, n });
 
+/** No drift within the run and none between runs on any backend: the model's interval alone. */
+const NO_SPREAD = { webgpu: 0, wasm: 0, "wasm-mt": 0, js: 0 };
+
+/** The report with stability data saying runs do not move: intervals carry the model's terms only. */
+function steady(report: Report, within: Partial<typeof NO_SPREAD> = {}): Report {
+  return { ...report, stability: { ...syntheticStability(within), betweenRunSigma: NO_SPREAD } };
+}
+
 Deno.test("predictTime() returns the measured median with a 90 % band from its CI at a measured shape", () => {
-  const report = syntheticReport();
+  const report = steady(syntheticReport());
   const t = predictTime(report, { op: "matmul", shape: cube(128), dtype: "f32", backend: "wasm" });
   const m = report.measurements.find((x) =>
     x.state === "ok" && x.op === "matmul" && x.backend === "wasm" && x.size === 128
@@ -19,7 +32,7 @@ Deno.test("predictTime() returns the measured median with a 90 % band from its C
   assert.ok(m?.state === "ok");
   assert.equal(t.provenance, "measured");
   assert.equal(t.ms, m.wall.median);
-  // The report has no drift figures: the band is the median's own, at the stated 90 %.
+  // The report's runs do not move: the band is the median's own, at the stated 90 %.
   const half = 1.6448536 * (m.wall.ciHalfWidth / m.wall.median / 1.96);
   assert.ok(Math.abs(t.interval[0] / (m.wall.median * Math.exp(-half)) - 1) < 1e-6);
   assert.ok(Math.abs(t.interval[1] / (m.wall.median * Math.exp(half)) - 1) < 1e-6);
@@ -35,19 +48,44 @@ Deno.test("predictTime() widens its interval by how far whole runs of this machi
     const [lo, hi] = predictTime(r, request).interval;
     return Math.log(hi / lo) / 2;
   };
-  const alone = lnHalf(base);
-  const within = lnHalf({ ...base, stability });
-  const both = lnHalf({ ...base, stability: { ...stability, betweenRunSigma: { wasm: 0.12 } } });
+  const between = (sigmas: Partial<typeof NO_SPREAD>) => ({
+    ...base,
+    stability: { ...stability, betweenRunSigma: { ...NO_SPREAD, ...sigmas } },
+  });
+  const alone = lnHalf(steady(base));
+  const within = lnHalf(between({}));
+  const both = lnHalf(between({ wasm: 0.12 }));
   const z = 1.6448536;
   assert.ok(Math.abs(within ** 2 - alone ** 2 - (z * 0.05) ** 2) < 1e-9);
   assert.ok(Math.abs(both ** 2 - alone ** 2 - (z * 0.13) ** 2) < 1e-9, `${both} vs ${alone}`);
   // Another backend's spread between runs does not widen wasm's interval.
-  const other = { ...stability, betweenRunSigma: { "wasm-mt": 0.3 } };
-  assert.ok(Math.abs(lnHalf({ ...base, stability: other }) - within) < 1e-12);
+  assert.ok(Math.abs(lnHalf(between({ "wasm-mt": 0.3 })) - within) < 1e-12);
+});
+
+Deno.test("predictTime() of a machine calibrated fewer than three times assumes the spread between runs, and says so", () => {
+  const request = { op: "matmul", shape: cube(128), dtype: "f32", backend: "wasm" } as const;
+  const base = syntheticReport();
+  const firstRun = { ...base, stability: syntheticStability({ wasm: 0.05 }) };
+  const t = predictTime(firstRun, request);
+  const lnHalf = (i: readonly [number, number]) => Math.log(i[1] / i[0]) / 2;
+  const alone = lnHalf(predictTime(steady(base), request).interval);
+  const assumed = Math.hypot(0.05, ASSUMED_BETWEEN_RUN_SIGMA.wasm);
+  assert.ok(Math.abs(lnHalf(t.interval) ** 2 - alone ** 2 - (1.6448536 * assumed) ** 2) < 1e-9);
+  assert.match(
+    t.source,
+    /run-to-run drift 12 % \(between runs assumed: this machine has fewer than three calibrations\)$/,
+  );
+  // Measured between runs, the spread is the machine's own and no longer said to be assumed.
+  const measured = predictTime(
+    { ...base, stability: { ...firstRun.stability, betweenRunSigma: { wasm: 0.02 } } },
+    request,
+  );
+  assert.ok(lnHalf(measured.interval) < lnHalf(t.interval));
+  assert.doesNotMatch(measured.source, /assumed/);
 });
 
 Deno.test("predictTime() uses the residual-corrected fit between measured sizes, with the correction's held-out error around that size", () => {
-  const report = syntheticReport();
+  const report = steady(syntheticReport());
   const t = predictTime(report, { op: "matmul", shape: cube(300), dtype: "f32", backend: "wasm" });
   const truth = syntheticTimeMs("matmul", "f32", "wasm", "end-to-end", 300);
   assert.equal(t.provenance, "fitted");
@@ -132,8 +170,18 @@ Deno.test("predictTime() keeps a regime change at the smallest sizes out of the 
     sizeRange: [250, 4e6],
     cvMape: 3,
   });
-  const near = predictTime(report, { op: "add", shape: { n: 700 }, dtype: "f32", backend: "wasm" });
-  const far = predictTime(report, { op: "add", shape: { n: 2e6 }, dtype: "f32", backend: "wasm" });
+  const near = predictTime(steady(report), {
+    op: "add",
+    shape: { n: 700 },
+    dtype: "f32",
+    backend: "wasm",
+  });
+  const far = predictTime(steady(report), {
+    op: "add",
+    shape: { n: 2e6 },
+    dtype: "f32",
+    backend: "wasm",
+  });
   assert.ok(Math.abs(far.ms / truth(2e6) - 1) < 0.05, `${far.ms} vs ${truth(2e6)}`);
   assert.ok(
     far.interval[1] / far.ms < 1.3,
