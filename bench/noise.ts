@@ -40,6 +40,12 @@ import {
   timeHostReference,
 } from "../calibrate/host_reference.ts";
 import { againstReference } from "./_against_host.ts";
+import { AllCoresReference } from "./_all_cores.ts";
+
+/** A host reference as the bench times it: one of the main thread's, or throughput on every core. */
+type HostKey = HostReference | "allCores";
+
+const HOST_KEYS: readonly HostKey[] = [...HOST_REFERENCES, "allCores"];
 
 const HELP = `Usage: deno task noise [options]
 
@@ -48,9 +54,10 @@ op, as calibrate does) and prints, per backend and residency, the share of (case
 within ±5 / ±10 / ±15 % of their case's median over the windows and the robust standard
 deviation of ln(time) (1.4826 × MAD), then the per-case window medians. Before each op, three
 workloads that use none of gpucal's code are timed too (one dependent chain of arithmetic in
-registers, eight independent chains, a 32 MiB sum): their repeatability is the host's own. The
-same table follows with each time divided by the eight-chain loop timed before its op in its
-window: what is left is the backends' own noise, with the host's speed taken out.
+registers, eight independent chains, a 32 MiB sum, and the eight chains on every core at once):
+their repeatability is the host's own. The same table follows with each time divided by the
+eight-chain loop timed before its op in its window (on every core, the slowest, for wasm-mt and
+webgpu): what is left is the backends' own noise, with the host's speed taken out.
 
 Options:
   --windows N       Windows per case (default 4, at least 2)
@@ -174,10 +181,11 @@ async function measureWindow(
   rows: Map<string, CaseRow>,
   hostRows: Map<string, HostRow>,
   source: RunnerSource,
+  allCores: AllCoresReference,
 ): Promise<void> {
   const ops = [...new Set(CASES.map((c) => c.op))];
   for (const op of ops) {
-    timeHostReferences(`before ${op}`, window, windows, hostRows);
+    await timeHostReferences(`before ${op}`, window, windows, hostRows, allCores);
     const planned = CASES.filter((c) => c.op === op).flatMap((c) => groups.map((g) => ({ c, g })));
     const requests: MeasureRequest[] = planned.map(({ c, g }) => ({
       op: c.op,
@@ -209,31 +217,34 @@ async function measureWindow(
 
 /** One host reference at one moment of every window: its window times (ms). */
 interface HostRow {
-  readonly reference: HostReference;
+  readonly reference: HostKey;
   readonly case: string;
   readonly moment: string;
   readonly ms: (number | null)[];
 }
 
 /** Times every host reference now, as the case `<reference> <moment>` of this window. */
-function timeHostReferences(
+async function timeHostReferences(
   moment: string,
   window: number,
   windows: number,
   hostRows: Map<string, HostRow>,
-): void {
-  for (const reference of HOST_REFERENCES) {
+  allCores: AllCoresReference,
+): Promise<void> {
+  for (const reference of HOST_KEYS) {
     const key = `${reference} ${moment}`;
     const row = hostRows.get(key) ??
       { reference, case: key, moment, ms: Array<number | null>(windows).fill(null) };
     hostRows.set(key, row);
-    row.ms[window] = timeHostReference(reference);
+    row.ms[window] = reference === "allCores"
+      ? await allCores.time()
+      : timeHostReference(reference);
   }
 }
 
 /** Each host reference's repeatability over its moments and windows. */
 function summarizeHost(hostRows: readonly HostRow[]) {
-  return HOST_REFERENCES.flatMap((reference) => {
+  return HOST_KEYS.flatMap((reference) => {
     const stats = repeatability(hostRows.filter((r) => r.reference === reference).flatMap(timesOf));
     return stats ? [{ reference, ...stats }] : [];
   });
@@ -243,12 +254,24 @@ function timesOf(row: CaseRow | HostRow): RepeatedTime[] {
   return row.ms.flatMap((ms, window) => ms === null ? [] : [{ case: row.case, window, ms }]);
 }
 
-/** The case rows as ratios to the `throughput` host reference timed before their op. */
+/**
+ * The case rows as ratios to the throughput reference timed before their op: on every core at once
+ * (the slowest) for wasm-mt and device-resident WebGPU, whose threads wait for their slowest core;
+ * on the main thread for the others (an end-to-end WebGPU run is mostly the main thread's
+ * synchronisation and copies).
+ */
 function againstThroughput(rows: readonly CaseRow[], hostRows: readonly HostRow[]): CaseRow[] {
-  const throughput = new Map(
-    hostRows.filter((h) => h.reference === "throughput").map((h) => [h.moment, h.ms]),
+  const byMoment = (reference: HostKey) =>
+    new Map(hostRows.filter((h) => h.reference === reference).map((h) => [h.moment, h.ms]));
+  const [one, all] = [byMoment("throughput"), byMoment("allCores")];
+  return rows.flatMap((r) =>
+    againstReference(
+      [r],
+      r.backend === "wasm-mt" || (r.backend === "webgpu" && r.residency === "device-resident")
+        ? all
+        : one,
+    )
   );
-  return againstReference(rows, throughput);
 }
 
 /** Each group's repeatability over its cases, in the shape of a report's section. */
@@ -267,10 +290,11 @@ function pct(x: number): string {
   return `${(100 * x).toFixed(0)} %`;
 }
 
-const HOST_LABEL: Readonly<Record<HostReference, string>> = {
+const HOST_LABEL: Readonly<Record<HostKey, string>> = {
   scalar: "scalar (one dependent chain)",
   throughput: "throughput (eight chains)",
   stream: "stream (32 MiB sum)",
+  allCores: "throughput on every core (slowest)",
 };
 
 function groupTable(summary: RepeatabilityInfo): string {
@@ -322,7 +346,7 @@ function printText(
   ));
   console.log(
     "\nThe same times divided by the throughput reference timed before their op in their window " +
-      "(what is left when the host's speed is taken out):",
+      "(on every core for wasm-mt and webgpu; what is left when the host's speed is taken out):",
   );
   console.log(groupTable(againstHost));
   console.log("\nPer case: window medians, ms, and the largest deviation from their median:");
@@ -393,6 +417,7 @@ export async function main(args: string[]): Promise<number> {
   const hostRows = new Map<string, HostRow>();
   const loads: string[] = [];
   const started = performance.now();
+  const allCores = new AllCoresReference(navigator.hardwareConcurrency);
   try {
     for (let w = 0; w < options.windows; w++) {
       if (w > 0 && options.gapS > 0) {
@@ -400,12 +425,13 @@ export async function main(args: string[]): Promise<number> {
       }
       loads.push(loadAverage());
       const at = performance.now();
-      await measureWindow(w, options.windows, groups, rows, hostRows, source);
+      await measureWindow(w, options.windows, groups, rows, hostRows, source, allCores);
       log(
         `window ${w + 1}/${options.windows} in ${((performance.now() - at) / 1000).toFixed(1)} s`,
       );
     }
   } finally {
+    allCores.close();
     for (const r of runners.values()) {
       const runner = await r;
       if (typeof runner !== "string") await runner.close();

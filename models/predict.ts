@@ -85,7 +85,9 @@ export interface TimePrediction {
   /**
    * Where a new measurement of this case on this machine should lie, with probability `level`
    * (0.9): a band in ln time whose half-width combines what the model does not know here and the
-   * machine's run-to-run drift (`stability.driftSigma`). The model part is, at a measured shape,
+   * machine's run-to-run drift (`stability.driftSigma` within the calibration, and
+   * `stability.betweenRunSigma` between calibrations, assumed as {@linkcode ASSUMED_BETWEEN_RUN_SIGMA}
+   * until the machine has three). The model part is, at a measured shape,
    * the median's own uncertainty; at any other shape the shape model's predictive spread scaled
    * by the multiplier that made its left-out shapes' errors hold the level; along the axis the
    * leave-one-out error of the measured sizes around it (at least the fit's mean held-out error,

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { againstReference } from "../bench/_against_host.ts";
+import { AllCoresReference } from "../bench/_all_cores.ts";
 import { repeatability } from "../calibrate/stability.ts";
 
 const timesOf = (row: { case: string; ms: readonly (number | null)[] }) =>
@@ -36,4 +37,14 @@ Deno.test("a window without a time or a reference at that moment has no ratio", 
   const rows = againstReference(cases, new Map([["m", [2, 2, null]]]));
   assert.deepEqual(rows[0]!.ms, [0.5, null, null]);
   assert.deepEqual(rows[1]!.ms, [null, null, null]);
+});
+
+Deno.test("the throughput reference on every core returns the slowest core's median time and its workers stop", async () => {
+  const all = new AllCoresReference(2);
+  try {
+    const ms = await all.time();
+    assert.ok(Number.isFinite(ms) && ms > 0, `${ms}`);
+  } finally {
+    all.close();
+  }
 });
