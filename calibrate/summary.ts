@@ -138,23 +138,19 @@ function driftLines(report: Report): string[] {
   const s = report.stability;
   if (s === undefined || Object.keys(s.driftSigma).length === 0) return [];
   const sigmas = (bySigma: Partial<Record<string, number>>) =>
-    Object.entries(bySigma).map(([b, sigma]) => `${b} ${percent(sigma!)}`).join(", ");
+    Object.entries(bySigma).map(([b, sigma]) => `${b} ${formatPercent(sigma!)}`).join(", ");
   return [
     "",
     `Drift (σ of ln time of ${s.op} ${s.dtype} ${Object.values(s.shape).join("x")} per backend, ` +
     `${s.probes.length} probes):`,
     `  within this run   ${sigmas(s.driftSigma)}`,
-    ...(s.hostDriftSigma === undefined
-      ? []
-      : [`  the host alone    ${percent(s.hostDriftSigma)} (a loop with none of gpucal's code)`]),
+    ...(s.hostDriftSigma === undefined ? [] : [
+      `  the host alone    ${formatPercent(s.hostDriftSigma)} (a loop with none of gpucal's code)`,
+    ]),
     ...(s.betweenRunSigma === undefined ? [] : [
       `  between runs      ${sigmas(s.betweenRunSigma)} (${(s.earlierRuns?.length ?? 0) + 1} runs)`,
     ]),
   ];
-}
-
-function percent(sigma: number): string {
-  return `${(100 * sigma).toFixed(1)} %`;
 }
 
 /**
