@@ -8,7 +8,8 @@
  *
  * Host references (`calibrate/host_reference.ts`) are timed before each op of each window, and the same
  * table is printed again with every time divided by the `throughput` reference of its moment
- * (`_against_host.ts`): a host that slows every core-bound workload ×1.4 for a minute (as this
+ * (`_against_host.ts`; timed on every core at once for wasm-mt and device-resident WebGPU,
+ * `_all_cores.ts`): a host that slows every core-bound workload ×1.4 for a minute (as this
  * VM's does, without steal time or load) would otherwise read as gpucal's own noise.
  *
  * Run it with `--v8-flags=--no-maglev` (the task does): V8's mid tier otherwise moves the js
@@ -52,12 +53,12 @@ const HELP = `Usage: deno task noise [options]
 Measures the same fixed cases on every backend in several windows a pause apart (interleaved per
 op, as calibrate does) and prints, per backend and residency, the share of (case, window) times
 within ±5 / ±10 / ±15 % of their case's median over the windows and the robust standard
-deviation of ln(time) (1.4826 × MAD), then the per-case window medians. Before each op, three
+deviation of ln(time) (1.4826 × MAD), then the per-case window medians. Before each op, four
 workloads that use none of gpucal's code are timed too (one dependent chain of arithmetic in
 registers, eight independent chains, a 32 MiB sum, and the eight chains on every core at once):
 their repeatability is the host's own. The same table follows with each time divided by the
 eight-chain loop timed before its op in its window (on every core, the slowest, for wasm-mt and
-webgpu): what is left is the backends' own noise, with the host's speed taken out.
+device-resident webgpu): what is left is the backends' own noise, with the host's speed taken out.
 
 Options:
   --windows N       Windows per case (default 4, at least 2)
@@ -346,7 +347,7 @@ function printText(
   ));
   console.log(
     "\nThe same times divided by the throughput reference timed before their op in their window " +
-      "(on every core for wasm-mt and webgpu; what is left when the host's speed is taken out):",
+      "(on every core for wasm-mt and device-resident webgpu; what is left when the host's speed is taken out):",
   );
   console.log(groupTable(againstHost));
   console.log("\nPer case: window medians, ms, and the largest deviation from their median:");
