@@ -209,7 +209,7 @@ export function summarizeStability(
     if (sigma !== null) sigmas[backend] = Math.round(sigma * 1e4) / 1e4;
   }
   const repeats = probeRepeatability(probes, byBackend);
-  const hostSigma = driftSigma(probes.flatMap((p) => p.hostMs === undefined ? [] : [p.hostMs]));
+  const hostSigma = driftSigma(hostProbeMs(probes));
   return {
     ...PROBE,
     shape: { ...PROBE.shape },
@@ -223,6 +223,21 @@ export function summarizeStability(
     ...(repeats ? { repeatability: repeats } : {}),
     ...betweenRuns(probes, earlierRuns),
   };
+}
+
+/**
+ * The host reference's times of the probes that have one (`hostMs`), in probe order.
+ *
+ * @param probes A run's probes.
+ * @returns The times, ms (empty for reports written before the host was timed).
+ * @example
+ * ```ts
+ * import { hostProbeMs } from "./stability.ts";
+ * console.log(hostProbeMs([{ atS: 0, ms: {}, hostMs: 4 }, { atS: 9, ms: {} }])); // [ 4 ]
+ * ```
+ */
+export function hostProbeMs(probes: readonly StabilityProbe[]): number[] {
+  return probes.flatMap((p) => p.hostMs === undefined ? [] : [p.hostMs]);
 }
 
 /** Fewest runs (this one included) from which a backend's between-run spread is estimated. */

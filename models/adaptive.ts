@@ -692,7 +692,8 @@ export class AdaptiveSelector {
  * (`stability.betweenRunSigma` zero for every backend, so `predictTime` assumes none either),
  * which widens every prediction's interval and which `SHARED_PRIOR_SD` already carries for the
  * CPU backends together; counted in each backend's own prior too, it would let one backend's
- * observations move the others less than they should.
+ * observations move the others less than they should. A report without a stability section has
+ * nothing to set to zero: its predictions keep the spread `predictTime` assumes.
  */
 function withoutRunToRunSpread(report: Report): Report {
   if (report.stability === undefined) return report;

@@ -25,6 +25,7 @@
 import { normalCdf, normalQuantile, roundSignificant } from "../core/numeric.ts";
 import { median } from "../core/stats.ts";
 import { bestPerSize } from "../calibrate/analyze.ts";
+import { hostProbeMs } from "../calibrate/stability.ts";
 import { predictMs } from "../core/costmodel.ts";
 import { OPS } from "../kernels/catalog.ts";
 import type { Backend } from "../kernels/types.ts";
@@ -806,7 +807,7 @@ const HOST_MOVE_NOTED = Math.log(1.1);
  */
 function hostSpeedCaveat(baseline: Report, current: Report): string | null {
   const medianHost = (r: Report) => {
-    const ms = (r.stability?.probes ?? []).flatMap((p) => p.hostMs === undefined ? [] : [p.hostMs]);
+    const ms = hostProbeMs(r.stability?.probes ?? []);
     return ms.length === 0 ? null : median(ms);
   };
   const [before, now] = [medianHost(baseline), medianHost(current)];
