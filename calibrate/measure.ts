@@ -142,6 +142,8 @@ interface LiveCase {
   wall: number[];
   gpu: number[];
   elapsedMs: number;
+  /** Samples taken, dropped ones included. */
+  attempts: number;
   done: boolean;
   compileMs: number;
   maxRelError: number;
@@ -252,6 +254,7 @@ async function prepareCase(
       wall: [],
       gpu: [],
       elapsedMs: 0,
+      attempts: 0,
       done: false,
       compileMs: prepared.compileMs,
       maxRelError: check.maxRelError,
@@ -325,6 +328,34 @@ async function takeSample(c: LiveCase): Promise<void> {
   if (gpuPerRun !== undefined && perRun < IMPOSSIBLE_SHARE * gpuPerRun) return;
   c.wall.push(perRun);
   if (gpuPerRun !== undefined) c.gpu.push(gpuPerRun);
+}
+
+/** Sample attempts a case makes before {@linkcode isOverdue} may stop it. */
+const OVERDUE_ATTEMPTS = 3;
+
+/**
+ * Whether a case stops although its stopping rule has not: dropped device-resident samples could
+ * otherwise keep it sampling below its sample count forever. It has spent three budgets and made
+ * at least three attempts: a device-resident sample of a long kernel is four runs (one, then
+ * three), so a 90 ms matmul spent three budgets of 120 ms in its first sample, and off-axis
+ * shapes measured with one sample each, whose samples here spread ×1.5–2.5, taught the shape
+ * model their noise.
+ *
+ * @param attempts Samples taken, dropped ones included.
+ * @param elapsedMs Time the case spent sampling.
+ * @param rule The stopping rule.
+ * @returns True when the case should stop.
+ * @example
+ * ```ts
+ * import { isOverdue } from "./measure.ts";
+ * import { DEFAULT_STOPPING } from "../core/stats.ts";
+ * const rule = { ...DEFAULT_STOPPING, budgetMs: 120 };
+ * console.log(isOverdue(1, 360, rule)); // false: one sample of a long kernel
+ * console.log(isOverdue(3, 1080, rule)); // true
+ * ```
+ */
+export function isOverdue(attempts: number, elapsedMs: number, rule: StoppingRule): boolean {
+  return attempts >= OVERDUE_ATTEMPTS && elapsedMs >= 3 * rule.budgetMs;
 }
 
 function finish(c: LiveCase, rule: StoppingRule): MeasureResult {
@@ -411,8 +442,8 @@ export async function measureMany(
         if (options.signal?.aborted) break;
         try {
           await takeSample(c);
-          // Dropped device-resident samples could otherwise keep a case below its sample count.
-          const overdue = c.elapsedMs >= 3 * rule.budgetMs;
+          c.attempts++;
+          const overdue = isOverdue(c.attempts, c.elapsedMs, rule);
           if (overdue || stopReason(c.wall, c.elapsedMs, rule) !== null) c.done = true;
         } catch (e) {
           c.done = true;

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import {
+  isOverdue,
   measure,
   measureMany,
   pooledResult,
@@ -9,6 +10,7 @@ import {
   windowsDisagree,
 } from "../calibrate/measure.ts";
 import type { Prepared, Runner } from "../calibrate/runner.ts";
+import { DEFAULT_STOPPING } from "../core/stats.ts";
 import type { OpInputs, OpSpec, Shape } from "../kernels/types.ts";
 
 /** A runner whose kernel computes the reference and then perturbs it with `corrupt`. */
@@ -327,4 +329,39 @@ Deno.test("measure() times a device-resident dispatch as a batch of 3R less a ba
   assert.deepEqual(samples, samples.map((_, i) => (i % 2 === 0 ? 1 : batch)));
   // The sync came back 4 ms late in every long batch: 4 / (3R − 1) per dispatch, not 4 / R.
   assert.ok(Math.abs(r.wall.median - (0.5 + 4 / (batch - 1))) < 1e-9, `${r.wall.median}`);
+});
+
+Deno.test("measure() takes three samples of a long device-resident kernel although one spends three budgets", async () => {
+  // A 90 ms dispatch: each sample is a batch of one and a batch of three, 371 ms of a 120 ms
+  // budget. One such sample used to end the case; its median was then one draw of a kernel whose
+  // runs spread ×1.5–2.5 on lavapipe.
+  let samples = 0;
+  const r = await measure(
+    {
+      op: "add",
+      shape: { n: 1000 },
+      dtype: "f32",
+      backend: "webgpu",
+      residency: "device-resident",
+    },
+    {
+      runners: only(fakeGpuRunner((reps) => {
+        samples++;
+        return { wallMs: 11 + 90 * reps, gpuMs: 90 * reps };
+      })),
+      stopping: { budgetMs: 120, minSamples: 5 },
+    },
+  );
+  assert.equal(r.state, "ok");
+  if (r.state !== "ok") throw new Error("unreachable");
+  assert.equal(r.wall.n, 3, `${r.wall.n} samples`);
+  assert.ok(samples >= 6, `${samples} batches`);
+});
+
+Deno.test("isOverdue() stops a case after three budgets only once it made three attempts", () => {
+  const rule = { ...DEFAULT_STOPPING, budgetMs: 120 };
+  assert.equal(isOverdue(1, 1000, rule), false);
+  assert.equal(isOverdue(2, 1000, rule), false);
+  assert.equal(isOverdue(3, 359, rule), false);
+  assert.equal(isOverdue(3, 360, rule), true);
 });
