@@ -28,8 +28,13 @@ const MATMUL_QUICK: readonly Shape[] = [
  * B that fits the caches, m = 1 with n > k. A transformer runs both (its up projections widen,
  * its down projections narrow), and with only one of them measured at a given m, a shape the
  * other way round took that one's efficiency: matmul 8 × 2560 × 640 was predicted 22–126 %
- * slower than it ran on wasm, from 8 × 1024 × 4096 alone. A default run measures at least the
- * first six of this list.
+ * slower than it ran on wasm, from 8 × 1024 × 4096 alone. Then the narrow width (k = 512), at
+ * a full tile's rows and at a few: every shape before them has k ≥ 1024. On lavapipe, in one
+ * process, a tiled kernel ran shapes with k ≥ 1536 at 6–7 GFLOP/s (64 × 4096 × 1024, 64 × 1536 ×
+ * 1536, 32 × 2048 × 2048) and shapes with k ≤ 768 at 10–12 (64 × 640 × 2560, 128 × 768 × 768,
+ * 512³), and with only large-k shapes to learn from, the shape model priced 64 × 640 × 2560 and
+ * 128 × 768 × 768 ×1.43 and ×1.31 slower than the axis. A default run measures at least
+ * the first eight of this list.
  */
 const MATMUL: readonly Shape[] = [
   ...MATMUL_QUICK,
@@ -99,7 +104,7 @@ interface OffAxisSet {
 }
 
 const BY_OP: Readonly<Record<string, OffAxisSet>> = {
-  matmul: { quick: MATMUL_QUICK, full: MATMUL, sure: 6 },
+  matmul: { quick: MATMUL_QUICK, full: MATMUL, sure: 8 },
   // The quick pair, the three twins and the streaming size.
   gemv: { quick: GEMV_QUICK, full: GEMV, sure: 6 },
   softmax: { quick: SOFTMAX_QUICK, full: SOFTMAX, sure: 4 },
