@@ -80,6 +80,16 @@ const MIN_GRID_SIZES = 3;
  * fading, a cache step), and neither the fit nor an interpolation can place the bend unmeasured.
  */
 const BEND_RATE_RATIO = 1.1;
+/**
+ * A gap this many grid steps wide (×91 in elements at a default run's ×4.5 steps) is filled
+ * whatever the rates at its ends say: a cache level can lift the rate inside it and drop it back.
+ * A default run measured wasm-mt `sum` at 29 193 and 11 863 283 elements only (55 and 48 GB/s),
+ * and held-out sums of 9·10⁵ and 5·10⁶, which ran from the caches at 74–91 GB/s, were predicted
+ * 60–90 % slow.
+ */
+const WIDE_GAP_STEPS = 3;
+/** Gap fills past the job's deadline: cheap CPU points in gaps of {@linkcode WIDE_GAP_STEPS}. */
+const OVER_JOB_FILLS = 2;
 
 /**
  * A budgeted run's case-time cap shares the job's remaining grid time among its series: a run of
@@ -181,17 +191,21 @@ function* rangeFirstGrid(grid: GridState): Steps {
     for (const [size, series] of ceilings) yield* gridSize(grid, size, series);
   }
   // Past the grid's deadline, a few more gaps are filled on the CPU series whose runs there are
-  // short: tens of milliseconds each, where a WebGPU point costs a second.
-  for (let late = 0;;) {
+  // short: tens of milliseconds each, where a WebGPU point costs a second. Past the job's, the
+  // widest of them still get one or two: a cache level hides there.
+  for (let late = 0, overJob = 0;;) {
     const pastGrid = state.time.past(state.time.gridDeadline());
-    if (pastGrid && (late >= LATE_FILLS || state.time.past(state.time.jobDeadline()))) return;
+    const pastJob = state.time.past(state.time.jobDeadline());
+    if (pastGrid && late >= LATE_FILLS) return;
+    if (pastJob && overJob >= OVER_JOB_FILLS) return;
     const accept = pastGrid ? (key: string, size: number) => grid.cheap(key, size) : undefined;
-    const size = grid.widestBendingGap(accept);
+    const size = grid.widestBendingGap(accept, pastJob ? WIDE_GAP_STEPS : 2);
     if (size === null) return;
     grid.tried.add(size);
     const only = accept && new Set(grid.active().filter((key) => accept(key, size)));
     yield* gridSize(grid, size, only);
     if (pastGrid) late++;
+    if (pastJob) overJob++;
   }
 }
 
@@ -394,11 +408,15 @@ class GridState {
 
   /**
    * The grid size in the middle of the widest gap (in grid steps) between two sizes some active
-   * series measured and whose rate differs by more than {@linkcode BEND_RATE_RATIO} between them;
-   * the larger gap on a tie; only where `accept` accepts the series and size, when given. Null
+   * series measured and whose rate differs by more than {@linkcode BEND_RATE_RATIO} between them,
+   * or that spans {@linkcode WIDE_GAP_STEPS} or more; the larger gap on a tie; only gaps of
+   * `minSteps` or more, and only where `accept` accepts the series and size, when given. Null
    * when no such gap holds an untried size.
    */
-  widestBendingGap(accept?: (key: string, size: number) => boolean): number | null {
+  widestBendingGap(
+    accept?: (key: string, size: number) => boolean,
+    minSteps = 2,
+  ): number | null {
     const index = new Map(this.job.sizes.map((s, i) => [s, i]));
     let best: { width: number; at: number } | null = null;
     for (const key of this.active()) {
@@ -409,10 +427,11 @@ class GridState {
         const [a, b] = [sizes[j - 1]!, sizes[j]!];
         const [ia, ib] = [index.get(a)!, index.get(b)!];
         const width = ib - ia;
-        if (width < 2 || (best !== null && width < best.width)) continue;
+        if (width < minSteps || (best !== null && width < best.width)) continue;
         const rateA = this.work(a) / times.get(a)!;
         const rateB = this.work(b) / times.get(b)!;
-        if (Math.max(rateA / rateB, rateB / rateA) <= BEND_RATE_RATIO) continue;
+        const bends = Math.max(rateA / rateB, rateB / rateA) > BEND_RATE_RATIO;
+        if (!bends && width < WIDE_GAP_STEPS) continue;
         const at = this.job.sizes[ia + Math.floor(width / 2)]!;
         if (this.tried.has(at) || (accept !== undefined && !accept(key, at))) continue;
         if (best === null || width > best.width || at > best.at) best = { width, at };

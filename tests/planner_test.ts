@@ -367,6 +367,30 @@ Deno.test("a late job still fills a few gaps on its cheap CPU series", () => {
   assert.ok(filled.size <= 4 + plan.jobs[0]!.anchors.length, `at most a few: ${[...filled]}`);
 });
 
+Deno.test("a job past its deadline still fills a wide gap whose ends run at the same rate", () => {
+  const clock = { s: 0 };
+  const plan = planFor({
+    quick: false,
+    mode: "default",
+    ops: [getOp("sum")],
+    dtypes: ["f32"],
+    backends: ["wasm"],
+  });
+  const planner = new Planner({ plan, llm: false, clock: () => clock.s });
+  // 50 GB/s in L1 and from memory, 90 GB/s from the caches between 10⁵ and 10⁷ elements: the
+  // ends of the range run at the same rate and hide the hump. Each measurement takes 120 s, so
+  // the job is past its deadline once the range is measured.
+  drive(planner, (r) => {
+    clock.s += 120;
+    const n = r.shape.n!;
+    return 1e-4 + (4 * n) / (n > 1e5 && n < 1e7 ? 9e7 : 5e7);
+  }, clock);
+  const { sizes } = plan.jobs[0]!;
+  const measured = new Set(planner.measurements.filter((m) => !m.offAxis).map((m) => m.size));
+  const inside = [...measured].filter((n) => n > 1e5 && n < 1e7);
+  assert.ok(inside.length >= 1, `measured ${[...measured].sort((a, b) => a - b)} of ${sizes}`);
+});
+
 Deno.test("a late job still climbs a series whose runs stay short to its ceiling", () => {
   const clock = { s: 0 };
   const plan = planFor({
