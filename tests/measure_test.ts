@@ -10,7 +10,7 @@ import {
   windowsDisagree,
 } from "../calibrate/measure.ts";
 import type { Prepared, Runner } from "../calibrate/runner.ts";
-import { DEFAULT_STOPPING } from "../core/stats.ts";
+import { DEFAULT_STOPPING, type StoppingRule } from "../core/stats.ts";
 import type { OpInputs, OpSpec, Shape } from "../kernels/types.ts";
 
 /** A runner whose kernel computes the reference and then perturbs it with `corrupt`. */
@@ -284,8 +284,11 @@ function fakeGpuRunner(time: (reps: number) => { wallMs: number; gpuMs?: number 
   };
 }
 
-/** One device-resident add on `runner`, at least four samples. */
-async function measureResident(runner: Runner) {
+/** One device-resident add on `runner`, by default at least four samples. */
+async function measureResident(
+  runner: Runner,
+  stopping: Partial<StoppingRule> = { budgetMs: 400, minSamples: 4 },
+) {
   const r = await measure(
     {
       op: "add",
@@ -294,7 +297,7 @@ async function measureResident(runner: Runner) {
       backend: "webgpu",
       residency: "device-resident",
     },
-    { runners: only(runner), stopping: { budgetMs: 400, minSamples: 4 } },
+    { runners: only(runner), stopping },
   );
   assert.equal(r.state, "ok");
   if (r.state !== "ok") throw new Error("unreachable");
@@ -336,24 +339,13 @@ Deno.test("measure() takes three samples of a long device-resident kernel althou
   // budget. One such sample used to end the case; its median was then one draw of a kernel whose
   // runs spread ×1.5–2.5 on lavapipe.
   let samples = 0;
-  const r = await measure(
-    {
-      op: "add",
-      shape: { n: 1000 },
-      dtype: "f32",
-      backend: "webgpu",
-      residency: "device-resident",
-    },
-    {
-      runners: only(fakeGpuRunner((reps) => {
-        samples++;
-        return { wallMs: 11 + 90 * reps, gpuMs: 90 * reps };
-      })),
-      stopping: { budgetMs: 120, minSamples: 5 },
-    },
+  const r = await measureResident(
+    fakeGpuRunner((reps) => {
+      samples++;
+      return { wallMs: 11 + 90 * reps, gpuMs: 90 * reps };
+    }),
+    { budgetMs: 120, minSamples: 5 },
   );
-  assert.equal(r.state, "ok");
-  if (r.state !== "ok") throw new Error("unreachable");
   assert.equal(r.wall.n, 3, `${r.wall.n} samples`);
   assert.ok(samples >= 6, `${samples} batches`);
 });
