@@ -84,8 +84,8 @@ const BEND_RATE_RATIO = 1.1;
  * A gap this many grid steps wide (×91 in elements at a default run's ×4.5 steps) is filled
  * whatever the rates at its ends say: a cache level can lift the rate inside it and drop it back.
  * A default run measured wasm-mt `sum` at 29 193 and 11 863 283 elements only (55 and 48 GB/s),
- * and held-out sums of 9·10⁵ and 5·10⁶, which ran from the caches at 74–91 GB/s, were predicted
- * 60–90 % slow.
+ * and held-out sums of 9·10⁵ and 5·10⁶, which ran from the caches at 74–99 GB/s, were predicted
+ * 59–86 % slow.
  */
 const WIDE_GAP_STEPS = 3;
 /** Gap fills past the job's deadline: cheap CPU points in gaps of {@linkcode WIDE_GAP_STEPS}. */
