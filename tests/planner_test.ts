@@ -1,12 +1,25 @@
 import assert from "node:assert/strict";
 import { getOp, OPS } from "../kernels/catalog.ts";
-import { BACKENDS } from "../kernels/types.ts";
+import { type Backend, BACKENDS } from "../kernels/types.ts";
 import { planFor, QUICK_SKIPPED_DTYPES } from "../calibrate/plan.ts";
 import { Planner } from "../calibrate/planner.ts";
 import type { MeasureRequest } from "../core/result.ts";
 import { DOMINATED_MIN_POINTS } from "../calibrate/decide.ts";
 import { missingSystemFigures } from "../calibrate/assemble.ts";
 import { drive, fakeResult } from "./_fake_runner.ts";
+
+/** A default-mode planner of one op in f32 on `backends`, with a clock the test moves. */
+function defaultPlanner(op: string, backends: Backend[]) {
+  const clock = { s: 0 };
+  const plan = planFor({
+    quick: false,
+    mode: "default",
+    ops: [getOp(op)],
+    dtypes: ["f32"],
+    backends,
+  });
+  return { clock, plan, planner: new Planner({ plan, llm: false, clock: () => clock.s }) };
+}
 
 /** add on js (10 ns per element) and wasm (2 ns per element), both with 1 µs of overhead. */
 const addTimes = (req: MeasureRequest) =>
@@ -157,15 +170,7 @@ Deno.test("the planner stops a dominated backend once its fit has its points", (
 });
 
 Deno.test("the planner keeps sweeping a backend that loses but closes the gap", () => {
-  const clock = { s: 0 };
-  const plan = planFor({
-    quick: false,
-    mode: "default",
-    ops: [getOp("add")],
-    dtypes: ["f32"],
-    backends: ["wasm", "wasm-mt"],
-  });
-  const planner = new Planner({ plan, llm: false, clock: () => clock.s });
+  const { clock, planner } = defaultPlanner("add", ["wasm", "wasm-mt"]);
   // wasm-mt: 0.5 ms of waking workers, then twice wasm's rate: it loses small and wins large.
   drive(planner, (r) => {
     const n = r.shape.n!;
@@ -251,15 +256,7 @@ Deno.test("a planner measures a matmul job's off-axis shapes on every backend it
 });
 
 Deno.test("a budgeted grid measures the smallest, the middle and the largest size before any between", () => {
-  const clock = { s: 0 };
-  const plan = planFor({
-    quick: false,
-    mode: "default",
-    ops: [getOp("add")],
-    dtypes: ["f32"],
-    backends: ["js", "wasm"],
-  });
-  const planner = new Planner({ plan, llm: false, clock: () => clock.s });
+  const { clock, plan, planner } = defaultPlanner("add", ["js", "wasm"]);
   // A cache step at 10⁵ elements: the rate halves, so the gaps around it bend and get filled.
   drive(planner, (r) => {
     const n = r.shape.n!;
@@ -280,15 +277,7 @@ Deno.test("a budgeted grid measures the smallest, the middle and the largest siz
 });
 
 Deno.test("a budgeted grid takes each series to its own ceiling: the largest size whose run fits", () => {
-  const clock = { s: 0 };
-  const plan = planFor({
-    quick: false,
-    mode: "default",
-    ops: [getOp("matmul")],
-    dtypes: ["f32"],
-    backends: ["js", "wasm"],
-  });
-  const planner = new Planner({ plan, llm: false, clock: () => clock.s });
+  const { clock, plan, planner } = defaultPlanner("matmul", ["js", "wasm"]);
   // 0.1 GFLOP/s on js, 10 on wasm: a 2048³ run would take minutes on js, 1.7 s on wasm.
   drive(planner, (r) => {
     const flops = 2 * r.shape.m! * r.shape.k! * r.shape.n!;
@@ -312,15 +301,7 @@ Deno.test("a budgeted grid takes each series to its own ceiling: the largest siz
 });
 
 Deno.test("a budgeted grid climbs in bounded steps while a series' time is mostly fixed cost", () => {
-  const clock = { s: 0 };
-  const plan = planFor({
-    quick: false,
-    mode: "default",
-    ops: [getOp("matmul")],
-    dtypes: ["f32"],
-    backends: ["webgpu"],
-  });
-  const planner = new Planner({ plan, llm: false, clock: () => clock.s });
+  const { clock, plan, planner } = defaultPlanner("matmul", ["webgpu"]);
   // 11 ms of sync, flat until the device fills at 10⁸ flops, then 1 GFLOP/s: from the flat sizes
   // a linear scaling would put 2048³ (17 s) under the cap.
   drive(planner, (r) => {
@@ -336,15 +317,7 @@ Deno.test("a budgeted grid climbs in bounded steps while a series' time is mostl
 });
 
 Deno.test("a late job still fills a few gaps on its cheap CPU series", () => {
-  const clock = { s: 0 };
-  const plan = planFor({
-    quick: false,
-    mode: "default",
-    ops: [getOp("add")],
-    dtypes: ["f32"],
-    backends: ["js", "wasm"],
-  });
-  const planner = new Planner({ plan, llm: false, clock: () => clock.s });
+  const { clock, plan, planner } = defaultPlanner("add", ["js", "wasm"]);
   // Each measurement takes 34 s of the job's ~260 s: its grid deadline (88 % of the slice) passes
   // with the climb to the top, its own deadline a measurement or so later.
   drive(planner, (r) => {
@@ -368,15 +341,7 @@ Deno.test("a late job still fills a few gaps on its cheap CPU series", () => {
 });
 
 Deno.test("a job past its deadline still fills a wide gap whose ends run at the same rate", () => {
-  const clock = { s: 0 };
-  const plan = planFor({
-    quick: false,
-    mode: "default",
-    ops: [getOp("sum")],
-    dtypes: ["f32"],
-    backends: ["wasm"],
-  });
-  const planner = new Planner({ plan, llm: false, clock: () => clock.s });
+  const { clock, plan, planner } = defaultPlanner("sum", ["wasm"]);
   // 50 GB/s in L1 and from memory, 90 GB/s from the caches between 10⁵ and 10⁷ elements: the
   // ends of the range run at the same rate and hide the hump. Each measurement takes 120 s, so
   // the job is past its deadline once the range is measured.
@@ -392,15 +357,7 @@ Deno.test("a job past its deadline still fills a wide gap whose ends run at the 
 });
 
 Deno.test("a late job still climbs a series whose runs stay short to its ceiling", () => {
-  const clock = { s: 0 };
-  const plan = planFor({
-    quick: false,
-    mode: "default",
-    ops: [getOp("add")],
-    dtypes: ["f32"],
-    backends: ["webgpu"],
-  });
-  const planner = new Planner({ plan, llm: false, clock: () => clock.s });
+  const { clock, plan, planner } = defaultPlanner("add", ["webgpu"]);
   // Device-resident: 35 µs of dispatch, flat until ~10⁵ elements, then 10 GB/s: its first blind
   // climb ends far below the top. Every measurement takes 18 s: the grid deadline passes there.
   drive(planner, (r) => {
@@ -417,15 +374,7 @@ Deno.test("a late job still climbs a series whose runs stay short to its ceiling
 });
 
 Deno.test("a late job climbs a series whose top run is long as far as a short run reaches", () => {
-  const clock = { s: 0 };
-  const plan = planFor({
-    quick: false,
-    mode: "default",
-    ops: [getOp("sum")],
-    dtypes: ["f32"],
-    backends: ["webgpu", "wasm", "wasm-mt", "js"],
-  });
-  const planner = new Planner({ plan, llm: false, clock: () => clock.s });
+  const { clock, plan, planner } = defaultPlanner("sum", ["webgpu", "wasm", "wasm-mt", "js"]);
   // Device-resident: 45 µs of dispatch, then 0.5 GB/s: a run at the top takes ~95 ms, over a late
   // climb's 10 ms. Every measurement takes 10 s: the grid deadline passes on the first climb.
   // (Dropped from the late climbs for its top run, this series stopped at 29 193 elements.)
