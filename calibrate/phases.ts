@@ -99,7 +99,9 @@ function* variantSearch(
       const order = candidates.map((_, j) => j).filter((j) => ms(j) < Infinity)
         .sort((a, b) => ms(a) - ms(b));
       if (order.length === 0) break;
-      const keep = i < job.anchors.length - 1 ? SCREENED_VARIANTS : plan.keepVariants;
+      // The last anchor ranks every variant still in the race: the winner runs the grid, the
+      // runner-up the off-axis shapes beside it (`offAxisSteps`).
+      const keep = i < job.anchors.length - 1 ? SCREENED_VARIANTS : order.length;
       candidates = order.slice(0, keep).map((j) => candidates[j]!);
     }
     chosen.set(backend, [...candidates, ...variants.filter((v) => !candidates.includes(v))]);
@@ -242,6 +244,15 @@ function* bendSteps(state: PlanState, job: CalibrationJob, backends: readonly Ba
  * backend that stopped growing because another dominates it at large sizes still runs them: a
  * matmul with m = 1 is another problem, and its predictions need it. A backend whose sweep says
  * one run at this shape's work would take over {@linkcode MAX_OFF_AXIS_RUN_MS} is left out.
+ *
+ * Which variant is fastest changes with the proportions, so where one run is cheap (under
+ * {@linkcode RUNNER_UP_MAX_RUN_MS}) a second variant runs the shape too: at a backend's first
+ * cheap shape (the list puts the most unlike the axis first) the variant search's best few are
+ * screened, and the fastest of them besides the winner runs the cheap shapes after it. The
+ * models rank the variants measured at such shapes there (`models/`). On a 2-vCPU EPYC VM, in
+ * one process: the js matmul's plain loop and its blocks of 64 ran 256³ within 4 % of each other
+ * and 1 × 1536 × 6144 ×1.39 apart; lavapipe's 16 × 8 register tiles, fastest at 256³, ran
+ * 8 × 768 × 3072 ×1.37 slower than 16 × 16 tiles and 1 × 1536 × 6144 over ×1.2 slower than 4 × 8.
  */
 function* offAxisSteps(
   state: PlanState,
@@ -256,25 +267,70 @@ function* offAxisSteps(
   // The first few shapes are measured whatever the clock says (`shapes.ts` lists the most
   // telling first).
   const minimum = sureOffAxisShapes(op, state.plan.mode);
+  // Per backend, the second variant of its cheap shapes, once its first cheap shape screened it.
+  const second = new Map<Backend, Variant | null>();
   for (const [i, shape] of shapes.entries()) {
     if (i >= minimum && state.time.past(state.time.jobDeadline())) return;
     const reqs: MeasureRequest[] = [];
+    const screened = new Set<Backend>();
     for (const backend of backends) {
+      const ranked = chosen.get(backend);
       for (const residency of residenciesFor(backend)) {
         const ms = sweptRunMs(state.measurements, op, dtype, backend, residency, shape);
         if (ms !== null && ms > MAX_OFF_AXIS_RUN_MS) continue;
-        for (const v of runnable(op, backend, shape, dtype, chosen.get(backend), 1)) {
+        const cheap = state.plan.searchVariants && ms !== null && ms <= RUNNER_UP_MAX_RUN_MS;
+        let variants = runnable(op, backend, shape, dtype, ranked, 1);
+        if (cheap && !second.has(backend)) {
+          variants = runnable(op, backend, shape, dtype, ranked, SCREENED_VARIANTS);
+          screened.add(backend);
+        } else if (cheap && second.get(backend)) {
+          const pair = [ranked![0]!, second.get(backend)!];
+          variants = runnable(op, backend, shape, dtype, pair, 2);
+        }
+        for (const v of variants) {
           reqs.push({ op: op.name, shape, dtype, backend, variant: v, residency });
         }
       }
     }
     state.progressTotal += reqs.length;
-    yield* state.measure(reqs, op);
+    const results = yield* state.measure(reqs, op);
+    for (const backend of screened) {
+      second.set(backend, fastestBesides(chosen.get(backend)![0]!, backend, reqs, results));
+    }
   }
+}
+
+/**
+ * The variant that ran fastest among `results` of `backend` in its last residency (the one the
+ * variant search ranks by), `winner` aside; null when none but the winner ran.
+ */
+function fastestBesides(
+  winner: Variant,
+  backend: Backend,
+  reqs: readonly MeasureRequest[],
+  results: readonly (Measurement | undefined)[],
+): Variant | null {
+  const residency = residenciesFor(backend).at(-1);
+  let best: Variant | null = null;
+  let bestMs = Infinity;
+  for (const [i, req] of reqs.entries()) {
+    const r = results[i];
+    if (req.backend !== backend || req.residency !== residency || r?.state !== "ok") continue;
+    const variant = req.variant as Variant;
+    if (variantId(variant) === variantId(winner) || r.wall.median >= bestMs) continue;
+    best = variant;
+    bestMs = r.wall.median;
+  }
+  return best;
 }
 
 /** A run the sweep prices longer than this is not measured at an off-axis shape. */
 const MAX_OFF_AXIS_RUN_MS = 300;
+/**
+ * A run the sweep prices longer than this is measured at an off-axis shape by its winner only: a
+ * second variant is for the decode-sized shapes (m = 1 to 16), where the choice moved most.
+ */
+const RUNNER_UP_MAX_RUN_MS = 25;
 
 /**
  * What the sweep says one run of `shape` costs on a backend: the on-axis measurement whose work is

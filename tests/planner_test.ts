@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { getOp, OPS } from "../kernels/catalog.ts";
-import { type Backend, BACKENDS } from "../kernels/types.ts";
+import { type Backend, BACKENDS, variantId } from "../kernels/types.ts";
 import { planFor, QUICK_SKIPPED_DTYPES } from "../calibrate/plan.ts";
 import { Planner } from "../calibrate/planner.ts";
 import type { MeasureRequest } from "../core/result.ts";
@@ -475,4 +475,49 @@ Deno.test("a quick planner probes drift every 10 s and after its last job; the d
   const gaps = quick.probedAt.slice(1, -1).map((t, i) => t - quick.probedAt[i]!);
   assert.ok(gaps.every((g) => g >= 10), `gaps ${gaps}`);
   assert.deepEqual(quick.steps.slice(-2), ["probe", "save"], "the last job ends with a probe");
+});
+
+/**
+ * js matmul at 1 GFLOP/s in blocks of 64, ×1.1 in blocks of 32 and ×1.3 as a plain loop on
+ * squares; at m < 16 the blocked loops run ×2.5 slower and the plain one keeps its pace.
+ */
+const jsMatmulTimes = (req: MeasureRequest) => {
+  const { m, k, n } = req.shape as { m: number; k: number; n: number };
+  const id = typeof req.variant === "string" ? req.variant : variantId(req.variant ?? {});
+  const plain = id.includes("naive");
+  const factor = plain ? 1.3 : id.includes("block=32") ? 1.1 : 1;
+  return 0.001 + (2 * m * k * n / 1e6) * factor * (!plain && m < 16 ? 2.5 : 1);
+};
+
+Deno.test("off the axis, cheap shapes also run the variant fastest at the first of them, not the squares' runner-up", () => {
+  const { clock, planner } = defaultPlanner("matmul", ["js"]);
+  drive(planner, jsMatmulTimes, clock);
+  const off = planner.measurements.filter((m) => m.offAxis && m.state === "ok");
+  const shapes = [...new Set(off.map((m) => JSON.stringify(m.shape)))];
+  const variantsAt = (shape: string) =>
+    off.filter((m) => JSON.stringify(m.shape) === shape).map((m) => m.variant).sort();
+  const runMs = (shape: string) => {
+    const { m, k, n } = JSON.parse(shape);
+    return 2 * m * k * n / 1e6;
+  };
+  // The first shape (m = 1, 2 ms) screens the search's variants.
+  assert.equal(variantsAt(shapes[0]!).length, 3, shapes[0]);
+  const cheap = shapes.slice(1).filter((s) => runMs(s) <= 25);
+  assert.ok(cheap.length >= 3, `${cheap.length} cheap shapes`);
+  for (const s of cheap) {
+    assert.deepEqual(variantsAt(s), ["block=64,loop=blocked", "loop=naive"], s);
+  }
+  const dear = shapes.filter((s) => runMs(s) > 40);
+  assert.ok(dear.length > 0);
+  for (const s of dear) assert.deepEqual(variantsAt(s), ["block=64,loop=blocked"], s);
+});
+
+Deno.test("a quick run measures its off-axis shapes with one variant per backend", () => {
+  const clock = { s: 0 };
+  const plan = planFor({ quick: true, ops: [getOp("matmul")], dtypes: ["f32"], backends: ["js"] });
+  const planner = new Planner({ plan, llm: false, clock: () => clock.s });
+  drive(planner, jsMatmulTimes, clock);
+  const off = planner.measurements.filter((m) => m.offAxis);
+  assert.ok(off.length > 0);
+  assert.deepEqual([...new Set(off.map((m) => m.variant))].length, 1);
 });
