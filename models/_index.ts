@@ -64,6 +64,8 @@ export interface VariantSeries {
   readonly points: readonly MeasuredPoint[];
   /** The on-axis ones, by size: what interpolation along the axis runs between. */
   readonly axisPoints: readonly MeasuredPoint[];
+  /** Whether some of its points lie off the axis (calibrate's off-axis shapes). */
+  readonly ranOffAxis: boolean;
   /** What the fit misses at its on-axis sizes, and how well interpolating that predicts. */
   readonly residuals: ResidualCurve | null;
   /**
@@ -159,10 +161,18 @@ export interface Prediction {
 export interface VariantRatio {
   /** The fitted variant predicted from. */
   readonly from: string;
-  /** Geometric mean of (this variant's time / the fitted variant's prediction) where it ran. */
+  /**
+   * This variant's time / the fitted variant's prediction: the geometric mean where it ran, or
+   * its value at this shape from `shapeModel` when there is one.
+   */
   readonly ratio: number;
   /** The sizes it ran at. */
   readonly sizes: readonly number[];
+  /**
+   * When it ran off the axis: how the ratio moves with the shape's proportions, whose mean at
+   * this shape is in `ratio` and whose spread there bounds the interval; null otherwise.
+   */
+  readonly shapeModel?: ShapeModel | null;
 }
 
 const NONE: readonly MeasuredPoint[] = Object.freeze([]);
@@ -345,6 +355,7 @@ function buildSeries(
       model: own?.model ?? null,
       points,
       axisPoints: points.filter((p) => p.onAxis),
+      ranOffAxis: points.some((p) => !p.onAxis),
       residuals: own?.residuals ?? null,
       alignment: own?.alignment ?? null,
       shapeModel: own === undefined ? null : fitShapeModel(
@@ -634,8 +645,9 @@ export function predictSeries(
       };
     }
   }
-  const v = chosen ?? tunedVariant(s, size) ?? fastestFitted(s, flops, bytes);
   const at: Site = { dims, size, shape, flops, bytes };
+  const v = chosen ?? rankedOffAxis(s, at)?.[0] ?? tunedVariant(s, size) ??
+    fastestFitted(s, flops, bytes);
   let p: Prediction | null = null;
   if (v !== null && v.fit !== null) p = fitted(s, v, at);
   else if (v !== null) p = scaledFromFitted(s, v, at);
@@ -700,28 +712,122 @@ function fitted(s: BackendSeries, v: VariantSeries, at: Site): Prediction {
 }
 
 /**
- * A variant without a fit (one the variant search tried at one or two sizes): the backend's
- * tuned or fastest fitted variant at the shape, times the ratio between the two where this one
- * ran. Its curve is assumed to run parallel to the fitted one's; the interval says so. Null
- * when no fitted variant of the backend can be compared with it.
+ * A variant without a fit (one the variant search tried at one or two sizes, and calibrate's
+ * off-axis shapes ran as the runner-up): the backend's tuned or fastest fitted variant at the
+ * shape, times the ratio between the two where this one ran. The ratio follows the shape's
+ * proportions when this variant ran off the axis (a plain loop that ties a tiled one on squares
+ * runs m = 1 in less than half its time); elsewhere its curve is assumed to run parallel to the
+ * fitted one's, and the interval says so. Null when no fitted variant of the backend can be
+ * compared with it.
  */
 function scaledFromFitted(s: BackendSeries, v: VariantSeries, at: Site): Prediction | null {
   const ref = tunedVariant(s, at.size) ?? fastestFitted(s, at.flops, at.bytes);
   if (ref === null || ref === v || v.points.length === 0) return null;
-  let sumLog = 0;
-  for (const p of v.points) {
-    const here = { dims: at.dims, size: p.size, shape: p.shape, flops: p.flops, bytes: p.bytes };
-    sumLog += Math.log(p.ms / fitted(s, ref, here).ms);
-  }
-  const ratio = Math.exp(sumLog / v.points.length);
-  if (!Number.isFinite(ratio) || ratio <= 0) return null;
+  const model = ratioModel(s, v, ref, at.dims);
+  if (model === null) return null;
+  const shapeModel = at.shape === null ? null : model.shapeModel;
+  const ln = model.meanLn +
+    (shapeModel === null ? 0 : correctionMean(shapeModel, shapeFeatures(at.dims, at.shape!)));
+  const ratio = Math.exp(ln);
   const base = fitted(s, ref, at);
   return {
     ...base,
     ms: base.ms * ratio,
     variant: v.variant,
-    viaVariant: { from: ref.variant, ratio, sizes: v.points.map((p) => p.size) },
+    viaVariant: { from: ref.variant, ratio, sizes: v.points.map((p) => p.size), shapeModel },
   };
+}
+
+/** How a variant without a fit ran against a fitted one where it ran. */
+interface RatioModel {
+  /** Mean ln(time / the fitted variant's prediction) over its on-axis points (else all). */
+  readonly meanLn: number;
+  /**
+   * How that ln ratio moves with the shape's proportions about its mean, learned from its points
+   * when some lie off the axis; null otherwise.
+   */
+  readonly shapeModel: ShapeModel | null;
+}
+
+/** Ratio models by variant, then by the fitted variant they compare with. */
+const ratioModels = new WeakMap<VariantSeries, Map<string, RatioModel | null>>();
+
+/** {@linkcode RatioModel} of `v` against `ref`, built on first use. */
+function ratioModel(
+  s: BackendSeries,
+  v: VariantSeries,
+  ref: VariantSeries,
+  dims: readonly string[],
+): RatioModel | null {
+  let byRef = ratioModels.get(v);
+  if (byRef === undefined) ratioModels.set(v, byRef = new Map());
+  if (byRef.has(ref.variant)) return byRef.get(ref.variant)!;
+  const residuals = v.points.map((p) =>
+    Math.log(
+      p.ms / fitted(s, ref, { dims, size: p.size, shape: p.shape, flops: p.flops, bytes: p.bytes })
+        .ms,
+    )
+  );
+  let model: RatioModel | null = null;
+  if (residuals.every(Number.isFinite)) {
+    // The prior is its ratio on the axis, where the variant search timed it (all its points when
+    // none are on it): far from its off-axis shapes it runs parallel to the fitted variant.
+    const onAxis = residuals.filter((_, i) => v.points[i]!.onAxis);
+    const prior = onAxis.length > 0 ? onAxis : residuals;
+    const meanLn = prior.reduce((a, b) => a + b, 0) / prior.length;
+    const shapeModel = v.ranOffAxis && v.points.length >= 2
+      ? fitShapeModel(v.points.map((p, i) => {
+        const relSd = p.ciHalfWidth / p.ms / 1.96;
+        return { features: p.dims, residual: residuals[i]! - meanLn, noiseVar: relSd * relSd };
+      }))
+      : null;
+    model = { meanLn, shapeModel };
+  }
+  byRef.set(ref.variant, model);
+  return model;
+}
+
+/**
+ * Off the axis, the backend's tuned variant and every variant that ran shapes off the axis of its
+ * own, by predicted time at `at` (fastest first); null on the axis, or when no other variant ran
+ * off it. Which variant is fastest changes with the proportions, and only a variant measured at
+ * such proportions can say so.
+ */
+function rankedOffAxis(s: BackendSeries, at: Site): VariantSeries[] | null {
+  if (at.shape === null || onAxisShape(s, at.dims, at.size, at.shape)) return null;
+  const tuned = tunedVariant(s, at.size) ?? fastestFitted(s, at.flops, at.bytes);
+  if (tuned === null) return null;
+  const ranked: { v: VariantSeries; ms: number }[] = [{ v: tuned, ms: fitted(s, tuned, at).ms }];
+  for (const v of s.variants.values()) {
+    if (v === tuned || !v.ranOffAxis) continue;
+    const p = v.fit !== null ? fitted(s, v, at) : scaledFromFitted(s, v, at);
+    if (p !== null) ranked.push({ v, ms: p.ms });
+  }
+  if (ranked.length === 1) return null;
+  return ranked.sort((a, b) => a.ms - b.ms).map((r) => r.v);
+}
+
+/**
+ * The variants of a backend at an off-axis shape, fastest first, when some variant besides the
+ * tuned one ran shapes off the axis (see {@linkcode predictSeries}); null otherwise.
+ *
+ * @param s The backend's series.
+ * @param dims The op's dims.
+ * @param size Size on the op axis.
+ * @param shape The shape.
+ * @param flops Work of the shape.
+ * @param bytes Work of the shape.
+ * @returns Variant ids, fastest first, or null.
+ */
+export function variantsRankedOffAxis(
+  s: BackendSeries,
+  dims: readonly string[],
+  size: number,
+  shape: Shape,
+  flops: number,
+  bytes: number,
+): string[] | null {
+  return rankedOffAxis(s, { dims, size, shape, flops, bytes })?.map((v) => v.variant) ?? null;
 }
 
 /** Whether `shape` is its op's axis shape at `size` (the op comes from the series' table). */

@@ -38,6 +38,8 @@ import {
   predictSeries,
   shapeFeatures,
   tuningAt,
+  type VariantRatio,
+  variantsRankedOffAxis,
 } from "./_index.ts";
 
 /** Accuracy assumed for a log-log interpolation whose error cannot be cross-validated. */
@@ -384,7 +386,7 @@ function describe(
     // error compounds once per doubling of work.
     const extrapolation = doublings * Math.log1p(axisError);
     const via = p.viaVariant;
-    const variantHalf = via === null ? 0 : variantRatioHalfWidth(via.ratio);
+    const variantHalf = via === null ? 0 : variantRatioHalfWidth(via, table.op.dims, shape);
     const alignHalf = p.alignment?.halfWidth ?? 0;
     return {
       ...base,
@@ -420,8 +422,11 @@ function describe(
           : "") +
         (doublings > 0 ? `, ${doublings.toFixed(1)} doublings beyond it` : "") +
         (via === null ? "" : `; variant ${p.variant} has no fit of its own: ${via.from}'s ` +
-          `×${via.ratio.toPrecision(3)}, its ratio where it ran (${via.sizes.join(", ")} ` +
-          `${table.op.axis.unit}), assumed to hold here (±${
+          `×${via.ratio.toPrecision(3)}, ` +
+          (via.shapeModel
+            ? `its ratio at these proportions, learned where it ran on and off the axis`
+            : `its ratio where it ran`) +
+          ` (${via.sizes.join(", ")} ${table.op.axis.unit}), assumed to hold here (±${
             (100 * Math.expm1(variantHalf)).toFixed(0)
           } %)`) +
         (p.raisedTo === undefined
@@ -446,12 +451,21 @@ function describe(
 }
 
 /**
- * Half-width, in ln time, for carrying a variant's measured ratio to another shape: as far as
+ * Half-width, in ln time, for carrying a variant's measured ratio to another shape, never under
+ * ±25 %: where the variant ran off the axis, the spread of its ratio model at this shape (near
+ * shapes it ran, what it measured; far from them, how much its ratios varied); else as far as
  * the ratio is from 1 (two variants that ran alike at one size tend to run alike elsewhere; a
- * tiling twice as slow at one size may be anything at another), and never under ±25 %.
+ * tiling twice as slow at one size may be anything at another).
  */
-function variantRatioHalfWidth(ratio: number): number {
-  return Math.max(Math.abs(Math.log(ratio)), Math.log(1.25));
+function variantRatioHalfWidth(
+  via: VariantRatio,
+  dims: readonly string[],
+  shape: Shape,
+): number {
+  const floor = Math.log(1.25);
+  if (!via.shapeModel) return Math.max(Math.abs(Math.log(via.ratio)), floor);
+  const spread = correctionAt(via.shapeModel, shapeFeatures(dims, shape)).sd;
+  return Math.max(via.shapeModel.multiplier * spread, floor);
 }
 
 /** The least and most flops and bytes of measured points; null with none. */
@@ -557,7 +571,9 @@ export interface TuningRecommendation extends VariantChoice {
  * names the best variant and the runner-up; their times come from the variant's measurement at
  * this shape or its cost model, else from log-log interpolation between the buckets where the
  * variant was timed. A backend without tuning rows ranks its fitted and measured variants by
- * predicted time.
+ * predicted time; so does a shape off the sweep's axis where variants besides the tuned one ran
+ * such shapes and one of them is predicted faster there (a plain loop against a tiled one at
+ * m = 1).
  *
  * @param report A parsed report.
  * @param request Op, shape, dtype, and optionally backend and residency.
@@ -588,8 +604,12 @@ export function recommendTuning(report: Report, request: TuningRequest): TuningR
     : fastestSeries(table, (x) => predict(x, null)?.ms ?? Infinity);
   const at = formatShape(op, shape);
   const row = tuningAt(s.tuning, size);
-  if (row !== null) return fromTuning(s, row, size, at, (v) => predict(s, v));
-  const ranked = [...s.variants.keys()]
+  // Off the axis, variants measured at shapes of their own there outrank a square size's tuning.
+  const offAxis = variantsRankedOffAxis(s, op.dims, size, shape, flops, bytes);
+  if (row !== null && (offAxis === null || offAxis[0] === row.best.variant)) {
+    return fromTuning(s, row, size, at, (v) => predict(s, v));
+  }
+  const ranked = (offAxis ?? [...s.variants.keys()])
     .map((v) => predict(s, v))
     .filter((p): p is Prediction => p !== null)
     .sort((a, b) => a.ms - b.ms);
@@ -606,8 +626,11 @@ export function recommendTuning(report: Report, request: TuningRequest): TuningR
     ...choice(best.variant, best.ms),
     runnerUp: second === undefined ? null : choice(second.variant, second.ms),
     provenance: best.provenance,
-    source: `no tuning sweep of ${s.backend}; ${ranked.length} variant(s) ranked by predicted ` +
-      `time at ${at}`,
+    source: offAxis !== null
+      ? `${ranked.length} variants of ${s.backend} measured at shapes of these proportions ` +
+        `(off the tuning sweep's axis), ranked by predicted time at ${at}`
+      : `no tuning sweep of ${s.backend}; ${ranked.length} variant(s) ranked by predicted ` +
+        `time at ${at}`,
   };
 }
 

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { seededRng } from "../kernels/_random.ts";
 import { correctionAt, fitShapeModel, type ShapePoint } from "../models/_shape_model.ts";
-import { predictTime } from "../models/predict.ts";
-import type { Measurement } from "../core/schema.ts";
+import { predictTime, recommendTuning } from "../models/predict.ts";
+import type { Measurement, Report } from "../core/schema.ts";
 import { syntheticReport } from "./_fixtures.ts";
 
 /** A smooth shape effect: small m runs slow, long k a little slow, in ln units. */
@@ -101,37 +101,36 @@ Deno.test("far from every measured shape the correction returns to the cost mode
   assert.ok(far.sd > 2 * near.sd);
 });
 
-/** The synthetic report with wasm matmuls at m = 1 and 8 that run `penalty(m)` × slower. */
-function withOffAxisMatmuls(
-  penalty: (m: number) => number,
-  extra: readonly { m: number; k: number; n: number }[] = [],
-) {
-  const base = syntheticReport();
+type MatmulShape = { m: number; k: number; n: number };
+
+/** The wasm matmul's time in the synthetic report at a shape, as its axis fit prices it. */
+function axisMsOf(base: Report): (shape: MatmulShape) => number {
+  return (shape) => predictTime(base, { op: "matmul", shape, dtype: "f32", backend: "wasm" }).ms;
+}
+
+/** Wasm matmul measurements at `shapes` of `variant`, each `factor(shape)` × the axis fit's time. */
+function wasmMatmuls(
+  base: Report,
+  shapes: readonly MatmulShape[],
+  factor: (shape: MatmulShape) => number,
+  variant?: string,
+): Measurement[] {
   const template = base.measurements.find((x) =>
     x.state === "ok" && x.op === "matmul" && x.backend === "wasm"
   )!;
   assert.ok(template.state === "ok");
-  const onAxisMs = (shape: { m: number; k: number; n: number }) =>
-    predictTime(base, { op: "matmul", shape, dtype: "f32", backend: "wasm" }).ms;
-  const shapes = [1, 8].flatMap((m) =>
-    [[256, 256], [512, 1024], [1024, 512], [1024, 1024], [2048, 512], [512, 2048]].map((
-      [k, n],
-    ) => ({
-      m,
-      k: k!,
-      n: n!,
-    }))
-  ).concat(extra);
-  const offAxis: Measurement[] = shapes.map((shape, i) => {
-    const median = onAxisMs(shape) * penalty(shape.m);
+  const axisMs = axisMsOf(base);
+  return shapes.map((shape, i) => {
+    const median = axisMs(shape) * factor(shape);
     const flops = 2 * shape.m * shape.k * shape.n;
     const bytes = 4 * (shape.m * shape.k + shape.k * shape.n + shape.m * shape.n);
     return {
       ...template,
+      ...(variant === undefined ? {} : { variant }),
       shape,
       size: shape.n,
-      seq: 10_000 + i,
-      offAxis: true,
+      seq: 10_000 + i + (variant === undefined ? 0 : 1_000),
+      ...(shape.m === shape.k && shape.k === shape.n ? {} : { offAxis: true as const }),
       flops,
       bytes,
       gflops: flops / (median * 1e6),
@@ -139,9 +138,25 @@ function withOffAxisMatmuls(
       wall: { ...template.wall, median, ciHalfWidth: median * 0.01 },
     };
   });
+}
+
+/** Matmul shapes at m = 1 and 8, as calibrate's off-axis shapes span them. */
+const DECODE_SHAPES: readonly MatmulShape[] = [1, 8].flatMap((m) =>
+  [[256, 256], [512, 1024], [1024, 512], [1024, 1024], [2048, 512], [512, 2048]].map((
+    [k, n],
+  ) => ({ m, k: k!, n: n! }))
+);
+
+/** The synthetic report with wasm matmuls at m = 1 and 8 that run `penalty(m)` × slower. */
+function withOffAxisMatmuls(
+  penalty: (m: number) => number,
+  extra: readonly MatmulShape[] = [],
+) {
+  const base = syntheticReport();
+  const offAxis = wasmMatmuls(base, [...DECODE_SHAPES, ...extra], (s) => penalty(s.m));
   return {
     base,
-    onAxisMs,
+    onAxisMs: axisMsOf(base),
     report: syntheticReport({ measurements: [...base.measurements, ...offAxis] }),
   };
 }
@@ -244,4 +259,63 @@ Deno.test("a dimension the residual hardly moves with gets a longer length scale
   assert.ok(k! > m! && n! > m!, `length scales m ${m}, k ${k}, n ${n}`);
   const unseen = correctionAt(model, [8, 2560, 640]);
   assert.ok(Math.abs(unseen.mean - step(8)) < 0.15, `m = 8 at 2560 × 640: ${unseen.mean}`);
+});
+
+/**
+ * The synthetic wasm matmul with its tuning runner-up measured too: on squares it runs ×1.085
+ * the tuned variant (the tuning table's 97.1 against 89.5 ms), but it keeps its pace at small m,
+ * where the tuned variant's tiles run mostly empty (×6 at m = 1, ×2.5 at m = 8): a plain loop
+ * against a tiled one.
+ */
+function withRunnerUpOffAxis() {
+  const base = syntheticReport();
+  const tuned = base.tuning.find((t) => t.op === "matmul" && t.backend === "wasm")!;
+  const runnerUp = tuned.runnerUp!.variant;
+  const tiled = (s: MatmulShape) => (s.m === 1 ? 6 : s.m <= 8 ? 2.5 : 1);
+  const plain = (s: MatmulShape) => 1.085 * (s.m === 1 ? 1.5 : s.m <= 8 ? 1.3 : 1);
+  const measurements = [
+    ...base.measurements,
+    ...wasmMatmuls(base, DECODE_SHAPES, tiled),
+    ...wasmMatmuls(base, [{ m: 256, k: 256, n: 256 }, ...DECODE_SHAPES], plain, runnerUp),
+  ];
+  return {
+    report: syntheticReport({ measurements }),
+    tunedVariant: tuned.best.variant,
+    runnerUp,
+    truth: (s: MatmulShape) => axisMsOf(base)(s) * Math.min(tiled(s), plain(s)),
+  };
+}
+
+Deno.test("off the axis, predictTime() runs the variant measured fastest at such proportions, priced from its own ratio there", () => {
+  const { report, runnerUp, truth } = withRunnerUpOffAxis();
+  for (const shape of [{ m: 1, k: 768, n: 1536 }, { m: 8, k: 1536, n: 768 }]) {
+    const t = predictTime(report, { op: "matmul", shape, dtype: "f32", backend: "wasm" });
+    assert.equal(t.variant, runnerUp, JSON.stringify(shape));
+    assert.ok(Math.abs(t.ms / truth(shape) - 1) < 0.25, `${t.ms} vs ${truth(shape)}`);
+    assert.ok(t.interval[0] < truth(shape) && truth(shape) < t.interval[1]);
+    assert.match(t.source, /its ratio at these proportions/);
+  }
+  // On the axis it keeps the ratio the squares measured, not the decode shapes' mean.
+  const square = { m: 384, k: 384, n: 384 };
+  const t = predictTime(report, {
+    op: "matmul",
+    shape: square,
+    dtype: "f32",
+    backend: "wasm",
+    variant: runnerUp,
+  });
+  const tuned = predictTime(report, { op: "matmul", shape: square, dtype: "f32", backend: "wasm" });
+  assert.ok(Math.abs(t.ms / tuned.ms / 1.085 - 1) < 0.05, `${t.ms / tuned.ms}`);
+});
+
+Deno.test("recommendTuning() off the axis ranks the variants measured there; on the axis it keeps the tuning sweep's", () => {
+  const { report, tunedVariant, runnerUp } = withRunnerUpOffAxis();
+  const at = (shape: MatmulShape) =>
+    recommendTuning(report, { op: "matmul", shape, dtype: "f32", backend: "wasm" });
+  const decode = at({ m: 1, k: 768, n: 1536 });
+  assert.equal(decode.variant, runnerUp);
+  assert.equal(decode.runnerUp?.variant, tunedVariant);
+  assert.ok(decode.runnerUp!.predictedMs > 2 * decode.predictedMs);
+  assert.match(decode.source, /measured at shapes of these proportions/);
+  assert.equal(at({ m: 384, k: 384, n: 384 }).variant, tunedVariant);
 });
