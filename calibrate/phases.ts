@@ -246,9 +246,10 @@ function* bendSteps(state: PlanState, job: CalibrationJob, backends: readonly Ba
  * one run at this shape's work would take over {@linkcode MAX_OFF_AXIS_RUN_MS} is left out.
  *
  * Which variant is fastest changes with the proportions, so where one run is cheap (under
- * {@linkcode RUNNER_UP_MAX_RUN_MS}) a second variant runs the shape too: at a backend's first
+ * {@linkcode RUNNER_UP_MAX_RUN_MS}) and the job is within its time, a second variant may run the
+ * shape too: at a backend's first
  * cheap shape (the list puts the most unlike the axis first) the variant search's best few are
- * screened, and the fastest of them besides the winner runs the cheap shapes after it. The
+ * screened, and when one of them beats the winner there, it runs the cheap shapes after it. The
  * models rank the variants measured at such shapes there (`models/`). On a 2-vCPU EPYC VM, in
  * one process: the js matmul's plain loop and its blocks of 64 ran 256³ within 4 % of each other
  * and 1 × 1536 × 6144 ×1.39 apart; lavapipe's 16 × 8 register tiles, fastest at 256³, ran
@@ -271,6 +272,8 @@ function* offAxisSteps(
   const second = new Map<Backend, Variant | null>();
   for (const [i, shape] of shapes.entries()) {
     if (i >= minimum && state.time.past(state.time.jobDeadline())) return;
+    // A second variant is measured within the job's time only, sure shape or not.
+    const inTime = state.plan.searchVariants && !state.time.past(state.time.jobDeadline());
     const reqs: MeasureRequest[] = [];
     const screened = new Set<Backend>();
     for (const backend of backends) {
@@ -278,9 +281,9 @@ function* offAxisSteps(
       for (const residency of residenciesFor(backend)) {
         const ms = sweptRunMs(state.measurements, op, dtype, backend, residency, shape);
         if (ms !== null && ms > MAX_OFF_AXIS_RUN_MS) continue;
-        const cheap = state.plan.searchVariants && ms !== null && ms <= RUNNER_UP_MAX_RUN_MS;
+        const cheap = inTime && ms !== null && ms <= RUNNER_UP_MAX_RUN_MS;
         let variants = runnable(op, backend, shape, dtype, ranked, 1);
-        if (cheap && !second.has(backend)) {
+        if (cheap && !second.has(backend) && residency === screeningResidency(backend)) {
           variants = runnable(op, backend, shape, dtype, ranked, SCREENED_VARIANTS);
           screened.add(backend);
         } else if (cheap && second.get(backend)) {
@@ -300,9 +303,15 @@ function* offAxisSteps(
   }
 }
 
+/** The residency whose times rank a backend's variants: the variant search's. */
+function screeningResidency(backend: Backend): Residency {
+  return residenciesFor(backend).at(-1)!;
+}
+
 /**
- * The variant that ran fastest among `results` of `backend` in its last residency (the one the
- * variant search ranks by), `winner` aside; null when none but the winner ran.
+ * The variant that ran fastest among `results` of `backend` in its screening residency when it
+ * beat `winner` there; null when the winner was fastest (the squares' choice holds even at the
+ * proportions least like them, and a second variant would cost time for nothing).
  */
 function fastestBesides(
   winner: Variant,
@@ -310,18 +319,21 @@ function fastestBesides(
   reqs: readonly MeasureRequest[],
   results: readonly (Measurement | undefined)[],
 ): Variant | null {
-  const residency = residenciesFor(backend).at(-1);
+  const residency = screeningResidency(backend);
   let best: Variant | null = null;
   let bestMs = Infinity;
+  let winnerMs = Infinity;
   for (const [i, req] of reqs.entries()) {
     const r = results[i];
     if (req.backend !== backend || req.residency !== residency || r?.state !== "ok") continue;
     const variant = req.variant as Variant;
-    if (variantId(variant) === variantId(winner) || r.wall.median >= bestMs) continue;
-    best = variant;
-    bestMs = r.wall.median;
+    if (variantId(variant) === variantId(winner)) winnerMs = r.wall.median;
+    else if (r.wall.median < bestMs) {
+      best = variant;
+      bestMs = r.wall.median;
+    }
   }
-  return best;
+  return bestMs < winnerMs ? best : null;
 }
 
 /** A run the sweep prices longer than this is not measured at an off-axis shape. */

@@ -512,6 +512,34 @@ Deno.test("off the axis, cheap shapes also run the variant fastest at the first 
   for (const s of dear) assert.deepEqual(variantsAt(s), ["block=64,loop=blocked"], s);
 });
 
+Deno.test("when the winner is also fastest at the first cheap off-axis shape, the shapes after it run the winner alone", () => {
+  const { clock, planner } = defaultPlanner("matmul", ["js"]);
+  // The same variants with no penalty at small m: blocks of 64 win everywhere.
+  drive(planner, (req) => jsMatmulTimes({ ...req, shape: { ...req.shape, m: 16 } }), clock);
+  const off = planner.measurements.filter((m) => m.offAxis && m.state === "ok");
+  const first = JSON.stringify(off[0]!.shape);
+  const later = off.filter((m) => JSON.stringify(m.shape) !== first);
+  assert.equal(off.filter((m) => JSON.stringify(m.shape) === first).length, 3, "screened");
+  assert.ok(later.length > 0);
+  assert.deepEqual([...new Set(later.map((m) => m.variant))], ["block=64,loop=blocked"]);
+});
+
+Deno.test("a job past its deadline measures its sure off-axis shapes with the winner alone", () => {
+  const { clock, planner } = defaultPlanner("matmul", ["js"]);
+  // The first off-axis shape takes the job far past its deadline.
+  drive(planner, (req) => {
+    const { m, n } = req.shape as { m: number; n: number };
+    if (m !== n) clock.s += 1e6;
+    return jsMatmulTimes(req);
+  }, clock);
+  const off = planner.measurements.filter((m) => m.offAxis && m.state === "ok");
+  const first = JSON.stringify(off[0]!.shape);
+  const later = off.filter((m) => JSON.stringify(m.shape) !== first);
+  assert.equal(off.length - later.length, 3, "the first shape was screened in time");
+  assert.ok(later.length >= 5, `${later.length} sure shapes after it`);
+  assert.deepEqual([...new Set(later.map((m) => m.variant))], ["block=64,loop=blocked"]);
+});
+
 Deno.test("a quick run measures its off-axis shapes with one variant per backend", () => {
   const clock = { s: 0 };
   const plan = planFor({ quick: true, ops: [getOp("matmul")], dtypes: ["f32"], backends: ["js"] });
