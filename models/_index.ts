@@ -64,8 +64,8 @@ export interface VariantSeries {
   readonly points: readonly MeasuredPoint[];
   /** The on-axis ones, by size: what interpolation along the axis runs between. */
   readonly axisPoints: readonly MeasuredPoint[];
-  /** Whether some of its points lie off the axis (calibrate's off-axis shapes). */
-  readonly ranOffAxis: boolean;
+  /** How many of its points lie off the axis (calibrate's off-axis shapes). */
+  readonly offAxisPoints: number;
   /** What the fit misses at its on-axis sizes, and how well interpolating that predicts. */
   readonly residuals: ResidualCurve | null;
   /**
@@ -355,7 +355,7 @@ function buildSeries(
       model: own?.model ?? null,
       points,
       axisPoints: points.filter((p) => p.onAxis),
-      ranOffAxis: points.some((p) => !p.onAxis),
+      offAxisPoints: points.filter((p) => !p.onAxis).length,
       residuals: own?.residuals ?? null,
       alignment: own?.alignment ?? null,
       shapeModel: own === undefined ? null : fitShapeModel(
@@ -775,7 +775,7 @@ function ratioModel(
     const onAxis = residuals.filter((_, i) => v.points[i]!.onAxis);
     const prior = onAxis.length > 0 ? onAxis : residuals;
     const meanLn = prior.reduce((a, b) => a + b, 0) / prior.length;
-    const shapeModel = v.ranOffAxis && v.points.length >= 2
+    const shapeModel = v.offAxisPoints > 0 && v.points.length >= 2
       ? fitShapeModel(v.points.map((p, i) => {
         const relSd = p.ciHalfWidth / p.ms / 1.96;
         return { features: p.dims, residual: residuals[i]! - meanLn, noiseVar: relSd * relSd };
@@ -791,21 +791,32 @@ function ratioModel(
  * Off the axis, the backend's tuned variant and every variant that ran shapes off the axis of its
  * own, by predicted time at `at` (fastest first); null on the axis, or when no other variant ran
  * off it. Which variant is fastest changes with the proportions, and only a variant measured at
- * such proportions can say so.
+ * such proportions can say so. A variant screened at one shape only (see `calibrate/phases.ts`)
+ * says nothing about the others, and another variant displaces the tuned one only when predicted
+ * {@linkcode SWITCH_MARGIN} faster: a closer call is a coin flip that would trade the tuned
+ * variant's own fit for a ratio.
  */
 function rankedOffAxis(s: BackendSeries, at: Site): VariantSeries[] | null {
   if (at.shape === null || onAxisShape(s, at.dims, at.size, at.shape)) return null;
   const tuned = tunedVariant(s, at.size) ?? fastestFitted(s, at.flops, at.bytes);
   if (tuned === null) return null;
-  const ranked: { v: VariantSeries; ms: number }[] = [{ v: tuned, ms: fitted(s, tuned, at).ms }];
+  const tunedMs = fitted(s, tuned, at).ms;
+  const ranked: { v: VariantSeries; ms: number }[] = [];
   for (const v of s.variants.values()) {
-    if (v === tuned || !v.ranOffAxis) continue;
+    if (v === tuned || v.offAxisPoints < 2) continue;
     const p = v.fit !== null ? fitted(s, v, at) : scaledFromFitted(s, v, at);
-    if (p !== null) ranked.push({ v, ms: p.ms });
+    if (p !== null) ranked.push({ v, ms: p.ms < tunedMs * (1 - SWITCH_MARGIN) ? p.ms : Infinity });
   }
-  if (ranked.length === 1) return null;
+  if (ranked.length === 0) return null;
+  ranked.push({ v: tuned, ms: tunedMs });
   return ranked.sort((a, b) => a.ms - b.ms).map((r) => r.v);
 }
+
+/**
+ * How much faster than the tuned variant another must be predicted off the axis to be chosen:
+ * about one run-to-run spread of a case on a noisy VM (`deno task noise`: σ ln 0.02–0.07).
+ */
+const SWITCH_MARGIN = 0.05;
 
 /**
  * The variants of a backend at an off-axis shape, fastest first, when some variant besides the

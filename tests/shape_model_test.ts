@@ -267,16 +267,18 @@ Deno.test("a dimension the residual hardly moves with gets a longer length scale
  * where the tuned variant's tiles run mostly empty (×6 at m = 1, ×2.5 at m = 8): a plain loop
  * against a tiled one.
  */
-function withRunnerUpOffAxis() {
+function withRunnerUpOffAxis(
+  plain = (s: MatmulShape) => 1.085 * (s.m === 1 ? 1.5 : s.m <= 8 ? 1.3 : 1),
+  plainShapes: readonly MatmulShape[] = DECODE_SHAPES,
+) {
   const base = syntheticReport();
   const tuned = base.tuning.find((t) => t.op === "matmul" && t.backend === "wasm")!;
   const runnerUp = tuned.runnerUp!.variant;
   const tiled = (s: MatmulShape) => (s.m === 1 ? 6 : s.m <= 8 ? 2.5 : 1);
-  const plain = (s: MatmulShape) => 1.085 * (s.m === 1 ? 1.5 : s.m <= 8 ? 1.3 : 1);
   const measurements = [
     ...base.measurements,
     ...wasmMatmuls(base, DECODE_SHAPES, tiled),
-    ...wasmMatmuls(base, [{ m: 256, k: 256, n: 256 }, ...DECODE_SHAPES], plain, runnerUp),
+    ...wasmMatmuls(base, [{ m: 256, k: 256, n: 256 }, ...plainShapes], plain, runnerUp),
   ];
   return {
     report: syntheticReport({ measurements }),
@@ -318,4 +320,17 @@ Deno.test("recommendTuning() off the axis ranks the variants measured there; on 
   assert.ok(decode.runnerUp!.predictedMs > 2 * decode.predictedMs);
   assert.match(decode.source, /measured at shapes of these proportions/);
   assert.equal(at({ m: 384, k: 384, n: 384 }).variant, tunedVariant);
+});
+
+Deno.test("off the axis, a variant screened at one shape only, or predicted barely faster, leaves the tuned one in place", () => {
+  const decode = { m: 1, k: 768, n: 1536 };
+  const predicted = (report: Report) =>
+    predictTime(report, { op: "matmul", shape: decode, dtype: "f32", backend: "wasm" }).variant;
+  const tiled = (s: MatmulShape) => (s.m === 1 ? 6 : s.m <= 8 ? 2.5 : 1);
+  const screenedOnce = withRunnerUpOffAxis(undefined, DECODE_SHAPES.slice(0, 1));
+  assert.equal(predicted(screenedOnce.report), screenedOnce.tunedVariant);
+  const barely = withRunnerUpOffAxis((s) => 0.98 * tiled(s));
+  assert.equal(predicted(barely.report), barely.tunedVariant);
+  const clearly = withRunnerUpOffAxis((s) => 0.8 * tiled(s));
+  assert.equal(predicted(clearly.report), clearly.runnerUp);
 });
