@@ -242,8 +242,8 @@ export type MeasurementPlace = {
   seq: number;
   /**
    * Set on the shapes a calibration measures beside the op's sweep axis (`calibrate/shapes.ts`):
-   * they teach predictions how proportions change time, while fits, crossovers and tuning keep to
-   * the axis.
+   * they teach predictions how proportions change time and which variant runs such shapes fastest,
+   * while fits, crossovers and the tuning table keep to the axis.
    */
   offAxis?: true;
 };
