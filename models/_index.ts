@@ -92,6 +92,8 @@ export interface BackendSeries {
   readonly variants: ReadonlyMap<string, VariantSeries>;
   /** Variants with a fit, for choosing the fastest when tuning says nothing. */
   readonly fitted: readonly VariantSeries[];
+  /** Variants measured at two off-axis shapes or more: the ones ranked off the axis. */
+  readonly offAxisRanked: readonly VariantSeries[];
   /** Best measured variant per shape, by size. */
   readonly best: readonly MeasuredPoint[];
   /** Tuning rows of this backend, by `sizeMin`. */
@@ -370,6 +372,7 @@ function buildSeries(
     residency,
     variants,
     fitted: [...variants.values()].filter((v) => v.fit !== null),
+    offAxisRanked: [...variants.values()].filter((v) => v.offAxisPoints >= 2),
     best: [...bestByShape.values()].sort(bySize),
     tuning,
     axisShape: op.axis.shape,
@@ -646,9 +649,8 @@ export function predictSeries(
     }
   }
   const at: Site = { dims, size, shape, flops, bytes };
-  const v = chosen ?? rankedOffAxis(s, at)?.[0] ?? tunedVariant(s, size) ??
-    fastestFitted(s, flops, bytes);
-  let p: Prediction | null = null;
+  let p: Prediction | null = chosen === null ? rankedOffAxis(s, at)?.[0]?.p ?? null : null;
+  const v = p !== null ? null : chosen ?? tunedVariant(s, size) ?? fastestFitted(s, flops, bytes);
   if (v !== null && v.fit !== null) p = fitted(s, v, at);
   else if (v !== null) p = scaledFromFitted(s, v, at);
   p ??= interpolate(v ?? largestSeries(s), size);
@@ -720,7 +722,12 @@ function fitted(s: BackendSeries, v: VariantSeries, at: Site): Prediction {
  * fitted one's, and the interval says so. Null when no fitted variant of the backend can be
  * compared with it.
  */
-function scaledFromFitted(s: BackendSeries, v: VariantSeries, at: Site): Prediction | null {
+function scaledFromFitted(
+  s: BackendSeries,
+  v: VariantSeries,
+  at: Site,
+  refAt: Prediction | null = null,
+): Prediction | null {
   const ref = tunedVariant(s, at.size) ?? fastestFitted(s, at.flops, at.bytes);
   if (ref === null || ref === v || v.points.length === 0) return null;
   const model = ratioModel(s, v, ref, at.dims);
@@ -729,7 +736,7 @@ function scaledFromFitted(s: BackendSeries, v: VariantSeries, at: Site): Predict
   const ln = model.meanLn +
     (shapeModel === null ? 0 : correctionMean(shapeModel, shapeFeatures(at.dims, at.shape!)));
   const ratio = Math.exp(ln);
-  const base = fitted(s, ref, at);
+  const base = refAt ?? fitted(s, ref, at);
   return {
     ...base,
     ms: base.ms * ratio,
@@ -796,20 +803,29 @@ function ratioModel(
  * {@linkcode SWITCH_MARGIN} faster: a closer call is a coin flip that would trade the tuned
  * variant's own fit for a ratio.
  */
-function rankedOffAxis(s: BackendSeries, at: Site): VariantSeries[] | null {
-  if (at.shape === null || onAxisShape(s, at.dims, at.size, at.shape)) return null;
+function rankedOffAxis(s: BackendSeries, at: Site): RankedVariant[] | null {
+  const candidates = s.offAxisRanked;
+  if (candidates.length === 0 || at.shape === null) return null;
+  if (onAxisShape(s, at.dims, at.size, at.shape)) return null;
   const tuned = tunedVariant(s, at.size) ?? fastestFitted(s, at.flops, at.bytes);
-  if (tuned === null) return null;
-  const tunedMs = fitted(s, tuned, at).ms;
-  const ranked: { v: VariantSeries; ms: number }[] = [];
-  for (const v of s.variants.values()) {
-    if (v === tuned || v.offAxisPoints < 2) continue;
-    const p = v.fit !== null ? fitted(s, v, at) : scaledFromFitted(s, v, at);
-    if (p !== null) ranked.push({ v, ms: p.ms < tunedMs * (1 - SWITCH_MARGIN) ? p.ms : Infinity });
+  if (tuned === null || candidates.every((v) => v === tuned)) return null;
+  const tunedAt = fitted(s, tuned, at);
+  const ranked: (RankedVariant & { rank: number })[] = [];
+  for (const v of candidates) {
+    if (v === tuned) continue;
+    const p = v.fit !== null ? fitted(s, v, at) : scaledFromFitted(s, v, at, tunedAt);
+    if (p === null) continue;
+    ranked.push({ v, p, rank: p.ms < tunedAt.ms * (1 - SWITCH_MARGIN) ? p.ms : Infinity });
   }
   if (ranked.length === 0) return null;
-  ranked.push({ v: tuned, ms: tunedMs });
-  return ranked.sort((a, b) => a.ms - b.ms).map((r) => r.v);
+  ranked.push({ v: tuned, p: tunedAt, rank: tunedAt.ms });
+  return ranked.sort((a, b) => a.rank - b.rank);
+}
+
+/** A variant with its prediction at a shape. */
+interface RankedVariant {
+  readonly v: VariantSeries;
+  readonly p: Prediction;
 }
 
 /**
@@ -838,7 +854,7 @@ export function variantsRankedOffAxis(
   flops: number,
   bytes: number,
 ): string[] | null {
-  return rankedOffAxis(s, { dims, size, shape, flops, bytes })?.map((v) => v.variant) ?? null;
+  return rankedOffAxis(s, { dims, size, shape, flops, bytes })?.map((r) => r.v.variant) ?? null;
 }
 
 /** Whether `shape` is its op's axis shape at `size` (the op comes from the series' table). */
