@@ -99,8 +99,8 @@ function* variantSearch(
       const order = candidates.map((_, j) => j).filter((j) => ms(j) < Infinity)
         .sort((a, b) => ms(a) - ms(b));
       if (order.length === 0) break;
-      // The last anchor ranks every variant still in the race: the winner runs the grid, the
-      // runner-up the off-axis shapes beside it (`offAxisSteps`).
+      // The last anchor ranks every variant still in the race: the winner runs the grid, and
+      // the best few are screened again at the first cheap off-axis shape (`offAxisSteps`).
       const keep = i < job.anchors.length - 1 ? SCREENED_VARIANTS : order.length;
       candidates = order.slice(0, keep).map((j) => candidates[j]!);
     }
@@ -247,10 +247,10 @@ function* bendSteps(state: PlanState, job: CalibrationJob, backends: readonly Ba
  *
  * Which variant is fastest changes with the proportions, so where one run is cheap (under
  * {@linkcode RUNNER_UP_MAX_RUN_MS}) and the job is within its time, a second variant may run the
- * shape too: at a backend's first
- * cheap shape (the list puts the most unlike the axis first) the variant search's best few are
- * screened, and when one of them beats the winner there, it runs the cheap shapes after it. The
- * models rank the variants measured at such shapes there (`models/`). On a 2-vCPU EPYC VM, in
+ * shape too: at a backend's first cheap shape (the list puts the most unlike the axis first) the
+ * variant search's best few are screened, and when one of them beats the winner there, it runs
+ * the cheap shapes after it. The models rank the variants measured at such shapes there
+ * (`models/`). On a 2-vCPU EPYC VM, in
  * one process: the js matmul's plain loop and its blocks of 64 ran 256³ within 4 % of each other
  * and 1 × 1536 × 6144 ×1.39 apart; lavapipe's 16 × 8 register tiles, fastest at 256³, ran
  * 8 × 768 × 3072 ×1.37 slower than 16 × 16 tiles and 1 × 1536 × 6144 over ×1.2 slower than 4 × 8.

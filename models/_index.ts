@@ -164,8 +164,9 @@ export interface VariantRatio {
   /** The fitted variant predicted from. */
   readonly from: string;
   /**
-   * This variant's time / the fitted variant's prediction: the geometric mean where it ran, or
-   * its value at this shape from `shapeModel` when there is one.
+   * This variant's time / the fitted variant's prediction: its geometric mean where it ran on the
+   * axis (everywhere it ran when nowhere on it), moved to this shape by `shapeModel` when there
+   * is one.
    */
   readonly ratio: number;
   /** The sizes it ran at. */
@@ -714,8 +715,8 @@ function fitted(s: BackendSeries, v: VariantSeries, at: Site): Prediction {
 }
 
 /**
- * A variant without a fit (one the variant search tried at one or two sizes, and calibrate's
- * off-axis shapes ran as the runner-up): the backend's tuned or fastest fitted variant at the
+ * A variant without a fit (one the variant search tried at one or two sizes, and perhaps
+ * calibrate's cheap off-axis shapes too): the backend's tuned or fastest fitted variant at the
  * shape, times the ratio between the two where this one ran. The ratio follows the shape's
  * proportions when this variant ran off the axis (a plain loop that ties a tiled one on squares
  * runs m = 1 in less than half its time); elsewhere its curve is assumed to run parallel to the
