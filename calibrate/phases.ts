@@ -86,7 +86,7 @@ function* variantSearch(
     let candidates: Variant[] = [...variants];
     for (const [i, size] of job.anchors.entries()) {
       const shape = op.axis.shape(size);
-      const residency = residenciesFor(backend).at(-1)!;
+      const residency = screeningResidency(backend);
       const results = yield* screen(
         state,
         op,
