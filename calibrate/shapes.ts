@@ -63,8 +63,20 @@ const GEMV_QUICK: readonly Shape[] = [
  */
 const GEMV_STREAMING: Shape = { rows: 8192, cols: 8192 };
 
+/**
+ * After the quick pair, the same two proportions at a quarter of the width (2048 × 512 and
+ * 512 × 2048, 4 MB in f32): a small model's projections (a decode of tiny-16m runs 1536 × 512,
+ * 512 × 1536, 4096 × 512 and 128 × 512), whose few rows or short rows leave a kernel's
+ * per-launch cost and its workgroups' share of the rows a larger part of the time than at
+ * 4096 × 1024. With the large pair alone, the shape model took the small projections'
+ * proportions from shapes 4–16× their size: on lavapipe, in nine default runs, it priced
+ * 1536 × 512 and 512 × 1536 f32 at 0.45–1.27× what they took beside the decode, and
+ * 128 × 512 at 1.14–2.21×.
+ */
 const GEMV: readonly Shape[] = [
   ...GEMV_QUICK,
+  { rows: 2048, cols: 512 },
+  { rows: 512, cols: 2048 },
   // Twins a few columns apart, one per way the kernel loads a row: in vectors (3008 columns, for
   // every dtype), in words (q8 and q4 at 3000, whole words but not whole 32-weight groups) and
   // across words (q8 and q4 at 3002; f32 and f16 there load unaligned vectors). Their differences
@@ -76,8 +88,6 @@ const GEMV: readonly Shape[] = [
   { rows: 1024, cols: 3000 },
   { rows: 1024, cols: 3002 },
   GEMV_STREAMING,
-  { rows: 2048, cols: 512 },
-  { rows: 512, cols: 2048 },
   { rows: 8192, cols: 2048 },
   { rows: 256, cols: 8192 },
   { rows: 2048, cols: 1150 },
@@ -105,8 +115,8 @@ interface OffAxisSet {
 
 const BY_OP: Readonly<Record<string, OffAxisSet>> = {
   matmul: { quick: MATMUL_QUICK, full: MATMUL, sure: 8 },
-  // The quick pair, the three twins and the streaming size.
-  gemv: { quick: GEMV_QUICK, full: GEMV, sure: 6 },
+  // The quick pair, the pair at a quarter of the width, the three twins and the streaming size.
+  gemv: { quick: GEMV_QUICK, full: GEMV, sure: 8 },
   softmax: { quick: SOFTMAX_QUICK, full: SOFTMAX, sure: 4 },
 };
 
@@ -125,7 +135,7 @@ const SURE_QUICK = 1;
  * ```ts
  * import { sureOffAxisShapes } from "./shapes.ts";
  * import { getOp } from "../kernels/catalog.ts";
- * console.log(sureOffAxisShapes(getOp("gemv"), "default")); // 6
+ * console.log(sureOffAxisShapes(getOp("gemv"), "default")); // 8
  * console.log(sureOffAxisShapes(getOp("gemv"), "quick")); // 1
  * ```
  */

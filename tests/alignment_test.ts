@@ -151,7 +151,7 @@ Deno.test("twins a few columns apart give the offset, where the classes' residua
   assert.ok(untwinned === null || untwinned.offsets[1] === 0, `${untwinned?.offsets}`);
 });
 
-Deno.test("a default run measures twins of every load path before the other gemv shapes", () => {
+Deno.test("a default run measures twins of every load path among its sure gemv shapes", () => {
   const shapes = offAxisShapes(gemv, "q8", "default").slice(0, sureOffAxisShapes(gemv, "default"));
   for (const dtype of ["q8", "q4"] as const) {
     const classes = shapes.filter((s) =>

@@ -22,3 +22,16 @@ Deno.test("every off-axis matmul shape is off the square axis", () => {
     assert.ok(!(s.m === s.k && s.k === s.n), JSON.stringify(s));
   }
 });
+
+Deno.test("a default run's sure gemv shapes take rows ≠ cols both ways round at two widths", () => {
+  const gemv = getOp("gemv");
+  const sure = offAxisShapes(gemv, "f32", "default").slice(0, sureOffAxisShapes(gemv, "default"));
+  const tall = sure.filter((s) => s.rows! >= 4 * s.cols!).map((s) => s.cols!);
+  const wide = sure.filter((s) => s.cols! >= 4 * s.rows!).map((s) => s.rows!);
+  for (const [way, widths] of [["rows ≥ 4 cols", tall], ["cols ≥ 4 rows", wide]] as const) {
+    assert.ok(
+      widths.length >= 2 && Math.max(...widths) >= 2 * Math.min(...widths),
+      `${way}: sure shapes at widths ${widths.join(", ")}`,
+    );
+  }
+});
