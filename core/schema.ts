@@ -1060,7 +1060,48 @@ export const AdapterSchema: z.ZodType<AdapterInfo> = exactly<AdapterInfo>()(z.st
 export type LlmSection = {
   /** End-to-end checks of the cost models against measured decode rates. */
   validations: LlmValidation[];
+  /** What a decode step costs beyond its kernels, measured on a synthetic decode none checks. */
+  stepProbe?: DecodeStepProbe | null;
 };
+
+/**
+ * What a decode step costs beyond the sum of its kernels timed one at a time, measured on a
+ * synthetic decode of a model the validations do not check (`decode/step_probe.ts`): the GPU
+ * time of its launches chained in decode order against the same launches grouped so each
+ * kernel's run back to back (as the sweep times them), and the host's part of a synchronised
+ * step (recording, submit, readback) at two launch counts.
+ *
+ * @example
+ * ```ts
+ * import type { DecodeStepProbe } from "./schema.ts";
+ * const f = (p: DecodeStepProbe) => p.chainFactor.value;
+ * ```
+ */
+export type DecodeStepProbe = {
+  /** The synthetic decode timed, for people. */
+  model: string;
+  /** Launches of its whole step. */
+  dispatches: number;
+  /** GPU time of the step in decode order over the same launches grouped by kernel (×). */
+  chainFactor: Figure;
+  /** Host time of a synchronised step that launches nothing more: the intercept, ms. */
+  hostFixedMs: Figure;
+  /** Host time each launch adds to a synchronised step: the slope, µs. */
+  hostPerDispatchUs: Figure;
+};
+
+/** {@linkcode DecodeStepProbe}. */
+export const DecodeStepProbeSchema: z.ZodType<DecodeStepProbe> = named(
+  exactly<DecodeStepProbe>()(z.strictObject({
+    model: text,
+    dispatches: count,
+    chainFactor: FigureSchema,
+    hostFixedMs: FigureSchema,
+    hostPerDispatchUs: FigureSchema,
+  })),
+  "DecodeStepProbe",
+  "What a decode step costs beyond its kernels, measured on a synthetic decode",
+);
 
 /**
  * A calibration report, schema version 1.
@@ -1121,7 +1162,10 @@ export const ReportSchema: z.ZodType<Report> = exactly<Report>()(z.strictObject(
   thresholds: z.array(ThresholdSchema).max(MAX.derived),
   stability: StabilitySchema.exactOptional(),
   llm: exactly<LlmSection>()(
-    z.strictObject({ validations: z.array(LlmValidationSchema).max(MAX.validations) }),
+    z.strictObject({
+      validations: z.array(LlmValidationSchema).max(MAX.validations),
+      stepProbe: DecodeStepProbeSchema.nullable().exactOptional(),
+    }),
   ).nullable().exactOptional(),
 }));
 

@@ -203,8 +203,20 @@ export function parseVariantId(id: string): Variant {
   return out as Variant;
 }
 
-/** The first of the catalog's gemv variants (listed fastest first) that runs this shape. */
-function defaultVariant(dtype: Dtype, shape: { rows: number; cols: number }): Variant {
+/**
+ * The first of the catalog's gemv variants (listed fastest first) that runs this shape.
+ *
+ * @param dtype The weights' dtype.
+ * @param shape The projection's rows and columns.
+ * @returns The variant.
+ * @throws {RangeError} when no WebGPU gemv variant runs the shape.
+ * @example
+ * ```ts
+ * import { defaultVariant } from "./decode.ts";
+ * console.log(typeof defaultVariant("q4", { rows: 512, cols: 512 })); // "object"
+ * ```
+ */
+export function defaultVariant(dtype: Dtype, shape: { rows: number; cols: number }): Variant {
   const runnable = gemvWebGpu.variants.find((v) => !gemvWebGpu.unsupported?.(shape, dtype, v));
   if (runnable === undefined) {
     throw new RangeError(`No WebGPU gemv variant runs ${dtype} ${shape.rows}x${shape.cols}`);
@@ -348,8 +360,21 @@ export async function measureDecode(
 /**
  * Builds the decode inside a validation scope, with the bind groups of every position made before
  * timing (so a token pays only for its work); what WebGPU rejects fails the decode.
+ *
+ * @param device The device.
+ * @param model The model.
+ * @param options The graph's options.
+ * @param positions The positions the steps will run at.
+ * @returns The graph (the caller destroys it).
+ * @throws {Error} what WebGPU rejected while building it.
+ * @example
+ * ```ts ignore
+ * import { buildValidated } from "./decode.ts";
+ * const graph = await buildValidated(device, model, options, [0, 1, 2]);
+ * graph.destroy();
+ * ```
  */
-async function buildValidated(
+export async function buildValidated(
   device: GPUDevice,
   model: ModelSpec,
   options: DecodeGraphOptions,

@@ -173,10 +173,29 @@ export class DecodeGraph {
     pos: number,
     timestampWrites?: GPUComputePassTimestampWrites,
   ): void {
+    this.encodeLaunches(encoder, pos, this.dispatches, timestampWrites);
+  }
+
+  /**
+   * As {@linkcode DecodeGraph.encodeStep}, with `launches` (some or all of the step's, in any
+   * order) in place of the step's: for timing how order and count change a step, not for
+   * decoding (out of order, the step computes nothing meaningful).
+   *
+   * @param encoder The encoder.
+   * @param pos The position (the step attends to pos + 1 positions).
+   * @param launches Launches of this graph.
+   * @param timestampWrites Timestamps at the pass's start and end.
+   */
+  encodeLaunches(
+    encoder: GPUCommandEncoder,
+    pos: number,
+    launches: readonly Dispatch[],
+    timestampWrites?: GPUComputePassTimestampWrites,
+  ): void {
     const n = pos + 1;
     this.resources.upload(this.buffers.step, new Uint32Array([pos, n, 0, 0]));
     const pass = encoder.beginComputePass(timestampWrites ? { timestampWrites } : {});
-    for (const d of this.dispatches) {
+    for (const d of launches) {
       recordDispatch(pass, d.compiled, d.group(pos), d.program.workgroups(n));
     }
     pass.end();

@@ -17,7 +17,8 @@ import type { Report } from "../core/schema.ts";
 import type { DecodeSample } from "./validate.ts";
 
 /**
- * The LLM decode validation, or null with a warning when it cannot run (figures missing, decode
+ * The LLM decode validation, after the decode step probe (`step_probe.ts`) whose figures its
+ * estimates use; with a warning and no validations when it cannot run (figures missing, decode
  * failed). Without samples: {@linkcode createLlmValidator} makes one that also samples the
  * decode through the run.
  *
@@ -62,9 +63,14 @@ export function createLlmValidator(options: { readonly samples?: boolean } = {})
   ) => {
     // Loaded on demand: a run without an adapter or with --no-llm never needs the decode.
     const { validateDecode } = await import("./validate.ts");
+    const { measureStepProbe } = await import("./step_probe.ts");
     const { MissingCalibrationError } = await import("../models/llm/rates.ts");
+    // Measured first, so the validations' estimates are the report's: what `deno task estimate`
+    // gives on the report as written.
+    const stepProbe = await measureStepProbe(gpu);
+    const priced: Report = { ...report, llm: { validations: [], stepProbe } };
     try {
-      return { validations: await validateDecode(gpu, report, { ...plan, earlier }) };
+      return { validations: await validateDecode(gpu, priced, { ...plan, earlier }), stepProbe };
     } catch (e) {
       // The op measurements stand on their own: a decode that cannot run must not discard them.
       warn(
@@ -72,7 +78,7 @@ export function createLlmValidator(options: { readonly samples?: boolean } = {})
           ? `LLM decode validation skipped: ${e.message}`
           : `LLM decode validation failed: ${e instanceof Error ? e.message : String(e)}`,
       );
-      return null;
+      return { validations: [], stepProbe };
     }
   };
   const sample = async (gpu: GpuHandle, report: Report, plan: LlmValidationPlan) => {

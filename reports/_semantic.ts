@@ -280,6 +280,13 @@ function checkLlm(report: Report, found: Findings): void {
     found.positive(`${path}.measuredTokensPerSec`, v.measuredTokensPerSec, "a decode that ran");
     found.positive(`${path}.estimatedTokensPerSec`, v.estimatedTokensPerSec, "an estimate");
   });
+  const probe = report.llm?.stepProbe;
+  if (!probe) return;
+  const path = "llm.stepProbe";
+  found.positive(`${path}.dispatches`, probe.dispatches, "a step launches kernels");
+  found.figure(`${path}.chainFactor`, probe.chainFactor, "a ratio of two times");
+  found.figure(`${path}.hostFixedMs`, probe.hostFixedMs, "a synchronised step takes time");
+  found.figure(`${path}.hostPerDispatchUs`, probe.hostPerDispatchUs, "a launch's host time", true);
 }
 
 function checkStability(stability: StabilityInfo, found: Findings): void {

@@ -117,6 +117,29 @@ Deno.test("estimateTokensPerSec() charges GPU-timed launches the host's recordin
   );
 });
 
+Deno.test("estimateTokensPerSec() prices a step probe's chaining and host line", () => {
+  const opts = { context: 64, batch: 1, kvDtype: "f32" } as const;
+  const plain = estimateTokensPerSec(tiny, "int4", rates(linearModel()), opts);
+  const probed = estimateTokensPerSec(tiny, "int4", {
+    ...rates(linearModel()),
+    encodePerDispatchUs: fig(3, "us"),
+    chainFactor: fig(1.1, "x"),
+    stepHost: { fixedMs: fig(0.5, "ms"), perDispatchUs: fig(10, "us") },
+  }, opts);
+  const p = probed.perTokenMs;
+  const q = plain.perTokenMs;
+  // Every kernel term is the sum as timed alone × the chain factor.
+  for (const term of ["weightsStreamMs", "kvReadMs", "dispatchMs"] as const) {
+    assert.ok(Math.abs(p[term] - 1.1 * q[term]) < 1e-12, term);
+  }
+  // The intercept is the step's round trip; 68 launches at 10 µs are its host part, and the
+  // recording figure is not charged on top.
+  assert.ok(Math.abs(p.syncMs - q.syncMs - (0.5 - 0.05)) < 1e-12, `${p.syncMs}`);
+  assert.ok(Math.abs(p.encodeMs - 0.68) < 1e-12, `${p.encodeMs}`);
+  assert.ok(probed.sources.some((s) => s.startsWith("kernels chained: synthetic-gpu chainFactor")));
+  assert.ok(plain.sources.some((s) => /has no chainFactor \(no step probe\)/.test(s)));
+});
+
 Deno.test("estimateTokensPerSec() tags a step extrapolated when a kernel's prediction is", () => {
   const e = estimateTokensPerSec(getPreset("llama-3-8b"), "int4", rates(linearModel()), {
     context: 4096,

@@ -19,7 +19,10 @@
  *   the per-dispatch cost;
  * - the weight pass takes at least 2 × params × batch FLOPs at the matmul rate (except per kernel
  *   at batch 1, where each projection's cost model is its whole time);
- * - sync: one round trip per step, plus the token ids up and down the host link;
+ * - per kernel, the kernels' sum × the device's `chainFactor` (a step's kernels chained in decode
+ *   order against each timed alone, measured by the report's step probe; 1 without one);
+ * - sync: one round trip per step, plus the token ids up and down the host link; with the step
+ *   probe's `stepHost`, its intercept is the round trip and each launch adds its slope;
  * - comm (sharded plans): see `comm.ts` and `shards.ts`.
  *
  * Prefill: 2 × streamed params × prompt tokens × batch FLOPs plus causal attention
@@ -116,6 +119,18 @@ export interface DeviceRates {
   readonly encodePerDispatchUs?: RateFigure;
   /** Host ↔ device copy bandwidth, GB/s. */
   readonly hostLinkGBps: Readonly<{ upload: RateFigure; readback: RateFigure }>;
+  /**
+   * GPU time of a step's kernels chained in decode order over the same kernels run one kernel
+   * at a time, as cost models time them (×; the report's step probe): the per-kernel estimate's
+   * kernel terms are multiplied by it. Without it they are summed as timed.
+   */
+  readonly chainFactor?: RateFigure;
+  /**
+   * The host's part of a synchronised step (the report's step probe): `fixedMs` is the step's
+   * round trip in place of `syncRoundTripMs`, and every launch adds `perDispatchUs` (its
+   * recording included, so `encodePerDispatchUs` is not charged as well).
+   */
+  readonly stepHost?: Readonly<{ fixedMs: RateFigure; perDispatchUs: RateFigure }>;
   /**
    * Predicts one kernel launch from the device's fitted cost models; when present the decode is
    * estimated kernel by kernel, otherwise by the roofline of the rates above.
@@ -303,11 +318,13 @@ export interface DecodeBreakdown {
   /** Every other kernel (per kernel), or kernels × the per-dispatch cost (roofline). */
   readonly dispatchMs: number;
   /**
-   * The host recording the step's launches whose kernel times are GPU time alone: those
-   * launches × `encodePerDispatchUs`. Zero where every time is wall-clock (it holds the recording).
+   * The host's part of the step's launches: every launch × the step probe's
+   * `stepHost.perDispatchUs` when the rates have it; otherwise the recording of the launches
+   * whose kernel times are GPU time alone (× `encodePerDispatchUs`), and zero where every time
+   * is wall-clock (it holds the recording).
    */
   readonly encodeMs: number;
-  /** Submit-and-wait synchronisation per step. */
+  /** Submit-and-wait synchronisation per step (the step probe's intercept when present). */
   readonly syncMs: number;
   /** Communication between devices per step. */
   readonly commMs: number;
@@ -462,6 +479,7 @@ const GBPS = ["GB/s"] as const;
 const GFLOPS = ["GFLOP/s"] as const;
 const US = ["us", "µs"] as const;
 const MS = ["ms"] as const;
+const TIMES = ["x", "×"] as const;
 /** Bytes of one token id (u32) on the host link. */
 const TOKEN_ID_BYTES = 4;
 /**
@@ -617,13 +635,44 @@ function kernelTerms(
         `extrapolate beyond the calibrated sizes (${extrapolated.map((k) => k.name).join(", ")})`,
     );
   }
+  const chain = chainFactor(ledger, rates);
+  const launchCount = launches.reduce((n, l) => n + l.launches, 0);
   return {
-    weightsStreamMs: terms.weights,
-    kvReadMs: terms.kv,
-    dispatchMs: terms.activations,
-    encodeMs: recordingMs(ledger, rates, gpuOnlyLaunches),
+    weightsStreamMs: terms.weights * chain,
+    kvReadMs: terms.kv * chain,
+    dispatchMs: terms.activations * chain,
+    encodeMs: rates.stepHost
+      ? stepHostMs(ledger, rates.name, rates.stepHost, launchCount)
+      : recordingMs(ledger, rates, gpuOnlyLaunches),
     kernels,
   };
+}
+
+/**
+ * What a device's kernels take chained in decode order, per ms of their sum as timed one at a
+ * time: its `chainFactor`, or 1 (said in the ledger) without one.
+ */
+function chainFactor(ledger: Ledger, rates: DeviceRates): number {
+  if (rates.chainFactor?.value == null) {
+    ledger.note(
+      `decode: ${rates.name} has no chainFactor (no step probe); its kernels are summed as ` +
+        `timed one at a time`,
+    );
+    return 1;
+  }
+  return ledger.use("kernels chained", rates.name, "chainFactor", rates.chainFactor, TIMES);
+}
+
+/** The host's part of `launches` launches in a synchronised step, ms (the step probe's slope). */
+function stepHostMs(
+  ledger: Ledger,
+  device: string,
+  host: NonNullable<DeviceRates["stepHost"]>,
+  launches: number,
+): number {
+  return launches *
+    ledger.use("encodeMs", device, "stepHost.perDispatchUs", host.perDispatchUs, US) /
+    1000;
 }
 
 /**
@@ -778,7 +827,7 @@ function rooflineStep(
     weightsStreamMs: slice.streamedParams * BYTES_PER_WEIGHT[s.quant] / (gemv * 1e6),
     kvReadMs: kvBytes / (kvBandwidth(ledger, rates, s.kvDtype) * 1e6),
     dispatchMs: slice.kernels * launchUs / 1000,
-    encodeMs: 0,
+    encodeMs: rates.stepHost ? stepHostMs(ledger, rates.name, rates.stepHost, slice.kernels) : 0,
     kernels: [],
   };
 }
@@ -885,8 +934,9 @@ interface StepAndPrompt {
 }
 
 /**
- * The host's part of a step: one round trip on the last device, the token ids up to the first
- * and down from the last (the prompt's ids for prefill).
+ * The host's part of a step: one round trip on the last device (the step probe's intercept,
+ * `stepHost.fixedMs`, when the rates have it), the token ids up to the first and down from the
+ * last (the prompt's ids for prefill).
  */
 function syncMs(
   ledger: Ledger,
@@ -895,7 +945,9 @@ function syncMs(
   s: EstimateSetting,
 ): StepAndPrompt {
   const { batch, promptTokens } = s;
-  const roundTrip = ledger.use("syncMs", last.name, "syncRoundTripMs", last.syncRoundTripMs, MS);
+  const roundTrip = last.stepHost
+    ? ledger.use("syncMs", last.name, "stepHost.fixedMs", last.stepHost.fixedMs, MS)
+    : ledger.use("syncMs", last.name, "syncRoundTripMs", last.syncRoundTripMs, MS);
   const up = ledger.use(
     "syncMs",
     first.name,

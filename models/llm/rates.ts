@@ -326,6 +326,32 @@ function stepSyncFigure(report: Report): RateFigure {
 }
 
 /**
+ * The report's decode step probe as WebGPU rates: the chain factor, and the host's part of a
+ * step when its slope is above zero (a zero slope, noise at this step's size, leaves the step's
+ * round trip to `syncRoundTripMs`). Nothing without a probe or with its figures unmeasured.
+ */
+function stepProbeRates(report: Report): Pick<DeviceRates, "chainFactor" | "stepHost"> {
+  const probe = report.llm?.stepProbe;
+  if (!probe) return {};
+  const cite = (f: Figure, path: string): RateFigure => ({
+    ...f,
+    source: `llm.stepProbe.${path}: ${f.source ?? "report"}; ${probe.model}`,
+  });
+  const { chainFactor, hostFixedMs, hostPerDispatchUs } = probe;
+  return {
+    ...(chainFactor.value !== null ? { chainFactor: cite(chainFactor, "chainFactor") } : {}),
+    ...(hostFixedMs.value !== null && (hostPerDispatchUs.value ?? 0) > 0
+      ? {
+        stepHost: {
+          fixedMs: cite(hostFixedMs, "hostFixedMs"),
+          perDispatchUs: cite(hostPerDispatchUs, "hostPerDispatchUs"),
+        },
+      }
+      : {}),
+  };
+}
+
+/**
  * CPU backends have no device to sync with or copy to: a token's round trip is one call
  * returning, bounded by the cheapest complete call measured; the host link is the backend's own
  * memory bandwidth.
@@ -436,6 +462,7 @@ export function ratesFromReport(report: Report, opts: RatesOptions = {}): Report
         upload: systemFigure(report.system.uploadGBps, "hostLinkGBps.upload"),
         readback: systemFigure(report.system.readbackGBps, "hostLinkGBps.readback"),
       },
+      ...stepProbeRates(report),
     }
     : cpuSystem(report, backend);
   const kernelTime = backend === "webgpu" ? { kernelTime: deviceKernelTime(report) } : {};
