@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { Report } from "../core/schema.ts";
+import type { DecodeStepProbe, Report } from "../core/schema.ts";
 import {
   formatFigure,
   formatNumber as fmt,
@@ -178,5 +178,19 @@ function llmLines(report: Report): string[] {
         ];
       }),
     ),
+    ...stepProbeLines(report.llm?.stepProbe),
+  ];
+}
+
+/** What the estimate charges a decode step beyond its kernels, from the step probe. */
+function stepProbeLines(probe: DecodeStepProbe | null | undefined): string[] {
+  if (!probe) return [];
+  const { chainFactor: chain, hostFixedMs: fixed, hostPerDispatchUs: per } = probe;
+  if (chain.value === null || fixed.value === null || per.value === null) {
+    return [`Decode step probe: not measured (${chain.reason ?? fixed.reason ?? per.reason})`];
+  }
+  return [
+    `Decode step probe (${probe.model}): kernels chained ×${chain.value.toFixed(3)} their time ` +
+    `alone; host part of a step ${fixed.value.toFixed(2)} ms + ${per.value.toFixed(1)} µs a launch`,
   ];
 }

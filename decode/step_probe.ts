@@ -302,7 +302,8 @@ export function stepProbeFromSamples(
   const slopeMs = Math.max(0, (w.median - l.median) / span);
   const slopeHalf = (w.ciHalfWidth + l.ciHalfWidth) / span;
   const fixedMs = l.median - slopeMs * layerDispatches;
-  const line = `host time (wall less GPU) of synchronised steps: ${l.n} of ${layerDispatches} ` +
+  const line =
+    `host time (wall less GPU) of synchronised steps: ${l.n} steps of ${layerDispatches} ` +
     `launches (median ${l.median.toFixed(3)} ms) and ${w.n} of ${dispatches} ` +
     `(${w.median.toFixed(3)} ms), a line through the two`;
   return {

@@ -47,6 +47,44 @@ Deno.test("formatSummary() sets the report-only tokens/s beside the measured dec
   assert.doesNotMatch(formatSummary(report, "r.json"), /LLM decode check/, "none without one");
 });
 
+Deno.test("formatSummary() says what the decode step probe charges a step beyond its kernels", () => {
+  const report = syntheticReport();
+  const validation = {
+    model: "tiny-16m",
+    quant: "int4" as const,
+    measuredTokensPerSec: 40,
+    estimatedTokensPerSec: 44,
+    error: 0.1,
+  };
+  const fig = (value: number, unit: string) => ({ value, unit, tag: "measured" as const });
+  const stepProbe = {
+    model: "step-probe-8m",
+    dispatches: 68,
+    chainFactor: fig(1.043, "x"),
+    hostFixedMs: fig(11.9, "ms"),
+    hostPerDispatchUs: fig(4.2, "us"),
+  };
+  const text = formatSummary(
+    { ...report, llm: { validations: [validation], stepProbe } },
+    "r.json",
+  );
+  assert.match(
+    text,
+    /kernels chained ×1\.043 their time alone; host part of a step 11\.90 ms \+ 4\.2 µs/,
+  );
+  const unmeasured = {
+    ...stepProbe,
+    chainFactor: { ...fig(0, "x"), value: null, reason: "no timestamps" },
+  };
+  assert.match(
+    formatSummary(
+      { ...report, llm: { validations: [validation], stepProbe: unmeasured } },
+      "r.json",
+    ),
+    /Decode step probe: not measured \(no timestamps\)/,
+  );
+});
+
 Deno.test("formatSummary() states each backend's drift over the run beside the host's own", () => {
   const report = syntheticReport();
   const stability = summarizeStability([1, 1.2, 1].map((f, i) => ({

@@ -397,7 +397,8 @@ function cpuSystem(report: Report, backend: Backend): Pick<
  * Builds an LLM estimate's device rates from a calibration report. Gemv figures are the fastest
  * variant at the largest size measured (device-resident on WebGPU), matmul the fastest
  * measurement, dispatch, sync and host link the report's system figures (WebGPU) or the
- * backend's own call cost and bandwidth (CPU).
+ * backend's own call cost and bandwidth (CPU); on WebGPU, the chain factor and a step's host
+ * part from the report's decode step probe (`llm.stepProbe`) when it has one.
  *
  * @param report The calibration report.
  * @param opts Backend, required gemv dtypes, device memory, name.
