@@ -44,6 +44,7 @@ export {
   type CostFit,
   type Crossover,
   type CrossoverPair,
+  type DecodeStepProbe,
   type EarlierRun,
   type Figure,
   type GpuApi,
