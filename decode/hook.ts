@@ -67,7 +67,10 @@ export function createLlmValidator(options: { readonly samples?: boolean } = {})
     const { MissingCalibrationError } = await import("../models/llm/rates.ts");
     // Measured first, so the validations' estimates are the report's: what `deno task estimate`
     // gives on the report as written.
-    const stepProbe = await measureStepProbe(gpu);
+    const stepProbe = await measureStepProbe(gpu).catch((e) => {
+      warn(`Decode step probe failed: ${e instanceof Error ? e.message : String(e)}`);
+      return null;
+    });
     const priced: Report = { ...report, llm: { validations: [], stepProbe } };
     try {
       return { validations: await validateDecode(gpu, priced, { ...plan, earlier }), stepProbe };
