@@ -11,7 +11,7 @@
 import type { Figure, SystemFigures } from "../core/schema.ts";
 import type { GpuHandle } from "./device.ts";
 import { missingSystemFigures } from "./assemble.ts";
-import { quantile, summarize } from "../core/stats.ts";
+import { medianFigure, quantile } from "../core/stats.ts";
 
 /**
  * Options of {@linkcode measureSystem}.
@@ -48,18 +48,6 @@ async function samples(
   const out: number[] = [];
   for (let i = 0; i < n && !signal?.aborted; i++) out.push(await timeMs(fn));
   return out;
-}
-
-function figure(values: readonly number[], unit: string, source: string): Figure {
-  if (values.length === 0) return { value: null, unit, tag: "measured", reason: "Interrupted" };
-  const s = summarize(values);
-  return {
-    value: s.median,
-    unit,
-    tag: "measured",
-    ci: [s.median - s.ciHalfWidth, s.median + s.ciHalfWidth],
-    source: `${source}; median of ${s.n}`,
-  };
 }
 
 /** Storage bindings per recorded launch: a projection binds weights, scales, input and output. */
@@ -380,22 +368,22 @@ function dispatchFigures(
   "dispatchRoundTripMs" | "readbackRoundTripMs" | "perDispatchUs" | "encodePerDispatchUs"
 > {
   return {
-    dispatchRoundTripMs: figure(
+    dispatchRoundTripMs: medianFigure(
       d.roundTrip,
       "ms",
       "submit of one trivial dispatch + onSubmittedWorkDone",
     ),
-    readbackRoundTripMs: figure(
+    readbackRoundTripMs: medianFigure(
       d.readRoundTrip,
       "ms",
       "submit of one trivial dispatch + copy of 4 bytes to a MAP_READ buffer + mapAsync + read",
     ),
-    perDispatchUs: figure(
+    perDispatchUs: medianFigure(
       d.perDispatch,
       "us",
       `(${batch} dispatches − 1 dispatch) / ${batch - 1}, one submit each`,
     ),
-    encodePerDispatchUs: figure(
+    encodePerDispatchUs: medianFigure(
       d.encodePerDispatch,
       "us",
       `host time recording (${batch} − 1) / ${batch - 1} dispatches into a pass, each with ` +
@@ -445,7 +433,11 @@ export async function measureSystem(
     return {
       ...dispatchFigures(batch, { ...dispatch, encodePerDispatch }),
       ...transferFigures(transfers),
-      compileMs: figure(compile, "ms", "new shader module + pipeline + first dispatch + sync"),
+      compileMs: medianFigure(
+        compile,
+        "ms",
+        "new shader module + pipeline + first dispatch + sync",
+      ),
       peakGflops: {},
       peakGbps: {},
     };

@@ -5,6 +5,7 @@
  * @module
  */
 import type { SampleStats } from "./result.ts";
+import type { Figure } from "./schema.ts";
 
 /** Relative 95 % confidence half-width of the median that ends sampling early. */
 export const TARGET_REL_CI = 0.02;
@@ -222,5 +223,37 @@ export function poolWindows(windows: readonly (readonly number[])[]): SampleStat
     median: med,
     ciHalfWidth,
     relCi: med > 0 ? ciHalfWidth / med : ciHalfWidth > 0 ? 1 : 0,
+  };
+}
+
+/**
+ * A measured figure from samples: their median, with its 95 % interval; with no samples, a null
+ * figure whose reason is `emptyReason`.
+ *
+ * @param values The samples.
+ * @param unit Their unit.
+ * @param source How they were obtained (the count of samples is added).
+ * @param emptyReason Why there are none, when there are none.
+ * @returns The figure.
+ * @example
+ * ```ts
+ * import { medianFigure } from "./stats.ts";
+ * console.log(medianFigure([11.2, 11.9, 11.5], "ms", "round trip").value); // 11.5
+ * ```
+ */
+export function medianFigure(
+  values: readonly number[],
+  unit: string,
+  source: string,
+  emptyReason = "Interrupted",
+): Figure {
+  if (values.length === 0) return { value: null, unit, tag: "measured", reason: emptyReason };
+  const s = summarize(values);
+  return {
+    value: s.median,
+    unit,
+    tag: "measured",
+    ci: [s.median - s.ciHalfWidth, s.median + s.ciHalfWidth],
+    source: `${source}; median of ${s.n}`,
   };
 }

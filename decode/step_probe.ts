@@ -32,7 +32,7 @@ import {
   timestampSpanMs,
 } from "../calibrate/runners/gpu.ts";
 import type { DecodeStepProbe, Figure } from "../core/schema.ts";
-import { summarize } from "../core/stats.ts";
+import { medianFigure, summarize } from "../core/stats.ts";
 import { defineModel, type ModelSpec } from "../models/llm/presets.ts";
 import { KERNELS_PER_LAYER, MODEL_KERNELS } from "../models/llm/decode_kernels.ts";
 import { buildValidated, checkDecodeStep, type DecodeQuant, defaultVariant } from "./decode.ts";
@@ -278,11 +278,11 @@ export function stepProbeFromSamples(
   const ratios = chainRatios(samples);
   const chainFactor: Figure = ratios.length === 0
     ? missing("grouped and chained", "x")
-    : summaryFigure(
+    : medianFigure(
       ratios,
       "x",
       `GPU time of ${dispatches} launches in decode order over the same launches grouped by ` +
-        `kernel; median of ${ratios.length} rounds × weight formats`,
+        `kernel, per round and weight format`,
     );
   const host = (order: StepOrder) => of(order).map((s) => s.wallMs - s.gpuMs);
   const whole = host("chain");
@@ -347,16 +347,4 @@ function chainRatios(samples: readonly StepSample[]): number[] {
     }
   }
   return ratios;
-}
-
-/** A figure from samples: their median, with its 95 % interval. */
-function summaryFigure(values: readonly number[], unit: string, source: string): Figure {
-  const s = summarize(values);
-  return {
-    value: s.median,
-    unit,
-    tag: "measured",
-    ci: [s.median - s.ciHalfWidth, s.median + s.ciHalfWidth],
-    source,
-  };
 }
