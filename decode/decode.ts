@@ -32,6 +32,7 @@ import {
   checkDecodeDims,
   type DecodeGraph,
   type DecodeGraphOptions,
+  type Dispatch,
   START_TOKEN,
 } from "./graph.ts";
 import { ReferenceDecoder } from "./reference.ts";
@@ -265,13 +266,26 @@ function decodeCounts(opts: DecodeOptions): { tokens: number; context: number; w
   return { tokens, context, warmup };
 }
 
-/** What one timed token took. */
-interface TokenRun {
+/**
+ * What one timed step took: the token it produced, its wall time from its first recorded command
+ * to its token read back, the host's recording of it, and its pass's GPU time (null without
+ * timestamps).
+ *
+ * @example
+ * ```ts
+ * import type { StepRun } from "./decode.ts";
+ * const hostMs = (r: StepRun) => (r.gpuMs === null ? null : r.ms - r.gpuMs);
+ * ```
+ */
+export interface StepRun {
   readonly id: number;
   readonly ms: number;
   readonly encodeMs: number;
   readonly gpuMs: number | null;
 }
+
+/** Bytes of a step's readback: the token id, then the pass's two timestamps. */
+export const STEP_READBACK_BYTES = TIMESTAMP_OFFSET + 16;
 
 /**
  * Runs a synthetic decode of a model on a WebGPU device and times it per token, once one step
@@ -417,15 +431,15 @@ async function timeTokens(
   quant: DecodeQuant,
   positions: readonly number[],
   resources: GpuResources,
-): Promise<TokenRun[]> {
+): Promise<StepRun[]> {
   // The token id at byte 0 and, with timestamps, the pass's begin and end ticks at byte 8: one
   // readback, so timing the GPU adds no synchronisation to the token.
-  const readback = new Readback(resources, TIMESTAMP_OFFSET + 16, "token readback");
+  const readback = new Readback(resources, STEP_READBACK_BYTES, "token readback");
   const clock = TimestampQueries.create(resources);
   clock?.reserve(1);
-  const runs: TokenRun[] = [];
+  const runs: StepRun[] = [];
   for (const pos of positions) {
-    const run = await runToken(graph, pos, readback, clock);
+    const run = await timeStep(graph, pos, graph.dispatches, readback, clock);
     if (!(run.id < model.vocab)) {
       throw new RangeError(
         `Decode of "${model.name}" (${quant}) produced token id ${run.id} at position ${pos}, ` +
@@ -437,16 +451,35 @@ async function timeTokens(
   return runs;
 }
 
-async function runToken(
+/**
+ * Runs `launches` of `graph` as one step at `pos`, timed as a decode times a token: one readback
+ * carries the token and, with `clock`, the pass's timestamps, so timing the GPU adds no
+ * synchronisation to the step.
+ *
+ * @param graph The graph.
+ * @param pos The position.
+ * @param launches The step's launches (`graph.dispatches` for a decode step).
+ * @param readback A readback of {@linkcode STEP_READBACK_BYTES} bytes.
+ * @param clock Timestamp queries with one run reserved, or null.
+ * @returns What the step took.
+ * @example
+ * ```ts ignore
+ * import { STEP_READBACK_BYTES, timeStep } from "./decode.ts";
+ * const run = await timeStep(graph, 40, graph.dispatches, readback, clock);
+ * console.log(run.ms, run.gpuMs);
+ * ```
+ */
+export async function timeStep(
   graph: DecodeGraph,
   pos: number,
+  launches: readonly Dispatch[],
   readback: Readback,
   clock: TimestampQueries | null,
-): Promise<TokenRun> {
+): Promise<StepRun> {
   const { device } = graph;
   const t0 = performance.now();
   const encoder = device.createCommandEncoder();
-  graph.encodeStep(encoder, pos, clock?.batchWrites());
+  graph.encodeLaunches(encoder, pos, launches, clock?.batchWrites());
   readback.copy(encoder, graph.buffers.token, 4);
   clock?.resolve(encoder, 1, { buffer: readback.buffer, offset: TIMESTAMP_OFFSET });
   const commands = encoder.finish();

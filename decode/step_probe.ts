@@ -25,17 +25,19 @@
  * @module
  */
 import type { GpuHandle } from "../calibrate/device.ts";
-import {
-  GpuResources,
-  Readback,
-  TimestampQueries,
-  timestampSpanMs,
-} from "../calibrate/runners/gpu.ts";
+import { GpuResources, Readback, TimestampQueries } from "../calibrate/runners/gpu.ts";
 import type { DecodeStepProbe, Figure } from "../core/schema.ts";
 import { medianFigure, summarize } from "../core/stats.ts";
 import { defineModel, type ModelSpec } from "../models/llm/presets.ts";
 import { KERNELS_PER_LAYER, MODEL_KERNELS } from "../models/llm/decode_kernels.ts";
-import { buildValidated, checkDecodeStep, type DecodeQuant, defaultVariant } from "./decode.ts";
+import {
+  buildValidated,
+  checkDecodeStep,
+  type DecodeQuant,
+  defaultVariant,
+  STEP_READBACK_BYTES,
+  timeStep,
+} from "./decode.ts";
 import type { DecodeGraph, Dispatch } from "./graph.ts";
 
 /**
@@ -69,8 +71,6 @@ const POSITION = 40;
 /** Rounds, and steps of each order per round. */
 const DEFAULT_ROUNDS = 6;
 const STEPS_PER_ROUND = 3;
-/** Where the pass's two ticks land in the readback, after the token id. */
-const TIMESTAMP_OFFSET = 8;
 /** Launches of the `layer` order: the model's first kernels and the first layer's. */
 const LAYER_LAUNCHES = MODEL_KERNELS.filter((k) => k.stage === "first").length +
   KERNELS_PER_LAYER.length;
@@ -204,7 +204,7 @@ async function timeRounds(
   resources: GpuResources,
   options: StepProbeOptions,
 ): Promise<StepSample[]> {
-  const readback = new Readback(resources, TIMESTAMP_OFFSET + 16, "step probe readback");
+  const readback = new Readback(resources, STEP_READBACK_BYTES, "step probe readback");
   const clock = TimestampQueries.create(resources)!;
   clock.reserve(1);
   const samples: StepSample[] = [];
@@ -214,32 +214,15 @@ async function timeRounds(
       const orders = probeOrders(graph.dispatches, LAYER_LAUNCHES);
       for (let step = 0; step < STEPS_PER_ROUND; step++) {
         for (const order of ["chain", "grouped", "layer"] as const) {
-          const t = await timeStep(graph, orders[order], readback, clock);
-          if (t !== null) samples.push({ quant: QUANTS[i]!, round, order, ...t });
+          const { ms, gpuMs } = await timeStep(graph, POSITION, orders[order], readback, clock);
+          if (gpuMs !== null && gpuMs > 0) {
+            samples.push({ quant: QUANTS[i]!, round, order, wallMs: ms, gpuMs });
+          }
         }
       }
     }
   }
   return samples;
-}
-
-/** One synchronised step, timed as the decode times a token (one readback for id and ticks). */
-async function timeStep(
-  graph: DecodeGraph,
-  launches: readonly Dispatch[],
-  readback: Readback,
-  clock: TimestampQueries,
-): Promise<{ wallMs: number; gpuMs: number } | null> {
-  const t0 = performance.now();
-  const encoder = graph.device.createCommandEncoder();
-  graph.encodeLaunches(encoder, POSITION, launches, clock.batchWrites());
-  readback.copy(encoder, graph.buffers.token, 4);
-  clock.resolve(encoder, 1, { buffer: readback.buffer, offset: TIMESTAMP_OFFSET });
-  graph.device.queue.submit([encoder.finish()]);
-  const bytes = await readback.read("a step of the step probe");
-  const wallMs = performance.now() - t0;
-  const gpuMs = timestampSpanMs(new BigInt64Array(bytes, TIMESTAMP_OFFSET, 2), 1);
-  return gpuMs === null || !(gpuMs > 0) ? null : { wallMs, gpuMs };
 }
 
 /**
