@@ -54,6 +54,15 @@ Deno.test("a probe with nothing timed has every figure null and says why", () =>
   }
 });
 
+Deno.test("without timestamp-query the probe measures nothing and says why", async () => {
+  const device = { features: new Set<string>() } as unknown as GPUDevice;
+  const p = await measureStepProbe({ device });
+  for (const f of [p.chainFactor, p.hostFixedMs, p.hostPerDispatchUs]) {
+    assert.equal(f.value, null);
+    assert.match(f.reason!, /no timestamp-query/);
+  }
+});
+
 Deno.test("probeOrders() groups each kernel's launches in layer order and cuts the first layer", () => {
   const d = (name: string, layer: number) => ({ name, layer }) as unknown as Dispatch;
   const chain = [d("embed", 0), d("q", 0), d("add", 0), d("q", 1), d("add", 1), d("head", 9)];
