@@ -5,9 +5,9 @@
  *
  * The sweep times each kernel alone, its launches back to back. A decode chains them, each
  * kernel reading what the one before wrote. On lavapipe, in one process, a step of tiny-16m in
- * decode order took 1.04–1.16× the GPU time of the same launches grouped by kernel, and tiny-64m
- * 1.04–1.10× (f32); across eight calibrations the validated decodes took a median 1.1× the sum
- * of their kernels timed alone beside them. The host's part of a synchronised step — recording
+ * decode order took 1.05–1.10× the GPU time of the same launches grouped by kernel, and tiny-64m
+ * 1.04–1.16× (f32, four rounds each); across eight calibrations the validated decodes took a
+ * median 1.11× the GPU time of their kernels timed alone beside them (32 decodes, 0.64–1.45×). The host's part of a synchronised step — recording
  * the launches, submitting, reading the token back — grew with the launches too: 0.6–1.7 ms more
  * than the one-launch round trip at 68 launches, 1.2–2.1 ms at 132, in 52 validated decodes.
  *
