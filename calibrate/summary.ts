@@ -178,19 +178,34 @@ function llmLines(report: Report): string[] {
         ];
       }),
     ),
-    ...stepProbeLines(report.llm?.stepProbe),
+    ...(report.llm?.stepProbe ? [describeStepProbe(report.llm.stepProbe)] : []),
   ];
 }
 
-/** What the estimate charges a decode step beyond its kernels, from the step probe. */
-function stepProbeLines(probe: DecodeStepProbe | null | undefined): string[] {
-  if (!probe) return [];
+/**
+ * What the tokens/s estimate charges a decode step beyond its kernels, from the report's step
+ * probe, in one sentence; or why the probe has no figures. The summary, HTML and Markdown say it
+ * alike.
+ *
+ * @param probe The report's `llm.stepProbe`.
+ * @returns The sentence.
+ * @example
+ * ```ts
+ * import { describeStepProbe } from "./summary.ts";
+ * const fig = (value: number, unit: string) => ({ value, unit, tag: "measured" as const });
+ * console.log(describeStepProbe({
+ *   model: "step-probe-8m", dispatches: 68, chainFactor: fig(1.05, "x"),
+ *   hostFixedMs: fig(12, "ms"), hostPerDispatchUs: fig(5, "us"),
+ * }));
+ * // "Decode step probe (step-probe-8m): kernels chained ×1.050 their time alone; host part of a step 12.00 ms + 5.0 µs a launch"
+ * ```
+ */
+export function describeStepProbe(probe: DecodeStepProbe): string {
   const { chainFactor: chain, hostFixedMs: fixed, hostPerDispatchUs: per } = probe;
   if (chain.value === null || fixed.value === null || per.value === null) {
-    return [`Decode step probe: not measured (${chain.reason ?? fixed.reason ?? per.reason})`];
+    return `Decode step probe: not measured (${chain.reason ?? fixed.reason ?? per.reason})`;
   }
-  return [
-    `Decode step probe (${probe.model}): kernels chained ×${chain.value.toFixed(3)} their time ` +
-    `alone; host part of a step ${fixed.value.toFixed(2)} ms + ${per.value.toFixed(1)} µs a launch`,
-  ];
+  return `Decode step probe (${probe.model}): kernels chained ×${chain.value.toFixed(3)} their ` +
+    `time alone; host part of a step ${fixed.value.toFixed(2)} ms + ${per.value.toFixed(1)} µs ` +
+    `a launch`;
 }

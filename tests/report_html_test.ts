@@ -46,6 +46,13 @@ function withLlm(report: Report): Report {
         error: -0.05,
         details: { sweepEstimate: { tokensPerSec: 15, error: -0.25, totalMs: 66.67 } },
       }],
+      stepProbe: {
+        model: "step-probe-8m",
+        dispatches: 68,
+        chainFactor: { value: 1.05, unit: "x", tag: "measured" },
+        hostFixedMs: { value: 12, unit: "ms", tag: "fitted" },
+        hostPerDispatchUs: { value: 5, unit: "us", tag: "fitted" },
+      },
     },
   };
 }
@@ -311,6 +318,10 @@ Deno.test("renderHtml() shows the header, the LLM validation, and no script or r
     "-5.0 %",
     "15.0 (-25.0 %, from the sweep)",
   ]);
+  assert.match(
+    $("#llm").text(),
+    /kernels chained ×1\.050 their time alone; host part of a step 12\.00 ms \+ 5\.0 µs a launch/,
+  );
   assert.equal($("script").length, 0);
   assert.equal($("link, img, iframe, object").length, 0);
   assert.doesNotMatch(html, /(src|href)="https?:/);
@@ -389,6 +400,7 @@ Deno.test("renderMarkdown() summarises crossovers, peaks, system figures and the
   assert.match(md, /\| peak compute f32 \| 14\.0 GFLOP\/s \[13\.3, 14\.7\] \(measured\) \|/);
   assert.match(md, /\| sync round trip \| 11\.2 ms/);
   assert.match(md, /\| llama-3\.2-1b \| q4 \| 4\.60 \| 4\.00 \| \+15\.0 % \|/);
+  assert.match(md, /\nDecode step probe \(step-probe-8m\): kernels chained ×1\.050/);
   assert.doesNotMatch(md, /Changes since the baseline/);
 });
 

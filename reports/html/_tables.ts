@@ -6,7 +6,11 @@
  * @module
  */
 import { formatCount, formatFigure, formatPercent, formatSeconds } from "../../core/format.ts";
-import { WEBGPU_NOT_CALIBRATED, webgpuCalibrated } from "../../calibrate/summary.ts";
+import {
+  describeStepProbe,
+  WEBGPU_NOT_CALIBRATED,
+  webgpuCalibrated,
+} from "../../calibrate/summary.ts";
 import type { Comparison } from "../compare.ts";
 import type { Crossover, Figure, Report, Tuning } from "../../core/schema.ts";
 import { escapeHtml as esc } from "./_escape.ts";
@@ -306,8 +310,19 @@ ${
       "error",
       "second estimate (error)",
     ], rows)
-  }</section>`;
+  }${stepProbeNote(report)}</section>`;
 }
+
+/** The step probe's sentence under the LLM table, with what the estimate does with it. */
+function stepProbeNote(report: Report): string {
+  const probe = report.llm?.stepProbe;
+  if (!probe) return "";
+  return `\n<p class="sub">${esc(describeStepProbe(probe))}. ${esc(STEP_PROBE_USE)}</p>`;
+}
+
+/** What the estimate does with the step probe's figures. */
+const STEP_PROBE_USE = "The estimate multiplies its kernel terms by the first figure and takes " +
+  "the line as each step's host part (see reports/README.md).";
 
 export function failedSection(report: Report): string {
   const failed = report.measurements.filter((m) => m.state === "failed");

@@ -12,6 +12,7 @@
  * @module
  */
 import { formatFigure, formatPercent, formatSeconds } from "../../core/format.ts";
+import { describeStepProbe } from "../../calibrate/summary.ts";
 import type { Figure, Report } from "../../core/schema.ts";
 import { describeRow, usageMap } from "./_map.ts";
 import { comparisonFor, movedRows, num, type RenderOptions, secondEstimateOf } from "./_shared.ts";
@@ -213,5 +214,6 @@ function llmSection(report: Report): string[] {
         ];
       }),
     ),
+    ...(report.llm?.stepProbe ? ["", describeStepProbe(report.llm.stepProbe)] : []),
   ];
 }
