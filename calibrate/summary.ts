@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { DecodeStepProbe, Report } from "../core/schema.ts";
+import type { DecodeStepProbe, LlmValidation, Report } from "../core/schema.ts";
 import {
   formatFigure,
   formatNumber as fmt,
@@ -164,14 +164,14 @@ function llmLines(report: Report): string[] {
     "",
     "LLM decode check (tokens/s estimated from this report alone, against a measured decode):",
     textTable(
-      ["model", "weights", "estimated", "measured", "error", "decodes"],
+      ["model", "weights", "estimated (range)", "measured", "error", "decodes"],
       validations.map((v) => {
         const d = v.details ?? {};
         const span = typeof d.decodeSpanS === "number" ? ` over ${d.decodeSpanS} s` : "";
         return [
           v.model,
           v.quant,
-          fmt(v.estimatedTokensPerSec),
+          describeEstimate(v),
           fmt(v.measuredTokensPerSec),
           formatPercent(v.error, true),
           typeof d.decodes === "number" ? `${d.decodes}${span}` : "",
@@ -180,6 +180,30 @@ function llmLines(report: Report): string[] {
     ),
     ...(report.llm?.stepProbe ? [describeStepProbe(report.llm.stepProbe)] : []),
   ];
+}
+
+/**
+ * A validation's estimate with the range it stated, as the summary, HTML and Markdown print it:
+ * `42.4 (31.4–53.0 at 90 %)`, or the rate alone when the report has no range.
+ *
+ * @param v One LLM validation.
+ * @returns The cell.
+ * @example
+ * ```ts
+ * import { describeEstimate } from "./summary.ts";
+ * console.log(describeEstimate({
+ *   model: "tiny-16m", quant: "f32", measuredTokensPerSec: 34.4, estimatedTokensPerSec: 42.4,
+ *   error: 0.23, estimatedInterval: { level: 0.9, tokensPerSec: [31.4, 53] },
+ * })); // "42.4 (31.4–53 at 90 %)"
+ * ```
+ */
+export function describeEstimate(v: LlmValidation): string {
+  const range = v.estimatedInterval;
+  if (!range) return fmt(v.estimatedTokensPerSec);
+  const [slow, fast] = range.tokensPerSec;
+  return `${fmt(v.estimatedTokensPerSec)} (${fmt(slow)}–${fmt(fast)} at ${
+    Math.round(range.level * 100)
+  } %)`;
 }
 
 /**

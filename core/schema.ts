@@ -640,9 +640,41 @@ export type LlmValidation = {
   estimatedTokensPerSec: number;
   /** Relative error of the estimate, signed. */
   error: number;
+  /**
+   * Where the estimate said the rate should lie, with probability `level`
+   * (`estimateTokensPerSec().decodeInterval`): slowest and fastest tokens/s. Absent from reports
+   * made before gpucal stated it, and for an estimate that has none.
+   */
+  estimatedInterval?: EstimateInterval;
   /** Free-form details of the check. */
   details?: Record<string, JsonValue>;
 };
+
+/**
+ * A stated-level range of an estimated rate.
+ *
+ * @example
+ * ```ts
+ * import type { EstimateInterval } from "./schema.ts";
+ * const i: EstimateInterval = { level: 0.9, tokensPerSec: [31.4, 53.0] };
+ * ```
+ */
+export type EstimateInterval = {
+  /** The probability the range is stated for. */
+  level: number;
+  /** Slowest and fastest rate of the range, tokens/s. */
+  tokensPerSec: [number, number];
+};
+
+/** {@linkcode EstimateInterval}. */
+export const EstimateIntervalSchema: z.ZodType<EstimateInterval> = named(
+  exactly<EstimateInterval>()(z.strictObject({
+    level: z.number().gt(0).lt(1),
+    tokensPerSec: z.tuple([nonNegative, nonNegative]),
+  })),
+  "EstimateInterval",
+  "A stated-level range of an estimated rate",
+);
 
 /** An end-to-end check of the cost models against a measured LLM decode rate. */
 export const LlmValidationSchema: z.ZodType<LlmValidation> = exactly<LlmValidation>()(
@@ -652,6 +684,7 @@ export const LlmValidationSchema: z.ZodType<LlmValidation> = exactly<LlmValidati
     measuredTokensPerSec: nonNegative,
     estimatedTokensPerSec: nonNegative,
     error: finite,
+    estimatedInterval: EstimateIntervalSchema.exactOptional(),
     details: boundedRecord(
       z.string().max(MAX.name),
       named(z.json(), "JsonValue", "Any JSON value"),

@@ -438,6 +438,7 @@ function validationOf(
     measuredTokensPerSec,
     estimatedTokensPerSec: estimate.decodeTokensPerSec,
     error: error(estimate),
+    ...intervalOf(estimate),
     details: {
       device: rates.name,
       estimateFrom: "the report's figures alone (what `deno task estimate` and " +
@@ -526,6 +527,14 @@ function gpuSplit(
   return gpu.length === 0
     ? {}
     : { measuredGpuMedianMs: round(median(gpu)), measuredSyncMedianMs: round(median(rest)) };
+}
+
+/** The estimate's stated range, as a validation records it; nothing when it has none. */
+function intervalOf(estimate: TokensPerSecEstimate): Pick<LlmValidation, "estimatedInterval"> {
+  const { level, tokensPerSec } = estimate.decodeInterval;
+  return tokensPerSec === null
+    ? {}
+    : { estimatedInterval: { level, tokensPerSec: [tokensPerSec[0], tokensPerSec[1]] } };
 }
 
 /**

@@ -46,6 +46,7 @@ export {
   type CrossoverPair,
   type DecodeStepProbe,
   type EarlierRun,
+  type EstimateInterval,
   type Figure,
   type GpuApi,
   type GpucalInfo,
@@ -72,6 +73,7 @@ export {
 } from "../core/schema.ts";
 export {
   type DecodeBreakdown,
+  type DecodeInterval,
   type DeviceMemory,
   type DeviceRates,
   type EstimateOptions,

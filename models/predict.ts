@@ -100,6 +100,12 @@ export interface TimePrediction {
   readonly interval: readonly [number, number];
   /** The probability the interval is stated for. */
   readonly level: number;
+  /**
+   * The run-to-run drift the interval takes in, σ of ln time: the part of its width that moves
+   * every prediction of the backend together (another run of the machine is faster or slower
+   * throughout), where the rest is this shape's own.
+   */
+  readonly driftSigma: number;
   /** How the time was obtained. */
   readonly provenance: ProvenanceTag;
   /** The variant predicted. */
@@ -318,7 +324,13 @@ function describe(
   { sigma: drift, assumed }: Drift,
 ): TimePrediction {
   const what = `${table.op.name} ${table.dtype} ${s.backend} ${p.variant} ${s.residency}`;
-  const base = { ms: p.ms, provenance: p.provenance, variant: p.variant, level: DEFAULT_LEVEL };
+  const base = {
+    ms: p.ms,
+    provenance: p.provenance,
+    variant: p.variant,
+    level: DEFAULT_LEVEL,
+    driftSigma: drift,
+  };
   // Another run of this machine moves a whole backend by its measured drift: a prediction of a
   // later measurement carries that spread whatever the model knows.
   const driftHalf = Z_LEVEL * drift;

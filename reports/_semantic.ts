@@ -279,6 +279,16 @@ function checkLlm(report: Report, found: Findings): void {
     const path = `llm.validations[${i}]`;
     found.positive(`${path}.measuredTokensPerSec`, v.measuredTokensPerSec, "a decode that ran");
     found.positive(`${path}.estimatedTokensPerSec`, v.estimatedTokensPerSec, "an estimate");
+    const range = v.estimatedInterval?.tokensPerSec;
+    if (
+      range &&
+      !(range[0] > 0 && range[0] <= v.estimatedTokensPerSec && v.estimatedTokensPerSec <= range[1])
+    ) {
+      found.error(
+        `${path}.estimatedInterval.tokensPerSec`,
+        `[${range.join(", ")}] must be positive and hold the estimate (${v.estimatedTokensPerSec})`,
+      );
+    }
   });
   const probe = report.llm?.stepProbe;
   if (!probe) return;

@@ -55,6 +55,7 @@ import {
   type Quant,
   WEIGHT_DTYPE,
 } from "./memory.ts";
+import { DECODE_INTERVAL_LEVEL, kernelSumBand } from "./interval.ts";
 import type { ModelSpec } from "./presets.ts";
 import {
   type ParallelPlan,
@@ -176,6 +177,13 @@ export interface KernelTime {
   readonly ms: number;
   /** Where the true time should lie. */
   readonly interval: readonly [number, number];
+  /** The probability the interval is stated for; 0.9 when absent. */
+  readonly level?: number;
+  /**
+   * The part of the interval's width every launch on the device shares (the machine's run-to-run
+   * drift), σ of ln time; absent, the whole width is taken as shared.
+   */
+  readonly driftSigma?: number;
   /** Where the time came from. */
   readonly tag: Provenance;
   /** The kernel variant predicted (the one a decode should run). */
@@ -229,6 +237,12 @@ export interface KernelEstimate {
   readonly reads: KernelWork["reads"];
   /** Predicted milliseconds per launch. */
   readonly ms: number;
+  /** Where one launch's time should lie, with probability `level` (0.9 when absent). */
+  readonly interval: readonly [number, number];
+  /** The interval's level. */
+  readonly level?: number;
+  /** The part of the interval every launch on the device shares, σ of ln time (see KernelTime). */
+  readonly driftSigma?: number;
   /** Where the time came from. */
   readonly tag: Provenance;
   /** The variant predicted. */
@@ -406,6 +420,8 @@ export interface TokensPerSecEstimate {
   readonly prefillTokensPerSec: number;
   /** Generated tokens per second over the batch: batch / step time. */
   readonly decodeTokensPerSec: number;
+  /** Where the decode rate should lie, or why the estimate cannot say. */
+  readonly decodeInterval: DecodeInterval;
   /** One decode step (which yields one token per sequence), by term. */
   readonly perTokenMs: DecodeBreakdown;
   /** The prompt pass, by term. */
@@ -616,6 +632,9 @@ function kernelTerms(
       standIn: work.standIn,
       reads: work.reads,
       ms: t.ms,
+      interval: t.interval,
+      ...(t.level === undefined ? {} : { level: t.level }),
+      ...(t.driftSigma === undefined ? {} : { driftSigma: t.driftSigma }),
       tag: t.tag,
       variant: t.variant,
       source: t.source,
@@ -877,6 +896,8 @@ interface DeviceEstimate {
   /** Whether the matmul floor, not the weights' stream, set the weight pass. */
   readonly computeBound: boolean;
   readonly decodeMs: number;
+  /** Where `decodeMs` should lie at {@linkcode DECODE_INTERVAL_LEVEL}, or why it has no range. */
+  readonly decodeRangeMs: readonly [number, number] | string;
   readonly prefillMatmulMs: number;
   readonly attentionMs: number;
   readonly prefillMs: number;
@@ -904,6 +925,15 @@ function deviceEstimate(
     ? weightsStreamMs
     : Math.max(weightsStreamMs, matmulMs);
   const prefill = prefillComputeMs(ledger, rates, s, slice);
+  // The band scales the kernel terms alone; the host's part stays as measured.
+  const decodeMsAt = (f: number) => {
+    const stream = weightsStreamMs * f;
+    const pass = perKernel && s.batch === 1 ? stream : Math.max(stream, matmulMs);
+    return pass + (kvReadMs + dispatchMs) * f + encodeMs;
+  };
+  const band = perKernel
+    ? kernelSumBand(step.kernels, rates.chainFactor)
+    : `${rates.name} is priced as a roofline, whose figures carry no prediction intervals`;
   const { context, batch, kvDtype } = s;
   const memory = shardMemory(s.model, s.quant, slice, { context, batch, kvDtype });
   return {
@@ -919,6 +949,9 @@ function deviceEstimate(
     method: perKernel ? "per-kernel" : "roofline",
     computeBound: weightPassMs > weightsStreamMs,
     decodeMs: weightPassMs + kvReadMs + dispatchMs + encodeMs,
+    decodeRangeMs: typeof band === "string"
+      ? band
+      : [decodeMsAt(Math.exp(-band.halfWidth)), decodeMsAt(Math.exp(band.halfWidth))],
     prefillMatmulMs: prefill.matmulMs,
     attentionMs: prefill.attentionMs,
     prefillMs: prefill.matmulMs + prefill.attentionMs + prefillLaunchMs,
@@ -1073,6 +1106,51 @@ function prefillBreakdown(
 }
 
 /**
+ * Where a decode rate should lie: with probability `level`, within `tokensPerSec` (slowest,
+ * fastest), from the kernel predictions' own intervals (`interval.ts`); null, with why, for a
+ * roofline estimate, whose figures carry none.
+ *
+ * @example
+ * ```ts
+ * import type { DecodeInterval } from "./estimate.ts";
+ * const show = (i: DecodeInterval) =>
+ *   i.tokensPerSec ? `${i.tokensPerSec.map((x) => x.toFixed(1)).join("–")} tokens/s` : i.note;
+ * ```
+ */
+export interface DecodeInterval {
+  /** The probability the range is stated for. */
+  readonly level: number;
+  /** Slowest and fastest decode rate of the range, tokens/s; null when there is none. */
+  readonly tokensPerSec: readonly [number, number] | null;
+  /** How the range was made, or why there is none. */
+  readonly note: string;
+}
+
+/** The plan's decode range from each device's, with the host's part and communication as priced. */
+function decodeIntervalOf(
+  perDevice: readonly DeviceEstimate[],
+  pipeline: boolean,
+  hostMs: number,
+  batch: number,
+): DecodeInterval {
+  const level = DECODE_INTERVAL_LEVEL;
+  const ranges = perDevice.map((d) => d.decodeRangeMs);
+  const missing = ranges.find((r): r is string => typeof r === "string");
+  if (missing !== undefined) return { level, tokensPerSec: null, note: missing };
+  const end = (i: 0 | 1) => {
+    const ms = ranges.map((r) => (r as readonly [number, number])[i]);
+    return (pipeline ? ms.reduce((a, b) => a + b, 0) : Math.max(...ms)) + hostMs;
+  };
+  return {
+    level,
+    tokensPerSec: [batch * 1000 / end(1), batch * 1000 / end(0)],
+    note: `the kernel predictions' ${level * 100} % intervals: the machine's run-to-run drift ` +
+      `shared by every launch, each cost model's own error apart from the others'; the host's ` +
+      `part of a step as measured`,
+  };
+}
+
+/**
  * Estimates prefill and decode tokens per second of a model on measured devices.
  *
  * @param model The model.
@@ -1130,6 +1208,7 @@ export function estimateTokensPerSec(
     promptTokens,
     prefillTokensPerSec: promptTokens * batch * 1000 / prefillMs.totalMs,
     decodeTokensPerSec: batch * 1000 / perTokenMs.totalMs,
+    decodeInterval: decodeIntervalOf(perDevice, pipeline, sync.decodeMs + comm.decodeMs, batch),
     perTokenMs,
     prefillMs,
     loadMs: Math.max(...perDevice.map((d) => d.loadMs)),

@@ -9,7 +9,7 @@ import { parseArgs } from "node:util";
 import { formatMs, formatNumber } from "../../core/format.ts";
 import { loadReport, ReportError } from "../../reports/load.ts";
 import type { Interconnect } from "./comm.ts";
-import type { TokensPerSecEstimate } from "./estimate.ts";
+import type { DecodeInterval, TokensPerSecEstimate } from "./estimate.ts";
 import { formatBytes, parseQuant, WEIGHT_DTYPE } from "./memory.ts";
 import { getPreset } from "./presets.ts";
 import { ratesFromReport, type ReportRates } from "./rates.ts";
@@ -129,6 +129,7 @@ function describe(
         formatMs(t.kvReadMs)
       }, dispatch ${formatMs(t.dispatchMs)} (${e.kernelsPerStep} kernels), `) +
     `sync ${formatMs(t.syncMs)}, comm ${formatMs(t.commMs)})`,
+    `         ${describeRange(e.decodeInterval, rate)}`,
     `Load:    ${formatMs(e.loadMs)} to upload the weights`,
     "",
     `From (${e.tag}):`,
@@ -138,6 +139,14 @@ function describe(
     ...e.sources.map((s) => `  ${s}`),
   ];
   return lines.join("\n");
+}
+
+/** The decode's stated range in a line, or why the estimate has none. */
+function describeRange(range: DecodeInterval, rate: (x: number) => string): string {
+  if (range.tokensPerSec === null) return `no range: ${range.note}`;
+  const [slow, fast] = range.tokensPerSec;
+  return `${Math.round(range.level * 100)} % range ${rate(slow)}–${rate(fast)} tokens/s, from ` +
+    range.note;
 }
 
 /**

@@ -183,6 +183,8 @@ function deviceKernelTime(report: Report): KernelTimeModel {
     return {
       ms: t.ms,
       interval: t.interval,
+      level: t.level,
+      driftSigma: t.driftSigma,
       tag: t.provenance,
       variant: t.variant,
       source: t.source,

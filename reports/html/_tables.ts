@@ -7,6 +7,7 @@
  */
 import { formatCount, formatFigure, formatPercent, formatSeconds } from "../../core/format.ts";
 import {
+  describeEstimate,
   describeStepProbe,
   WEBGPU_NOT_CALIBRATED,
   webgpuCalibrated,
@@ -292,7 +293,7 @@ export function llmSection(report: Report): string {
   const rows = validations.map((v) => {
     const second = secondEstimateOf(v);
     return `<tr><td>${esc(v.model)}</td><td>${esc(v.quant)}</td><td class="n">${
-      num(v.estimatedTokensPerSec)
+      esc(describeEstimate(v))
     }</td><td class="n">${num(v.measuredTokensPerSec)}</td><td class="n">${
       signedPercent(v.error)
     }</td><td class="n">${

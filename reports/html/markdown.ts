@@ -12,7 +12,7 @@
  * @module
  */
 import { formatFigure, formatPercent, formatSeconds } from "../../core/format.ts";
-import { describeStepProbe } from "../../calibrate/summary.ts";
+import { describeEstimate, describeStepProbe } from "../../calibrate/summary.ts";
 import type { Figure, Report } from "../../core/schema.ts";
 import { describeRow, usageMap } from "./_map.ts";
 import { comparisonFor, movedRows, num, type RenderOptions, secondEstimateOf } from "./_shared.ts";
@@ -201,13 +201,20 @@ function llmSection(report: Report): string[] {
     "#### LLM decode: estimated against measured tokens/s",
     "",
     mdTable(
-      ["model", "quant", "estimated tok/s", "measured tok/s", "error", "second estimate (error)"],
+      [
+        "model",
+        "quant",
+        "estimated tok/s (range)",
+        "measured tok/s",
+        "error",
+        "second estimate (error)",
+      ],
       validations.map((v) => {
         const second = secondEstimateOf(v);
         return [
           v.model,
           v.quant,
-          num(v.estimatedTokensPerSec),
+          describeEstimate(v),
           num(v.measuredTokensPerSec),
           percent(v.error),
           second ? `${num(second.tokensPerSec)} (${percent(second.error)}, ${second.label})` : "—",
