@@ -301,7 +301,7 @@ export function llmSection(report: Report): string {
     }</td></tr>`;
   });
   return `<section id="llm"><h2>LLM decode: estimate against measurement</h2>
-<p class="sub">Tokens per second estimated from measured kernel times, and measured on a synthetic decode; error = estimated / measured − 1. The estimate is the one a user gets: priced from the report's figures alone. The last column is a diagnostic: the same estimate priced from the kernels timed alongside the decode, so that both see the machine in the same seconds (in reports before this, the headline was that one and the last column the sweep's).</p>
+<p class="sub">Tokens per second estimated from measured kernel times, and measured on a synthetic decode; error = estimated / measured − 1. The estimate is the one a user gets: priced from the report's figures alone, with the range it states (90 %: its kernel predictions' intervals, the machine's drift counted once). The last column is a diagnostic: the same estimate priced from the kernels timed alongside the decode, so that both see the machine in the same seconds (in reports before this, the headline was that one and the last column the sweep's).</p>
 ${
     table([
       "model",
