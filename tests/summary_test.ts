@@ -49,6 +49,14 @@ Deno.test("formatSummary() sets the report-only tokens/s beside the measured dec
   assert.doesNotMatch(formatSummary(report, "r.json"), /LLM decode check/, "none without one");
 });
 
+Deno.test("formatSummary() prints the range the estimate stated beside it, when the report has one", () => {
+  const report = syntheticReport();
+  const estimatedInterval = { level: 0.9, tokensPerSec: [31.5, 58] as [number, number] };
+  const ranged = { ...validation, estimatedInterval };
+  const text = formatSummary({ ...report, llm: { validations: [ranged] } }, "r.json");
+  assert.match(text, /tiny-16m +int4 +44\.0 \(31\.5–58\.0 at 90 %\) +40\.0 +\+10\.0 %/);
+});
+
 Deno.test("formatSummary() says what the decode step probe charges a step beyond its kernels", () => {
   const report = syntheticReport();
   const fig = (value: number, unit: string) => ({ value, unit, tag: "measured" as const });
