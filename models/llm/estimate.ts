@@ -238,10 +238,10 @@ export interface KernelEstimate {
   /** Predicted milliseconds per launch. */
   readonly ms: number;
   /** Where one launch's time should lie, with probability `level` (0.9 when absent). */
-  readonly interval: readonly [number, number];
+  readonly interval: KernelTime["interval"];
   /** The interval's level. */
   readonly level?: number;
-  /** The part of the interval every launch on the device shares, σ of ln time (see KernelTime). */
+  /** The part of the interval every launch on the device shares ({@linkcode KernelTime}). */
   readonly driftSigma?: number;
   /** Where the time came from. */
   readonly tag: Provenance;
@@ -920,17 +920,13 @@ function deviceEstimate(
   const step = perKernel ?? rooflineStep(ledger, rates, s, slice);
   const { weightsStreamMs, kvReadMs, dispatchMs, encodeMs } = step;
   // A projection's own cost model already holds its arithmetic for one sequence; the matmul
-  // floor only speaks for the batch's extra columns, which no gemv measurement covers.
-  const weightPassMs = perKernel && s.batch === 1
-    ? weightsStreamMs
-    : Math.max(weightsStreamMs, matmulMs);
+  // floor only speaks for the batch's extra columns, which no gemv measurement covers. The
+  // decode's range scales the kernel terms by `f`; the host's part stays as measured.
+  const weightPass = (f: number) =>
+    perKernel && s.batch === 1 ? weightsStreamMs * f : Math.max(weightsStreamMs * f, matmulMs);
+  const decodeMsAt = (f: number) => weightPass(f) + (kvReadMs + dispatchMs) * f + encodeMs;
+  const weightPassMs = weightPass(1);
   const prefill = prefillComputeMs(ledger, rates, s, slice);
-  // The band scales the kernel terms alone; the host's part stays as measured.
-  const decodeMsAt = (f: number) => {
-    const stream = weightsStreamMs * f;
-    const pass = perKernel && s.batch === 1 ? stream : Math.max(stream, matmulMs);
-    return pass + (kvReadMs + dispatchMs) * f + encodeMs;
-  };
   const band = perKernel
     ? kernelSumBand(step.kernels, rates.chainFactor)
     : `${rates.name} is priced as a roofline, whose figures carry no prediction intervals`;
@@ -948,7 +944,7 @@ function deviceEstimate(
     kernels: step.kernels,
     method: perKernel ? "per-kernel" : "roofline",
     computeBound: weightPassMs > weightsStreamMs,
-    decodeMs: weightPassMs + kvReadMs + dispatchMs + encodeMs,
+    decodeMs: decodeMsAt(1),
     decodeRangeMs: typeof band === "string"
       ? band
       : [decodeMsAt(Math.exp(-band.halfWidth)), decodeMsAt(Math.exp(band.halfWidth))],
@@ -1134,11 +1130,11 @@ function decodeIntervalOf(
   batch: number,
 ): DecodeInterval {
   const level = DECODE_INTERVAL_LEVEL;
-  const ranges = perDevice.map((d) => d.decodeRangeMs);
-  const missing = ranges.find((r): r is string => typeof r === "string");
-  if (missing !== undefined) return { level, tokensPerSec: null, note: missing };
+  const missing = perDevice.find((d) => typeof d.decodeRangeMs === "string")?.decodeRangeMs;
+  if (typeof missing === "string") return { level, tokensPerSec: null, note: missing };
+  const ranges = perDevice.map((d) => d.decodeRangeMs as readonly [number, number]);
   const end = (i: 0 | 1) => {
-    const ms = ranges.map((r) => (r as readonly [number, number])[i]);
+    const ms = ranges.map((r) => r[i]);
     return (pipeline ? ms.reduce((a, b) => a + b, 0) : Math.max(...ms)) + hostMs;
   };
   return {
