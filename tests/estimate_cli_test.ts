@@ -44,6 +44,24 @@ Deno.test("estimate prints plan, memory, prefill and decode rates with their sou
   });
 });
 
+Deno.test("estimate --backend prices that backend and prints the decode's stated range", async () => {
+  const report = new URL("../reports/llvmpipe-vulkan-x86_64-32776e59.json", import.meta.url);
+  const args = ["--report", report.pathname, "--model", "tiny-16m", "--quant", "int4"];
+  const gpu = await run([...args, "--context", "64", "--backend", "webgpu"]);
+  assert.equal(gpu.code, 0, gpu.err);
+  assert.match(gpu.out, /backend webgpu \(asked for\)/);
+  assert.match(
+    gpu.out,
+    /90 % range [\d.]+–[\d.]+ tokens\/s, from the kernel predictions' 90 % intervals/,
+  );
+  const cpu = await run([...args, "--context", "64", "--backend", "wasm"]);
+  assert.equal(cpu.code, 0, cpu.err);
+  assert.match(cpu.out, /no range: wasm \(CPU\) is priced as a roofline/);
+  const bad = await run([...args, "--backend", "cuda"]);
+  assert.equal(bad.code, 2);
+  assert.match(bad.err, /--backend must be one of webgpu, wasm, wasm-mt, js, got "cuda"/);
+});
+
 Deno.test("estimate shards a model too large for one device over --count devices", async () => {
   await withReport(async (path) => {
     const r = await run([

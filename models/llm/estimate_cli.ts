@@ -7,6 +7,7 @@
  */
 import { parseArgs } from "node:util";
 import { formatMs, formatNumber } from "../../core/format.ts";
+import { type Backend, BACKENDS } from "../../kernels/types.ts";
 import { loadReport, ReportError } from "../../reports/load.ts";
 import type { Interconnect } from "./comm.ts";
 import type { DecodeInterval, TokensPerSecEstimate } from "./estimate.ts";
@@ -31,6 +32,8 @@ Options:
   --interconnect L     Link between devices, KIND:GBPS[:LATENCY_US], e.g. pcie:32 or nvlink:300:5
                        (default: through the host, from the report's readback and upload)
   --memory-gb N        Memory per device in GB (default: the host memory the report records)
+  --backend B          Estimate on this backend of every report: webgpu, wasm, wasm-mt, js
+                       (default: the one that streams gemv weights fastest)
   --json               Print the plan and estimate as JSON
   -h, --help           Show this help
 
@@ -62,6 +65,15 @@ function parseInterconnect(value: string): Interconnect {
     );
   }
   return { kind, gbps: bw, ...(lat !== undefined ? { latencyUs: lat } : {}), source: "given" };
+}
+
+/** The --backend flag's backend, or undefined to let each report choose. */
+function parseBackend(value: string | undefined): Backend | undefined {
+  if (value === undefined) return undefined;
+  if (!(BACKENDS as readonly string[]).includes(value)) {
+    throw new UsageError(`--backend must be one of ${BACKENDS.join(", ")}, got "${value}"`);
+  }
+  return value as Backend;
 }
 
 /** Pairs each --report with the --count after it (and before the next --report). */
@@ -176,6 +188,7 @@ export async function main(args: string[]): Promise<number> {
           batch: { type: "string" },
           interconnect: { type: "string" },
           "memory-gb": { type: "string" },
+          backend: { type: "string" },
           json: { type: "boolean" },
           help: { type: "boolean", short: "h" },
         },
@@ -200,11 +213,13 @@ export async function main(args: string[]): Promise<number> {
     if (memoryBytes !== undefined && !(memoryBytes > 0)) {
       throw new UsageError(`--memory-gb must be a positive number, got "${memoryGb}"`);
     }
+    const backend = parseBackend(values.backend);
     const devices: { rates: ReportRates; count: number }[] = [];
     for (const { path, count } of reports) {
       const rates = ratesFromReport(await loadReport(path), {
         require: [WEIGHT_DTYPE[quant]],
         ...(memoryBytes !== undefined ? { memoryBytes } : {}),
+        ...(backend !== undefined ? { backend } : {}),
       });
       devices.push({ rates, count });
     }
