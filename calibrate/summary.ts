@@ -178,7 +178,22 @@ function llmLines(report: Report): string[] {
         ];
       }),
     ),
+    ...rangeHeld(validations),
     ...(report.llm?.stepProbe ? [describeStepProbe(report.llm.stepProbe)] : []),
+  ];
+}
+
+/** How many measured decodes fell inside the range their estimate stated; nothing without one. */
+function rangeHeld(validations: readonly LlmValidation[]): string[] {
+  const ranged = validations.filter((v) => v.estimatedInterval);
+  if (ranged.length === 0) return [];
+  const inside = ranged.filter((v) => {
+    const [slow, fast] = v.estimatedInterval!.tokensPerSec;
+    return v.measuredTokensPerSec >= slow && v.measuredTokensPerSec <= fast;
+  });
+  return [
+    `${inside.length} of ${ranged.length} measured decodes fell inside the range their estimate ` +
+    `stated.`,
   ];
 }
 

@@ -55,6 +55,15 @@ Deno.test("formatSummary() prints the range the estimate stated beside it, when 
   const ranged = { ...validation, estimatedInterval };
   const text = formatSummary({ ...report, llm: { validations: [ranged] } }, "r.json");
   assert.match(text, /tiny-16m +int4 +44\.0 \(31\.5–58\.0 at 90 %\) +40\.0 +\+10\.0 %/);
+  assert.match(text, /1 of 1 measured decodes fell inside the range their estimate stated/);
+  const missed = { ...validation, measuredTokensPerSec: 60, estimatedInterval };
+  const both = formatSummary({ ...report, llm: { validations: [ranged, missed] } }, "r.json");
+  assert.match(both, /1 of 2 measured decodes fell inside/);
+  assert.doesNotMatch(
+    formatSummary({ ...report, llm: { validations: [validation] } }, "r.json"),
+    /fell inside/,
+    "nothing for a report without ranges",
+  );
 });
 
 Deno.test("formatSummary() says what the decode step probe charges a step beyond its kernels", () => {
