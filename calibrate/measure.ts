@@ -9,6 +9,7 @@ import { getOp } from "../kernels/catalog.ts";
 import { seededRng } from "../kernels/_random.ts";
 import {
   type Backend,
+  CPU_BACKENDS,
   implOf,
   type OpInputs,
   type OpSpec,
@@ -139,6 +140,8 @@ interface LiveCase {
   identity: MeasureIdentity;
   prepared: Prepared;
   reps: number;
+  /** The latest time of one run, ms: the warm-up's, then each sample's (CPU and end-to-end). */
+  runMs: number;
   wall: number[];
   gpu: number[];
   elapsedMs: number;
@@ -251,6 +254,7 @@ async function prepareCase(
       identity,
       prepared,
       reps: 1,
+      runMs: 0,
       wall: [],
       gpu: [],
       elapsedMs: 0,
@@ -289,16 +293,40 @@ async function warmUp(c: LiveCase, minBatchMs: number): Promise<void> {
     // alone, batches came out 2–24 runs long instead of ~200, far below minBatchMs, and each
     // sample was mostly the wake-up at its start: ×10 between windows. So the size is checked
     // with a batch of that size, and taken again from it while that batch is too short.
-    let perRun = first.wallMs;
+    let perRun = c.runMs = first.wallMs;
     for (let round = 0; round < MAX_SIZING_BATCHES; round++) {
       c.reps = Math.max(1, Math.ceil(minBatchMs / Math.max(perRun, 1e-4)));
       // A cold start is small beside a run this long: it needs no second look.
       if (c.reps === 1 && perRun > COLD_START_MS) break;
       const batch = await c.prepared.time(c.reps);
+      c.runMs = batch.wallMs / c.reps;
       if (batch.wallMs >= minBatchMs / 2) break;
-      perRun = batch.wallMs / c.reps;
+      perRun = c.runMs;
     }
   }
+}
+
+/**
+ * Most runs of the untimed pass before a CPU sample: a batch of this many runs touches every
+ * operand copy the CPU runners rotate through (they keep at most four).
+ */
+const REWARM_RUNS = 4;
+/** A CPU run at least this long is its own warm-up: its cold start is a small part of it. */
+const REWARM_BELOW_MS = 20;
+
+/**
+ * Runs a CPU case untimed before its sample, over the operand copies the timed batch will use, so
+ * that every sample starts from the same warm state. Interleaved with other cases, a sample
+ * otherwise started from whatever the host left in the caches since the case last ran: on a
+ * 2-vCPU VM (Intel Xeon, 2 MiB L2 per core, an L3 shared with other guests), wasm gemv q8
+ * 1024 × 3000 ran 0.49–0.53 ms alone and 1.31–1.38 ms in most windows interleaved with WebGPU,
+ * the first two runs after any 30 ms of other work, sleep or a spin loop alike, taking ×2–2.7
+ * their warm time. A pause of 1–3 ms left it warm.
+ */
+async function rewarm(c: LiveCase): Promise<void> {
+  if (!CPU_BACKENDS.includes(c.identity.backend) || c.runMs >= REWARM_BELOW_MS) return;
+  const t = await c.prepared.time(Math.min(c.reps, REWARM_RUNS));
+  c.elapsedMs += t.wallMs;
 }
 
 /**
@@ -310,9 +338,11 @@ async function warmUp(c: LiveCase, minBatchMs: number): Promise<void> {
  */
 async function takeSample(c: LiveCase): Promise<void> {
   if (c.identity.residency !== "device-resident") {
+    await rewarm(c);
     const t = await c.prepared.time(c.reps);
     c.elapsedMs += t.wallMs;
-    c.wall.push(t.wallMs / c.reps);
+    c.runMs = t.wallMs / c.reps;
+    c.wall.push(c.runMs);
     if (t.gpuMs !== undefined) c.gpu.push(t.gpuMs / c.reps);
     return;
   }

@@ -11,7 +11,7 @@ import {
 } from "../calibrate/measure.ts";
 import type { Prepared, Runner } from "../calibrate/runner.ts";
 import { DEFAULT_STOPPING, type StoppingRule } from "../core/stats.ts";
-import type { OpInputs, OpSpec, Shape } from "../kernels/types.ts";
+import type { Backend, OpInputs, OpSpec, Shape } from "../kernels/types.ts";
 
 /** A runner whose kernel computes the reference and then perturbs it with `corrupt`. */
 function fakeRunner(corrupt: (out: Float32Array) => void, log: string[]): Runner {
@@ -147,6 +147,56 @@ Deno.test("measureMany() sizes a batch from warm runs when the first run was col
   assert.ok(Math.abs(r.wall.median / 0.01 - 1) < 0.01, `median ${r.wall.median}`);
 });
 
+/**
+ * Cases sharing one cache: a case's first run after another case ran costs `coldMs` more, as wasm
+ * gemv q8 1024 × 3000 did interleaved with WebGPU (×2–2.7 for its first two runs). `log` records
+ * each batch as `backend:reps`.
+ */
+function sharedCacheRunners(runMs: number, coldMs: number, log: string[]): RunnerSource {
+  let lastToRun = "";
+  const runner = (backend: Backend): Runner => ({
+    ...fakeRunner(() => {}, []),
+    backend,
+    prepare: async (...args: Parameters<Runner["prepare"]>) => {
+      const p = await fakeRunner(() => {}, []).prepare(...args);
+      return {
+        ...p,
+        time: (reps) => {
+          log.push(`${backend}:${reps}`);
+          const cold = lastToRun !== backend;
+          lastToRun = backend;
+          return Promise.resolve({ wallMs: runMs * reps + (cold ? coldMs : 0) });
+        },
+      };
+    },
+  });
+  return (b) => Promise.resolve(runner(b));
+}
+
+Deno.test("measureMany() starts every CPU sample warm when other cases ran in between", async () => {
+  const [wasm, js] = await measureMany([
+    { op: "add", shape: { n: 64 }, dtype: "f32", backend: "wasm" },
+    { op: "add", shape: { n: 64 }, dtype: "f32", backend: "js" },
+  ], { runners: sharedCacheRunners(0.5, 2, []), ...quick });
+  // Without the untimed pass, every interleaved sample of 4 runs carried the cold 2 ms: 1 ms a run.
+  for (const r of [wasm, js]) {
+    assert.ok(r?.state === "ok");
+    assert.ok(Math.abs(r.wall.median / 0.5 - 1) < 0.01, `${r.backend} median ${r.wall.median}`);
+  }
+});
+
+Deno.test("measureMany() gives a CPU run of 20 ms or more no untimed pass before its samples", async () => {
+  const log: string[] = [];
+  await measureMany([
+    { op: "add", shape: { n: 64 }, dtype: "f32", backend: "wasm" },
+    { op: "add", shape: { n: 64 }, dtype: "f32", backend: "js" },
+  ], { runners: sharedCacheRunners(25, 0, log), stopping: { budgetMs: 200, minSamples: 3 } });
+  // Warm-up: one run each; then one batch of one run per sample, alternating.
+  const sampled = log.slice(2);
+  assert.ok(sampled.length >= 6, log.join(","));
+  assert.deepEqual(sampled.slice(0, 4), ["wasm:1", "js:1", "wasm:1", "js:1"], log.join(","));
+});
+
 Deno.test("remeasureUnsure() repeats only unsure CPU results and returns the surer repeats", async () => {
   const log: string[] = [];
   const runner = fakeRunner(() => {}, log);
@@ -189,13 +239,17 @@ Deno.test("remeasureUnsure() keeps the first result when the repeat is no surer"
       wall: { relCi: 0.11 },
     }],
     {
-      // Every batch takes 1× or 3× at random: a median no surer than the first one's ±11 %.
+      // Batches take 1×, 1×, 3×, 3×, …: whichever of them are timed, half are slow, so the
+      // median is no surer than the first one's ±11 %.
       runners: only({
         ...fakeRunner(() => {}, []),
         prepare: async (...args: Parameters<Runner["prepare"]>) => {
           const p = await fakeRunner(() => {}, []).prepare(...args);
           let i = 0;
-          return { ...p, time: (reps) => Promise.resolve({ wallMs: reps * (i++ % 2 ? 3 : 1) }) };
+          return {
+            ...p,
+            time: (reps) => Promise.resolve({ wallMs: reps * (Math.floor(i++ / 2) % 2 ? 3 : 1) }),
+          };
         },
       }),
       ...quick,
