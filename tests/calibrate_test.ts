@@ -107,8 +107,9 @@ Deno.test("calibrate() repeats a CPU measurement taken through a stall and keeps
   const dir = await Deno.makeTempDir();
   const stalled = 16;
   let stalledPrepares = 0;
-  // The wasm runner, except that the first case prepared at n = 16 runs 3× slow every other
-  // batch, as when the OS takes the core away for part of the window.
+  // The wasm runner, except that the first case prepared at n = 16 runs 3× slow in every other
+  // pair of batches (whichever of them are timed, half are slow), as when the OS takes the core
+  // away for part of the window.
   const openCpuRunner = async (backend: Backend) => {
     const runner = await openRunner(backend);
     if (typeof runner === "string" || backend !== "wasm") return runner;
@@ -122,7 +123,7 @@ Deno.test("calibrate() repeats a CPU measurement taken through a stall and keeps
           ...prepared,
           time: async (reps: number) => {
             const t = await prepared.time(reps);
-            return { ...t, wallMs: t.wallMs * (calls++ % 2 === 0 ? 1 : 3) };
+            return { ...t, wallMs: t.wallMs * (Math.floor(calls++ / 2) % 2 === 0 ? 1 : 3) };
           },
         };
       },
