@@ -321,8 +321,8 @@ const REWARM_BELOW_MS = 20;
  * 2-vCPU VM (Intel Xeon, 2 MiB L2 per core, an L3 shared with other guests), wasm gemv q8
  * 1024 × 3000 ran 0.49–0.53 ms alone and 1.31–1.38 ms in most windows interleaved with WebGPU,
  * the first two runs after any 30 ms of other work, sleep or a spin loop alike, taking 0.7–2.0 ms
- * against 0.4–0.6 warm. A pause of 1–3 ms left it warm. (The host's own state still moves such a case
- * between the two speeds for whole windows, this pass or not.)
+ * against 0.4–0.6 warm. A pause of 1–3 ms left it warm. (The host's own state still moves such a
+ * case between the two speeds for whole windows, this pass or not.)
  */
 async function rewarm(c: LiveCase): Promise<void> {
   if (!CPU_BACKENDS.includes(c.identity.backend) || c.runMs >= REWARM_BELOW_MS) return;
