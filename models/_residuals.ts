@@ -112,11 +112,24 @@ export function residualCurve<P extends ResidualPoint>(
  * The held-out error of the corrected prediction at some bytes: the worst leave-one-out error of
  * the tested sizes nearest to it, one on each side (between two measured sizes: the ones whose
  * leave-one-out gaps overlap it; beyond the measured range: the two nearest its end), and never
- * under the series' median leave-one-out error (a gap's neighbours can all be quiet by luck).
- * Null under 3 sizes.
+ * under the series' median leave-one-out error (a gap's neighbours can all be quiet by luck) or
+ * `floor`.
+ *
+ * Between measured sizes the error shrinks with the distance to the nearest of them: a size left
+ * out was predicted across the gap its absence opened, from neighbours as far as the sizes
+ * around it; a size between two measured ones is at most half its own gap from one of them, and
+ * at a measured size the curve is the measurement. Each neighbour's error, and `floor`, is scaled
+ * by the square root of the query's distance to the nearest measured size over the left-out
+ * size's distance to its nearest neighbour, in ln(bytes), capped at 1: between a smooth bend,
+ * whose error shrinks with the square of the distance, and a cache step, whose error anywhere
+ * between the two sizes around it is as large as leaving one of them out showed. The median
+ * stays whole: it is mostly the scatter of the medians themselves, which no nearness removes.
+ * Re-predicting `bench:regret`'s held-out truths of four calibrations of an Intel Xeon VM, the
+ * 90 % intervals held 94.4 % of them at a median width of ×1.92 unscaled, 92.6 % at ×1.81 scaled.
  *
  * @param curve A residual curve.
  * @param bytes The work's bytes.
+ * @param floor Least error to claim before the distance scaling (a fit's own held-out error).
  * @returns The relative error (0.1 is 10 %), or null.
  * @example
  * ```ts
@@ -129,7 +142,7 @@ export function residualCurve<P extends ResidualPoint>(
  * console.log(localLooError(c, 30)! < 0.01, localLooError(c, 3e4)! > 0.5); // true true
  * ```
  */
-export function localLooError(curve: ResidualCurve, bytes: number): number | null {
+export function localLooError(curve: ResidualCurve, bytes: number, floor = 0): number | null {
   const { x, looErrors } = curve;
   const n = x.length;
   if (n < 3) return null;
@@ -139,6 +152,7 @@ export function localLooError(curve: ResidualCurve, bytes: number): number | nul
   const above = tested.filter((i) => x[i]! > lx);
   // Beyond the measured range, the two sizes tested nearest its end; within it, the nearest
   // tested size on each side that has one.
+  const inside = lx >= x[0]! && lx <= x[n - 1]!;
   const near = lx < x[0]!
     ? above.slice(0, 2)
     : lx > x[n - 1]!
@@ -146,7 +160,23 @@ export function localLooError(curve: ResidualCurve, bytes: number): number | nul
     : [...below.slice(-1), ...above.slice(0, 1)];
   const errors = tested.map((i) => looErrors[i]!).sort((a, b) => a - b);
   const medianError = (errors[(errors.length - 1) >> 1]! + errors[errors.length >> 1]!) / 2;
-  return Math.max(medianError, ...near.map((i) => looErrors[i]!));
+  const gapOf = (i: number) => Math.min(x[i]! - x[i - 1]!, x[i + 1]! - x[i]!);
+  const gaps = tested.map(gapOf).sort((a, b) => a - b);
+  const medianGap = (gaps[(gaps.length - 1) >> 1]! + gaps[gaps.length >> 1]!) / 2;
+  const distance = inside ? nearestDistance(x, lx) : Infinity;
+  const scale = (gap: number) => Math.sqrt(Math.min(1, distance / gap));
+  return Math.max(
+    medianError,
+    floor * scale(medianGap),
+    ...near.map((i) => looErrors[i]! * scale(gapOf(i))),
+  );
+}
+
+/** Distance from `lx` to the nearest of the ascending `x`, which hold it between their ends. */
+function nearestDistance(x: Float64Array, lx: number): number {
+  let hi = 1;
+  while (hi < x.length - 1 && x[hi]! < lx) hi++;
+  return Math.min(lx - x[hi - 1]!, x[hi]! - lx);
 }
 
 /**

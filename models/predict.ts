@@ -371,7 +371,8 @@ function describe(
       )
       : 0;
     const fitError = f.cvMaxError ?? f.cvMape ?? Math.expm1(2 * f.rmsLogError);
-    const localError = p.residuals === null ? null : localLooError(p.residuals, bytes);
+    const fitFloor = Math.min(f.cvMape ?? fitError, FIT_FLOOR_CAP);
+    const localError = p.residuals === null ? null : localLooError(p.residuals, bytes, fitFloor);
     const corrected = localError !== null;
     // Corrected by its residuals, the prediction is the measured curve between measured sizes:
     // it is as good as interpolation is around this size (the leave-one-out errors near it, at
@@ -379,10 +380,9 @@ function describe(
     // that missed the inline regime at 4³ held out at ×7, while interpolating near 512³ held to
     // 5 %). The fit's mean held-out error stays a floor, since neighbours can share an offset
     // that leaving one out cannot see, but only up to FIT_FLOOR_CAP: past it, the fit's form is
-    // what fails, and the measured curve, not the fit, carries the prediction.
-    const axisError = localError === null
-      ? fitError
-      : Math.max(localError, Math.min(f.cvMape ?? fitError, FIT_FLOOR_CAP));
+    // what fails, and the measured curve, not the fit, carries the prediction. Both shrink near
+    // a measured size (see `localLooError`).
+    const axisError = localError ?? fitError;
     // Off the axis, the shape model's spread at this shape, scaled so its left-out shapes held
     // the level; it grows to the whole spread of shape effects far from every measured shape.
     const model = p.shapeModel;

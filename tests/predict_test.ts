@@ -85,7 +85,8 @@ Deno.test("predictTime() of a machine calibrated fewer than three times assumes 
 });
 
 Deno.test("predictTime() uses the residual-corrected fit between measured sizes, with the correction's held-out error around that size", () => {
-  const report = steady(syntheticReport());
+  // The synthetic medians scatter ±3 % about the truth, as windows of a run drift (2 %).
+  const report = steady(syntheticReport(), { wasm: 0.02 });
   const t = predictTime(report, { op: "matmul", shape: cube(300), dtype: "f32", backend: "wasm" });
   const truth = syntheticTimeMs("matmul", "f32", "wasm", "end-to-end", 300);
   assert.equal(t.provenance, "fitted");
@@ -98,10 +99,13 @@ Deno.test("predictTime() uses the residual-corrected fit between measured sizes,
       : []
   );
   const curve = residualCurve(points, (p) => compiledMs(model, p.flops, p.bytes));
-  const local = localLooError(curve, getOp("matmul").bytes(cube(300), "f32"));
+  const bytes = getOp("matmul").bytes(cube(300), "f32");
+  const local = localLooError(curve, bytes, Math.min(fit.cvMape!, 0.25));
   assert.ok(local !== null);
-  // The fit's mean held-out error is the floor (up to 25 %): the neighbours share an offset.
-  assert.ok(Math.abs(t.interval[1] / t.ms - (1 + Math.max(local, fit.cvMape!))) < 1e-9);
+  // The fit's mean held-out error is the floor (up to 25 %), and both shrink near a measured size.
+  assert.ok(local < Math.max(localLooError(curve, bytes)!, fit.cvMape!), "300³ is near 256³");
+  const half = Math.hypot(Math.log1p(local), 1.6448536 * 0.02);
+  assert.ok(Math.abs(t.interval[1] / t.ms - Math.exp(half)) < 1e-6);
   assert.match(t.source, /corrected by its residuals/);
   assert.ok(t.interval[0] < truth && truth < t.interval[1]);
 });
@@ -187,7 +191,8 @@ Deno.test("predictTime() keeps a regime change at the smallest sizes out of the 
     far.interval[1] / far.ms < 1.3,
     `far from the regime change: ×${far.interval[1] / far.ms}`,
   );
-  assert.ok(near.interval[1] / near.ms > 2, `next to it: ×${near.interval[1] / near.ms}`);
+  // 700 is nearer 500 than 1000 is to its neighbours: the step's error, a little shrunk.
+  assert.ok(near.interval[1] / near.ms > 1.6, `next to it: ×${near.interval[1] / near.ms}`);
   assert.ok(near.interval[0] < truth(700) && truth(700) < near.interval[1]);
 });
 

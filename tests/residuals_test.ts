@@ -71,14 +71,33 @@ Deno.test("localLooError() carries a regime change only to predictions near it",
   assert.ok(localLooError(c, 1)! < 1e-9, "below the smallest: the two sizes tested nearest it");
 });
 
-Deno.test("localLooError() never claims less than the series' median held-out error", () => {
+Deno.test("localLooError() never claims less than the series' median held-out error, shrunk as near a measured size as the query is", () => {
   // Every interior size is 2× off its neighbours' line (zig-zag) except the last one tested.
   const c = residualCurve(
     [1, 2, 1, 2, 1, 1, 1].map((ms, i) => ({ bytes: 10 ** i, ms })),
     flat,
   );
   const errors = [...c.looErrors].filter((e) => !Number.isNaN(e)).sort((a, b) => a - b);
-  const median = (errors[2]! + errors[2]!) / 2;
-  assert.ok(localLooError(c, 10 ** 5.5)! >= median - 1e-12);
+  const median = errors[2]!;
+  // Halfway between 10⁵ and 10⁶ in ln(bytes): half the distance a left-out size had.
+  assert.ok(localLooError(c, 10 ** 5.5)! >= median * Math.sqrt(0.5) - 1e-12);
+  assert.ok(localLooError(c, 10 ** 7.5)! >= median - 1e-12, "beyond the sizes: unshrunk");
   assert.equal(localLooError(residualCurve([{ bytes: 1, ms: 1 }], flat), 1), null);
+});
+
+Deno.test("localLooError() shrinks with the distance to the nearest measured size: nothing at one, the left-out error at a full gap", () => {
+  // Flat up to 10³ bytes, then 2× per decade: only leaving 10³ out sees the bend.
+  const c = residualCurve(
+    [1, 1, 1, 1, 2, 4].map((ms, i) => ({ bytes: 10 ** i, ms })),
+    flat,
+  );
+  const left = c.looErrors[3]!;
+  assert.ok(left > 0.4, "the bend is seen by leaving 10³ out");
+  assert.ok(localLooError(c, 1e3)! < 1e-12, "at a measured size");
+  const quarter = localLooError(c, 10 ** 3.25)!;
+  const half = localLooError(c, 10 ** 3.5)!;
+  assert.ok(Math.abs(quarter - left * Math.sqrt(0.25)) < 1e-9, `${quarter} vs ${left}`);
+  assert.ok(Math.abs(half - left * Math.sqrt(0.5)) < 1e-9, `${half} vs ${left}`);
+  assert.ok(localLooError(c, 1e3, 0.3)! < 1e-12, "a floor shrinks with it");
+  assert.ok(Math.abs(localLooError(c, 10 ** 1.5, 1)! - Math.sqrt(0.5)) < 1e-9);
 });
