@@ -136,8 +136,13 @@ function* screen(
 /**
  * A CPU case measured through a stall (one sum ran 3× slow for a whole 0.3 s window, a wasm-mt
  * gemv ±30 %) is repeated once, after the grid and after the refinement, so a threshold is not
- * decided by one stall; the surer of the two is kept. WebGPU results are left alone: on a
- * software adapter their spread is the adapter's own. A resumed run's measurements stay.
+ * decided by one stall; the surer of the two is kept. When the two medians disagree (see
+ * {@linkcode windowsDisagree}), neither is the surer by its own spread: a wasm-mt matmul
+ * 64 × 4096 × 1024 took 18–26 ms in a window of three runs where another calibration of the
+ * machine measured 7.9 ms, its repeat did not come out surer, and the stalled time stayed, three
+ * times too slow, for the shape model to carry to every m = 64 matmul. So a third window decides,
+ * and the window whose median is the middle of the three is kept. WebGPU results are left alone:
+ * on a software adapter their spread is the adapter's own. A resumed run's measurements stay.
  */
 function* retryUnsure(
   state: PlanState,
@@ -156,11 +161,31 @@ function* retryUnsure(
     }
   }
   const outcome = yield* state.sample(unsure.map(requestOf));
-  const kept = unsure.flatMap((old, i) => {
+  const repeats = unsure.map((old, i) => {
     const r = outcome.results?.[i];
-    return r?.state === "ok" && old.state === "ok" && r.wall.relCi < old.wall.relCi
-      ? [{ old, r, window: outcome.windows?.[i] }]
-      : [];
+    return r?.state === "ok" && old.state === "ok"
+      ? { old, r, window: outcome.windows?.[i] }
+      : null;
+  });
+  const split = repeats.flatMap((x) =>
+    x !== null && x.old.state === "ok" && disagree(x.old.wall.median, x.r.wall.median) ? [x] : []
+  );
+  const third = yield* state.sample(split.map((x) => requestOf(x.old)));
+  const deciding = new Map(split.map((x, i) => {
+    const r = third.results?.[i];
+    return [x, r?.state === "ok" ? { r, window: third.windows?.[i] } : null] as const;
+  }));
+  const kept = repeats.flatMap((x) => {
+    if (x === null || x.old.state !== "ok") return [];
+    if (!deciding.has(x)) return x.r.wall.relCi < x.old.wall.relCi ? [x] : [];
+    const decider = deciding.get(x);
+    if (decider == null) return [];
+    const middle = middleOf([
+      { ms: x.old.wall.median, pick: null },
+      { ms: x.r.wall.median, pick: x },
+      { ms: decider.r.wall.median, pick: { old: x.old, ...decider } },
+    ]);
+    return middle === null ? [] : [middle];
   });
   if (kept.length === 0) return;
   state.phase(
@@ -178,6 +203,16 @@ function* retryUnsure(
     state.replace(old, m);
     if (window) state.windowsOf.set(measurementKey(m), [window]);
   }
+}
+
+/** Whether two window medians of one case disagree, as {@linkcode windowsDisagree} judges. */
+function disagree(a: number, b: number): boolean {
+  return windowsDisagree([{ wall: [a], gpu: [] }, { wall: [b], gpu: [] }]);
+}
+
+/** The `pick` of the entry whose `ms` is the median of three. */
+function middleOf<T>(three: readonly { ms: number; pick: T }[]): T {
+  return [...three].sort((a, b) => a.ms - b.ms)[1]!.pick;
 }
 
 /** Refinement: bisect where the fastest backend changes, until bracketed within ±10 %. */

@@ -5,6 +5,7 @@ import { openRunner } from "../calibrate/runners/mod.ts";
 import type { Runner } from "../calibrate/runner.ts";
 import type { Backend } from "../kernels/types.ts";
 import { parseReport } from "../reports/load.ts";
+import { median } from "../core/stats.ts";
 
 const cpuOnly = { quick: true, ops: ["add"], backends: ["js", "wasm"] as const };
 
@@ -143,6 +144,63 @@ Deno.test("calibrate() repeats a CPU measurement taken through a stall and keeps
     assert.equal(at.length, 1, "the repeat replaced the stalled measurement");
     assert.equal(stalledPrepares, 2, "prepared once for the grid and once for the repeat");
     assert.ok(at[0]!.state === "ok" && at[0]!.wall.relCi <= 0.1, `relCi ${JSON.stringify(at[0])}`);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("calibrate() takes a third window where a repeat disagrees with a stalled measurement, and keeps the middle one", async () => {
+  const dir = await Deno.makeTempDir();
+  const stalled = 16;
+  // Per rep, what each preparation of the wasm case at n = 16 was timed at.
+  const perRep: number[][] = [];
+  // The first window runs 2.5–3.5× slow throughout (unsure, and slow); its repeat is back to speed
+  // but noisier still (0.7–1.3×), so by spread alone the stalled one is the surer; the third
+  // window is steady.
+  const factors = [[2.5, 3.5], [0.7, 1.3], [1, 1]];
+  const openCpuRunner = async (backend: Backend) => {
+    const runner = await openRunner(backend);
+    if (typeof runner === "string" || backend !== "wasm") return runner;
+    return {
+      ...runner,
+      prepare: async (...args: Parameters<Runner["prepare"]>) => {
+        const prepared = await runner.prepare(...args);
+        if (args[1].n !== stalled || perRep.length >= factors.length) return prepared;
+        const [slow, fast] = factors[perRep.length]!;
+        const seen: number[] = [];
+        perRep.push(seen);
+        let calls = 0;
+        return {
+          ...prepared,
+          time: async (reps: number) => {
+            const t = await prepared.time(reps);
+            const wallMs = t.wallMs * (Math.floor(calls++ / 2) % 2 === 0 ? slow! : fast!);
+            seen.push(wallMs / reps);
+            return { ...t, wallMs };
+          },
+        };
+      },
+    };
+  };
+  try {
+    const { report } = await calibrate({
+      quick: true,
+      ops: ["add"],
+      backends: ["js", "wasm"],
+      out: `${dir}/report.json`,
+      openCpuRunner,
+    });
+    const at = report.measurements.filter((m) =>
+      m.backend === "wasm" && m.size === stalled && m.state === "ok"
+    );
+    assert.equal(perRep.length, 3, "prepared for the grid, the repeat and a third window");
+    assert.equal(at.length, 1);
+    assert.ok(at[0]!.state === "ok");
+    const steady = median(perRep[2]!);
+    assert.ok(
+      at[0]!.wall.median < 1.5 * steady && at[0]!.wall.median < median(perRep[0]!) / 1.5,
+      `kept ${at[0]!.wall.median} ms; the stalled window ${median(perRep[0]!)}, steady ${steady}`,
+    );
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
