@@ -142,7 +142,11 @@ Deno.test("calibrate() repeats a CPU measurement taken through a stall and keeps
       m.backend === "wasm" && m.size === stalled && m.state === "ok"
     );
     assert.equal(at.length, 1, "the repeat replaced the stalled measurement");
-    assert.equal(stalledPrepares, 2, "prepared once for the grid and once for the repeat");
+    // A third time when the repeat's median disagrees with the stalled one's (see the next test).
+    assert.ok(
+      stalledPrepares === 2 || stalledPrepares === 3,
+      `prepared once for the grid and once for the repeat, not ${stalledPrepares} times`,
+    );
     assert.ok(at[0]!.state === "ok" && at[0]!.wall.relCi <= 0.1, `relCi ${JSON.stringify(at[0])}`);
   } finally {
     await Deno.remove(dir, { recursive: true });
