@@ -6,6 +6,7 @@ import type { Runner } from "../calibrate/runner.ts";
 import type { Backend } from "../kernels/types.ts";
 import { parseReport } from "../reports/load.ts";
 import { median } from "../core/stats.ts";
+import type { Measurement } from "../core/schema.ts";
 
 const cpuOnly = { quick: true, ops: ["add"], backends: ["js", "wasm"] as const };
 
@@ -104,64 +105,16 @@ Deno.test("calibrate's command line refuses bad flags with exit code 2", async (
   assert.match(errors[4]!, /--passes must be an integer from 1 to 5, got "0"/);
 });
 
-Deno.test("calibrate() repeats a CPU measurement taken through a stall and keeps the surer one", async () => {
-  const dir = await Deno.makeTempDir();
-  const stalled = 16;
-  let stalledPrepares = 0;
-  // The wasm runner, except that the first case prepared at n = 16 runs 3× slow in every other
-  // pair of batches (whichever of them are timed, half are slow), as when the OS takes the core
-  // away for part of the window.
-  const openCpuRunner = async (backend: Backend) => {
-    const runner = await openRunner(backend);
-    if (typeof runner === "string" || backend !== "wasm") return runner;
-    return {
-      ...runner,
-      prepare: async (...args: Parameters<Runner["prepare"]>) => {
-        const prepared = await runner.prepare(...args);
-        if (args[1].n !== stalled || stalledPrepares++ > 0) return prepared;
-        let calls = 0;
-        return {
-          ...prepared,
-          time: async (reps: number) => {
-            const t = await prepared.time(reps);
-            return { ...t, wallMs: t.wallMs * (Math.floor(calls++ / 2) % 2 === 0 ? 1 : 3) };
-          },
-        };
-      },
-    };
-  };
-  try {
-    const { report } = await calibrate({
-      quick: true,
-      ops: ["add"],
-      backends: ["js", "wasm"],
-      out: `${dir}/report.json`,
-      openCpuRunner,
-    });
-    const at = report.measurements.filter((m) =>
-      m.backend === "wasm" && m.size === stalled && m.state === "ok"
-    );
-    assert.equal(at.length, 1, "the repeat replaced the stalled measurement");
-    // A third time when the repeat's median disagrees with the stalled one's (see the next test).
-    assert.ok(
-      stalledPrepares === 2 || stalledPrepares === 3,
-      `prepared once for the grid and once for the repeat, not ${stalledPrepares} times`,
-    );
-    assert.ok(at[0]!.state === "ok" && at[0]!.wall.relCi <= 0.1, `relCi ${JSON.stringify(at[0])}`);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
-});
-
-Deno.test("calibrate() takes a third window where a repeat disagrees with a stalled measurement, and keeps the middle one", async () => {
-  const dir = await Deno.makeTempDir();
-  const stalled = 16;
-  // Per rep, what each preparation of the wasm case at n = 16 was timed at.
+/**
+ * The wasm runner, except that the cases prepared at n = `n` run slow: the k-th preparation's
+ * wall times are scaled by `factors[k]`'s first value in one pair of timed batches and its
+ * second in the next, and so on (whichever batches are timed, both factors are), as when the OS
+ * takes the core away for part of a window; preparations beyond the list run as they are.
+ */
+function wasmWithWindows(n: number, factors: readonly (readonly [number, number])[]) {
+  let prepares = 0;
+  // Per scaled preparation, each timed batch's wall time per rep.
   const perRep: number[][] = [];
-  // The first window runs 2.5–3.5× slow throughout (unsure, and slow); its repeat is back to speed
-  // but noisier still (0.7–1.3×), so by spread alone the stalled one is the surer; the third
-  // window is steady.
-  const factors = [[2.5, 3.5], [0.7, 1.3], [1, 1]];
   const openCpuRunner = async (backend: Backend) => {
     const runner = await openRunner(backend);
     if (typeof runner === "string" || backend !== "wasm") return runner;
@@ -169,8 +122,9 @@ Deno.test("calibrate() takes a third window where a repeat disagrees with a stal
       ...runner,
       prepare: async (...args: Parameters<Runner["prepare"]>) => {
         const prepared = await runner.prepare(...args);
-        if (args[1].n !== stalled || perRep.length >= factors.length) return prepared;
-        const [slow, fast] = factors[perRep.length]!;
+        if (args[1].n !== n) return prepared;
+        const factor = factors[prepares++];
+        if (factor === undefined) return prepared;
         const seen: number[] = [];
         perRep.push(seen);
         let calls = 0;
@@ -178,7 +132,7 @@ Deno.test("calibrate() takes a third window where a repeat disagrees with a stal
           ...prepared,
           time: async (reps: number) => {
             const t = await prepared.time(reps);
-            const wallMs = t.wallMs * (Math.floor(calls++ / 2) % 2 === 0 ? slow! : fast!);
+            const wallMs = t.wallMs * factor[Math.floor(calls++ / 2) % 2]!;
             seen.push(wallMs / reps);
             return { ...t, wallMs };
           },
@@ -186,6 +140,15 @@ Deno.test("calibrate() takes a third window where a repeat disagrees with a stal
       },
     };
   };
+  return { openCpuRunner, perRep, prepares: () => prepares };
+}
+
+/** A quick calibration of `add` on js and wasm; the wasm measurements at n = `n`. */
+async function wasmAddAt(
+  n: number,
+  openCpuRunner: (backend: Backend) => Promise<Runner | string>,
+): Promise<Measurement[]> {
+  const dir = await Deno.makeTempDir();
   try {
     const { report } = await calibrate({
       quick: true,
@@ -194,20 +157,39 @@ Deno.test("calibrate() takes a third window where a repeat disagrees with a stal
       out: `${dir}/report.json`,
       openCpuRunner,
     });
-    const at = report.measurements.filter((m) =>
-      m.backend === "wasm" && m.size === stalled && m.state === "ok"
-    );
-    assert.equal(perRep.length, 3, "prepared for the grid, the repeat and a third window");
-    assert.equal(at.length, 1);
-    assert.ok(at[0]!.state === "ok");
-    const steady = median(perRep[2]!);
-    assert.ok(
-      at[0]!.wall.median < 1.5 * steady && at[0]!.wall.median < median(perRep[0]!) / 1.5,
-      `kept ${at[0]!.wall.median} ms; the stalled window ${median(perRep[0]!)}, steady ${steady}`,
-    );
+    return report.measurements.filter((m) => m.backend === "wasm" && m.size === n);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+}
+
+Deno.test("calibrate() repeats a CPU measurement taken through a stall and keeps the surer one", async () => {
+  // The first window is 3× slow in every other pair of batches; the repeat runs as it is.
+  const { openCpuRunner, prepares } = wasmWithWindows(16, [[1, 3]]);
+  const at = await wasmAddAt(16, openCpuRunner);
+  assert.equal(at.length, 1, "the repeat replaced the stalled measurement");
+  // A third time when the repeat's median disagrees with the stalled one's (see the next test).
+  assert.ok(
+    prepares() === 2 || prepares() === 3,
+    `prepared once for the grid and once for the repeat, not ${prepares()} times`,
+  );
+  assert.ok(at[0]!.state === "ok" && at[0]!.wall.relCi <= 0.1, `relCi ${JSON.stringify(at[0])}`);
+});
+
+Deno.test("calibrate() takes a third window where a repeat disagrees with a stalled measurement, and keeps the middle one", async () => {
+  // The first window runs 2.5–3.5× slow throughout (unsure, and slow); its repeat is back to speed
+  // but noisier still (0.7–1.3×), so by spread alone the stalled one is the surer; the third
+  // window is steady.
+  const { openCpuRunner, perRep } = wasmWithWindows(16, [[2.5, 3.5], [0.7, 1.3], [1, 1]]);
+  const at = await wasmAddAt(16, openCpuRunner);
+  assert.equal(perRep.length, 3, "prepared for the grid, the repeat and a third window");
+  assert.equal(at.length, 1);
+  assert.ok(at[0]!.state === "ok");
+  const steady = median(perRep[2]!);
+  assert.ok(
+    at[0]!.wall.median < 1.5 * steady && at[0]!.wall.median < median(perRep[0]!) / 1.5,
+    `kept ${at[0]!.wall.median} ms; the stalled window ${median(perRep[0]!)}, steady ${steady}`,
+  );
 });
 
 /** The median a progress line shows (`20.9 ns ±2.2 %`, `12.3 ms ±2.4 %`), in ms. */
