@@ -152,6 +152,75 @@ export function bendPoints(
     }));
 }
 
+/**
+ * Bytes from which a WebGPU device-resident series of an op that streams its operands gets the
+ * grid's midpoints (a mebibyte of weights: a decode's projections, where the rate and not the
+ * launch sets the time).
+ */
+export const STREAMING_MIDPOINT_BYTES = 2 ** 20;
+
+/**
+ * The geometric midpoints between neighbouring grid sizes of every WebGPU device-resident series
+ * of an op that streams its operands (a gemv's weights), from {@linkcode STREAMING_MIDPOINT_BYTES}
+ * up, the smallest first, at most `perSeries` per series. There a device's rate depends on how the
+ * rows fill its workgroups, not smoothly on size: on lavapipe a gemv f32 of 768² ran at 3.4–3.5
+ * GB/s, below both 512² (3.9–4.2) and 1149² (4.6–5.3), the grid points around it, and a decode's
+ * 768-wide projections were predicted 30 % fast; no bend shows at a grid point there, so
+ * {@linkcode bendPoints} never asks for it.
+ *
+ * @param measurements Raw measurements (any op; only `op` and `dtype`'s ok on-axis ones are read).
+ * @param op The op.
+ * @param dtype The dtype.
+ * @param perSeries Most sizes per series.
+ * @returns The sizes with their series (`miss` 0: nothing bent).
+ * @example
+ * ```ts
+ * import { streamingMidpoints } from "./bends.ts";
+ * import { getOp } from "../kernels/catalog.ts";
+ * import type { Measurement } from "../core/schema.ts";
+ * const at = (size: number) =>
+ *   ({ op: "gemv", dtype: "f32", backend: "webgpu", residency: "device-resident", variant: "v",
+ *      state: "ok", size, wall: { median: size * size * 2.5e-7, relCi: 0.02 } }) as unknown as Measurement;
+ * const points = streamingMidpoints([at(228), at(512), at(1149), at(2580)], getOp("gemv"), "f32", 2);
+ * console.log(points.map((p) => p.size)); // [768, 1720]
+ * ```
+ */
+export function streamingMidpoints(
+  measurements: readonly Measurement[],
+  op: OpSpec,
+  dtype: Dtype,
+  perSeries: number,
+): BendPoint[] {
+  if (op.streamsOperands !== true || perSeries <= 0) return [];
+  const series = new Map<string, Set<number>>();
+  for (const m of measurements) {
+    if (
+      m.op !== op.name || m.dtype !== dtype || m.state !== "ok" || m.offAxis ||
+      m.backend !== "webgpu" || m.residency !== "device-resident"
+    ) continue;
+    const sizes = series.get(m.variant) ?? new Set<number>();
+    series.set(m.variant, sizes.add(m.size));
+  }
+  const found: BendPoint[] = [];
+  for (const [variant, set] of series) {
+    const sizes = [...set].sort((a, b) => a - b);
+    let taken = 0;
+    for (let i = 0; i + 1 < sizes.length && taken < perSeries; i++) {
+      const [lo, hi] = [sizes[i]!, sizes[i + 1]!];
+      if (op.bytes(op.axis.shape(lo), dtype) < STREAMING_MIDPOINT_BYTES) continue;
+      if (hi / lo < MIN_MIDPOINT_RATIO) continue;
+      const size = roundSize(Math.sqrt(lo * hi), op);
+      if (size <= lo || size >= hi) continue;
+      found.push({ size, backend: "webgpu", residency: "device-resident", variant, miss: 0 });
+      taken++;
+    }
+  }
+  return found;
+}
+
+/** Neighbours closer than this ratio get no midpoint: a grid step (×2.24 by default) is halved once. */
+const MIN_MIDPOINT_RATIO = 2;
+
 interface Point {
   readonly ms: number;
   readonly relCi: number;

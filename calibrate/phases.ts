@@ -17,7 +17,7 @@ import {
 } from "../kernels/types.ts";
 import type { Measurement } from "../core/schema.ts";
 import { nextRefinementSizes } from "./analyze.ts";
-import { bendPoints } from "./bends.ts";
+import { bendPoints, streamingMidpoints } from "./bends.ts";
 import { pooledResult, requestOf, UNSURE_REL_CI, windowsDisagree } from "./measure.ts";
 import type { CalibrationJob } from "./plan.ts";
 import { measurementKey, type PlanState, type Steps } from "./plan_state.ts";
@@ -249,10 +249,25 @@ function* refineSteps(
   }
 }
 
-/** Where a series bends between grid points, the midpoints on either side of the bend. */
+/**
+ * Where a series bends between grid points, the midpoints on either side of the bend; and where
+ * a device streams an op's operands, the grid's midpoints (`streamingMidpoints`), as many per
+ * series as the plan has bend points.
+ */
 function* bendSteps(state: PlanState, job: CalibrationJob, backends: readonly Backend[]): Steps {
   const { op, dtype } = job;
-  const bends = bendPoints(state.measurements, op, dtype, { max: state.plan.bendPoints })
+  const max = state.plan.bendPoints;
+  const asked = [
+    ...bendPoints(state.measurements, op, dtype, { max }),
+    ...streamingMidpoints(state.measurements, op, dtype, max),
+  ];
+  const bends = asked
+    .filter((p, i) =>
+      asked.findIndex((q) =>
+        q.size === p.size && q.backend === p.backend && q.residency === p.residency &&
+        q.variant === p.variant
+      ) === i
+    )
     .filter((p) => {
       const variant = implOf(op, p.backend)?.variants.find((v) => variantId(v) === p.variant);
       return backends.includes(p.backend) && variant !== undefined &&

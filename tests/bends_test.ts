@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { bendPoints } from "../calibrate/bends.ts";
+import { bendPoints, streamingMidpoints } from "../calibrate/bends.ts";
 import { planFor } from "../calibrate/plan.ts";
 import { getOp, OPS } from "../kernels/catalog.ts";
 import type { Measurement } from "../core/schema.ts";
@@ -118,4 +118,34 @@ Deno.test("a full calibration plan measures bends, a quick one does not", () => 
     planFor({ quick, ops: OPS, dtypes: ["f32"], backends: ["wasm"] });
   assert.ok(plan(false).bendPoints > 0);
   assert.equal(plan(true).bendPoints, 0);
+});
+
+Deno.test("streamingMidpoints() asks for the grid's midpoints of a WebGPU device-resident gemv from a mebibyte of weights up", () => {
+  const gemv = getOp("gemv");
+  const series = (backend: string, residency: string) =>
+    [45, 102, 228, 512, 1149, 2580, 5793].map((size) => ({
+      ...at({ size, ms: size * size * 2.5e-7, backend, residency, variant: "rpi=8" }),
+      op: "gemv",
+    } as Measurement));
+  const resident = series("webgpu", "device-resident");
+  // 512² f32 is the first size with a mebibyte of weights; straight lines, so no bend anywhere.
+  assert.deepEqual(streamingMidpoints(resident, gemv, "f32", 2).map((p) => p.size), [768, 1720]);
+  assert.deepEqual(bendPoints(resident, gemv, "f32"), []);
+  assert.equal(streamingMidpoints(resident, gemv, "f32", 0).length, 0, "a plan without bends");
+  for (const p of streamingMidpoints(resident, gemv, "f32", 2)) {
+    assert.equal(p.backend, "webgpu");
+    assert.equal(p.residency, "device-resident");
+    assert.equal(p.variant, "rpi=8");
+  }
+  // Measured already: the steps around it are under ×2 and ask for nothing more.
+  const filled = [...resident, { ...resident[3]!, size: 768 } as Measurement];
+  assert.deepEqual(streamingMidpoints(filled, gemv, "f32", 1).map((p) => p.size), [1720]);
+  // End to end the sync carries the time; the CPU's bends are bendPoints' business; add streams
+  // nothing it reuses.
+  assert.equal(streamingMidpoints(series("webgpu", "end-to-end"), gemv, "f32", 2).length, 0);
+  assert.equal(streamingMidpoints(series("wasm", "end-to-end"), gemv, "f32", 2).length, 0);
+  assert.equal(
+    streamingMidpoints(resident.map((m) => ({ ...m, op: "add" })), add, "f32", 2).length,
+    0,
+  );
 });
