@@ -244,9 +244,30 @@ function sizesFor(op: OpSpec, dtype: Dtype, mode: Mode): number[] {
   // L1-to-L2 step fell between two of them, and odd sizes there were predicted 40–80 % slow.
   const factor = 2 ** Math.max(1, span / (quick ? 5 : 12));
   const start = Math.max(op.axis.min, op.complexity === "matrix" ? 4 : 16);
-  return geometricGrid(start, op.axis.max, { factor }).filter((s) =>
-    op.bytes(op.axis.shape(s), dtype) <= maxBytes
-  );
+  const fits = (s: number) => op.bytes(op.axis.shape(s), dtype) <= maxBytes;
+  const grid = geometricGrid(start, op.axis.max, { factor }).filter(fits);
+  if (quick || op.complexity === "matrix" || grid.length === 0) return grid;
+  // A one-dimensional op's grid ends at its byte cap rather than at the last grid point under it:
+  // a default run's add stopped at 2 642 246 elements (32 MB), and at 5·10⁶ (60 MB, past this
+  // VM's share of the last-level cache) add and fma ran 45–95 % slower than extrapolated.
+  const last = grid[grid.length - 1]!;
+  const cap = largestFitting(last, op.axis.max, fits);
+  return cap / last >= MIN_CAP_STEP ? [...grid, cap] : grid;
+}
+
+/** A byte cap at least this far beyond the grid's last point becomes a grid point of its own. */
+const MIN_CAP_STEP = 1.5;
+
+/** The largest integer in [lo, hi] that `fits`, given that `lo` fits and fitting is monotone. */
+function largestFitting(lo: number, hi: number, fits: (s: number) => boolean): number {
+  let [a, b] = [lo, hi];
+  if (fits(b)) return b;
+  while (b - a > 1) {
+    const mid = Math.floor((a + b) / 2);
+    if (fits(mid)) a = mid;
+    else b = mid;
+  }
+  return a;
 }
 
 /**

@@ -440,6 +440,30 @@ Deno.test("the default and thorough plans keep every dtype, probe after every jo
   assert.equal(thorough.time.totalS, null);
 });
 
+Deno.test("a default plan's one-dimensional grids end at their byte cap; matrix ops and quick plans keep their grid", () => {
+  const sizes = (mode: "quick" | "default", op: string) =>
+    planFor({
+      quick: mode === "quick",
+      mode,
+      ops: [getOp(op)],
+      dtypes: ["f32"],
+      backends: ["wasm"],
+    })
+      .jobs[0]!.sizes;
+  const bytes = (op: string, n: number) => getOp(op).bytes(getOp(op).axis.shape(n), "f32");
+  // add moves 12 bytes an element: 64 MiB holds 5 592 405 of them, ×2.1 past the grid's 2 642 246.
+  const add = sizes("default", "add");
+  assert.equal(add.at(-1), 5_592_405);
+  assert.equal(add.at(-2), 2_642_246);
+  assert.ok(
+    bytes("add", add.at(-1)!) <= 64 * 2 ** 20 && bytes("add", add.at(-1)! + 1) > 64 * 2 ** 20,
+  );
+  // sum's grid already ends within ×1.5 of its cap; gemv is a matrix op; a quick run stays short.
+  assert.equal(sizes("default", "sum").at(-1), 11_863_283);
+  assert.equal(sizes("default", "gemv").at(-1), 2580);
+  assert.ok(sizes("quick", "add").at(-1)! < 5_592_405);
+});
+
 Deno.test("a quick planner probes drift every 10 s and after its last job; the default after every job", () => {
   // Each case takes 3 s of the fake clock: a job takes seconds, as on a real machine.
   const slowAdd = (req: MeasureRequest) => 100 + addTimes(req);
