@@ -161,29 +161,23 @@ function* retryUnsure(
     }
   }
   const outcome = yield* state.sample(unsure.map(requestOf));
-  const repeats = unsure.map((old, i) => {
+  const repeats = unsure.flatMap((old, i) => {
     const r = outcome.results?.[i];
     return r?.state === "ok" && old.state === "ok"
-      ? { old, r, window: outcome.windows?.[i] }
-      : null;
+      ? [{ old, r, window: outcome.windows?.[i] }]
+      : [];
   });
-  const split = repeats.flatMap((x) =>
-    x !== null && x.old.state === "ok" && disagree(x.old.wall.median, x.r.wall.median) ? [x] : []
-  );
+  const split = repeats.filter((x) => disagree(x.old.wall.median, x.r.wall.median));
   const third = yield* state.sample(split.map((x) => requestOf(x.old)));
-  const deciding = new Map(split.map((x, i) => {
-    const r = third.results?.[i];
-    return [x, r?.state === "ok" ? { r, window: third.windows?.[i] } : null] as const;
-  }));
   const kept = repeats.flatMap((x) => {
-    if (x === null || x.old.state !== "ok") return [];
-    if (!deciding.has(x)) return x.r.wall.relCi < x.old.wall.relCi ? [x] : [];
-    const decider = deciding.get(x);
-    if (decider == null) return [];
+    const j = split.indexOf(x);
+    if (j < 0) return x.r.wall.relCi < x.old.wall.relCi ? [x] : [];
+    const r = third.results?.[j];
+    if (r?.state !== "ok") return [];
     const middle = middleOf([
       { ms: x.old.wall.median, pick: null },
       { ms: x.r.wall.median, pick: x },
-      { ms: decider.r.wall.median, pick: { old: x.old, ...decider } },
+      { ms: r.wall.median, pick: { old: x.old, r, window: third.windows?.[j] } },
     ]);
     return middle === null ? [] : [middle];
   });
