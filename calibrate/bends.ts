@@ -218,6 +218,95 @@ export function streamingMidpoints(
   return found;
 }
 
+/**
+ * Longest run, ms, of a CPU series' larger end for {@linkcode rateStepMidpoints} to split the
+ * gap: a point there costs tens of milliseconds to measure.
+ */
+export const CHEAP_STEP_RUN_MS = 1;
+/**
+ * A gap is split when its ends' rates differ by more than this factor beyond their medians' own
+ * intervals: interpolating across a step of ×1.2 can be 10–20 % off inside it.
+ */
+const STEP_RATE_RATIO = 1.2;
+/**
+ * A point is past its series' launch when its run is this many times the series' shortest:
+ * below it the rate climbs because a fixed cost fades, which the fit models, not a cache.
+ */
+const PAST_LAUNCH = 4;
+
+/**
+ * The geometric midpoints of the gaps where a CPU series' rate (bytes per ms) steps between two
+ * neighbouring sizes, the largest step first, at most `perSeries` per series, for elementwise
+ * ops and reductions, past the series' launch and where the larger end runs in at most
+ * {@linkcode CHEAP_STEP_RUN_MS}. A cache level is a cliff in the rate a few tens of percent of a
+ * size wide, and the grid's steps (×4.5 in elements) are wider than it: on a 2-vCPU Intel Xeon
+ * VM a one-thread wasm `dot` streamed 60–72 GB/s up to 400 kB of operands and 27–30 GB/s from
+ * 800 kB, measured at 52 kB and 1 MB only, and a held-out `dot` of 50 001 elements was predicted
+ * 62–80 % slow, a `sum` of 70 001 26–46 %, in four calibrations. No point is off the line
+ * through its neighbours there ({@linkcode bendPoints} asks nothing), but the rate between them
+ * says the cliff is somewhere inside; each call halves the gaps it finds, so a caller that
+ * measures them and asks again narrows the cliff down.
+ *
+ * @param measurements Raw measurements (any op; only `op` and `dtype`'s ok on-axis CPU ones are read).
+ * @param op The op.
+ * @param dtype The dtype.
+ * @param perSeries Most sizes per series.
+ * @returns The sizes with their series, largest step first; `miss` is the rates' ratio − 1.
+ * @example
+ * ```ts
+ * import { rateStepMidpoints } from "./bends.ts";
+ * import { getOp } from "../kernels/catalog.ts";
+ * import type { Measurement } from "../core/schema.ts";
+ * // 12 bytes per element: 70 GB/s up to 6502 elements, 30 GB/s from 131 072.
+ * const at = (size: number, gbps: number) =>
+ *   ({ op: "add", dtype: "f32", backend: "wasm", residency: "end-to-end", variant: "v",
+ *      state: "ok", size, bytes: 12 * size, wall: { median: 12 * size / gbps / 1e6, relCi: 0.02 } }) as unknown as Measurement;
+ * const points = rateStepMidpoints([at(16, 1), at(323, 20), at(6502, 70), at(131072, 30)], getOp("add"), "f32", 2);
+ * console.log(points.map((p) => p.size)); // [29192]
+ * ```
+ */
+export function rateStepMidpoints(
+  measurements: readonly Measurement[],
+  op: OpSpec,
+  dtype: Dtype,
+  perSeries: number,
+): BendPoint[] {
+  if (op.complexity === "matrix" || perSeries <= 0) return [];
+  const series = new Map<string, Map<number, Point & { bytes: number }>>();
+  for (const m of measurements) {
+    if (
+      m.op !== op.name || m.dtype !== dtype || m.state !== "ok" || m.offAxis ||
+      m.backend === "webgpu" || !(m.bytes > 0 && m.wall.median > 0)
+    ) continue;
+    const key = `${m.backend}|${m.residency}|${m.variant}`;
+    const bySize = series.get(key) ?? new Map<number, Point & { bytes: number }>();
+    series.set(key, bySize);
+    const prior = bySize.get(m.size);
+    if (!prior || m.wall.median < prior.ms) {
+      bySize.set(m.size, { ms: m.wall.median, relCi: m.wall.relCi, bytes: m.bytes });
+    }
+  }
+  const found: BendPoint[] = [];
+  for (const [key, bySize] of series) {
+    const [backend, residency, variant] = key.split("|") as [Backend, Residency, string];
+    const sizes = [...bySize.keys()].sort((a, b) => a - b);
+    const shortest = Math.min(...[...bySize.values()].map((p) => p.ms));
+    const steps: BendPoint[] = [];
+    for (let i = 0; i + 1 < sizes.length; i++) {
+      const [lo, hi] = [bySize.get(sizes[i]!)!, bySize.get(sizes[i + 1]!)!];
+      if (sizes[i + 1]! / sizes[i]! < MIN_MIDPOINT_RATIO) continue;
+      if (lo.ms < PAST_LAUNCH * shortest || hi.ms > CHEAP_STEP_RUN_MS) continue;
+      const step = Math.abs(Math.log((lo.bytes / lo.ms) / (hi.bytes / hi.ms)));
+      if (step - lo.relCi - hi.relCi <= Math.log(STEP_RATE_RATIO)) continue;
+      const size = roundSize(Math.sqrt(sizes[i]! * sizes[i + 1]!), op);
+      if (size <= sizes[i]! || size >= sizes[i + 1]!) continue;
+      steps.push({ size, backend, residency, variant, miss: Math.expm1(step) });
+    }
+    found.push(...steps.sort((a, b) => b.miss - a.miss).slice(0, perSeries));
+  }
+  return found.sort((a, b) => b.miss - a.miss);
+}
+
 /** Neighbours closer than this ratio get no midpoint: a grid step (×2.24 by default) is halved once. */
 const MIN_MIDPOINT_RATIO = 2;
 

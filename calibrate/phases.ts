@@ -17,7 +17,7 @@ import {
 } from "../kernels/types.ts";
 import type { Measurement } from "../core/schema.ts";
 import { nextRefinementSizes } from "./analyze.ts";
-import { bendPoints, streamingMidpoints } from "./bends.ts";
+import { type BendPoint, bendPoints, rateStepMidpoints, streamingMidpoints } from "./bends.ts";
 import { pooledResult, requestOf, UNSURE_REL_CI, windowsDisagree } from "./measure.ts";
 import type { CalibrationJob } from "./plan.ts";
 import { measurementKey, type PlanState, type Steps } from "./plan_state.ts";
@@ -52,6 +52,7 @@ export function* jobSteps(state: PlanState, job: CalibrationJob): Steps {
   yield* gridSteps(state, job, backends, chosen);
   const retried = new Set<string>();
   yield* retryUnsure(state, op, dtype, retried);
+  yield* stepFills(state, job, backends);
   if (!state.time.past(state.time.gridDeadline())) {
     yield* refineSteps(state, job, backends, chosen);
     yield* bendSteps(state, job, backends);
@@ -251,11 +252,44 @@ function* refineSteps(
 function* bendSteps(state: PlanState, job: CalibrationJob, backends: readonly Backend[]): Steps {
   const { op, dtype } = job;
   const max = state.plan.bendPoints;
-  const asked = [
+  if (state.time.past(state.time.gridDeadline())) return;
+  yield* measurePoints(state, job, backends, [
     ...bendPoints(state.measurements, op, dtype, { max }),
     ...streamingMidpoints(state.measurements, op, dtype, max),
-  ];
-  const bends = asked
+  ]);
+}
+
+/** Rounds of {@linkcode rateStepMidpoints} per job: each halves the gaps the one before left. */
+const STEP_FILL_ROUNDS = 2;
+
+/**
+ * Where a CPU series' rate steps between two neighbouring sizes (a cache level), the midpoint of
+ * the gap, twice over (`rateStepMidpoints`), as many per series and round as the plan has bend
+ * points. Only cheap runs (a millisecond or less) are asked for, so the job's deadline does not
+ * hold them back: a job whose WebGPU climbs took its grid time still gets them, for a few
+ * hundred milliseconds.
+ */
+function* stepFills(state: PlanState, job: CalibrationJob, backends: readonly Backend[]): Steps {
+  const { op, dtype } = job;
+  for (let round = 0; round < STEP_FILL_ROUNDS; round++) {
+    const points = rateStepMidpoints(state.measurements, op, dtype, state.plan.bendPoints);
+    if (!(yield* measurePoints(state, job, backends, points))) return;
+  }
+}
+
+/**
+ * Measures extra sizes of series the job measured: each once (a size two rules ask for is
+ * measured once), where its backend is in the job and its variant can run it. False when none
+ * was left to measure.
+ */
+function* measurePoints(
+  state: PlanState,
+  job: CalibrationJob,
+  backends: readonly Backend[],
+  asked: readonly BendPoint[],
+): Steps<boolean> {
+  const { op, dtype } = job;
+  const points = asked
     .filter((p, i) =>
       asked.findIndex((q) =>
         q.size === p.size && q.backend === p.backend && q.residency === p.residency &&
@@ -267,10 +301,10 @@ function* bendSteps(state: PlanState, job: CalibrationJob, backends: readonly Ba
       return backends.includes(p.backend) && variant !== undefined &&
         runnable(op, p.backend, op.axis.shape(p.size), dtype, [variant], 1).length === 1;
     });
-  if (bends.length === 0 || state.time.past(state.time.gridDeadline())) return;
-  state.progressTotal += bends.length;
+  if (points.length === 0) return false;
+  state.progressTotal += points.length;
   yield* state.measure(
-    bends.map((p) => ({
+    points.map((p) => ({
       op: op.name,
       shape: op.axis.shape(p.size),
       dtype,
@@ -280,6 +314,7 @@ function* bendSteps(state: PlanState, job: CalibrationJob, backends: readonly Ba
     })),
     op,
   );
+  return true;
 }
 
 /**

@@ -1,5 +1,10 @@
 import assert from "node:assert/strict";
-import { bendPoints, streamingMidpoints } from "../calibrate/bends.ts";
+import {
+  bendPoints,
+  CHEAP_STEP_RUN_MS,
+  rateStepMidpoints,
+  streamingMidpoints,
+} from "../calibrate/bends.ts";
 import { planFor } from "../calibrate/plan.ts";
 import { getOp, OPS } from "../kernels/catalog.ts";
 import type { Measurement } from "../core/schema.ts";
@@ -148,4 +153,69 @@ Deno.test("streamingMidpoints() asks for the grid's midpoints of a WebGPU device
     streamingMidpoints(resident.map((m) => ({ ...m, op: "add" })), add, "f32", 2).length,
     0,
   );
+});
+
+Deno.test("rateStepMidpoints() halves a CPU series' gap where its rate steps, until the cliff is pinned", () => {
+  const dot = getOp("dot");
+  // One-thread wasm dot on a 2-vCPU Intel Xeon VM (8 bytes an element): µs at each grid size of a
+  // default run, 67 GB/s at 6502 elements and 28 at 131 072; 60–72 GB/s up to 50 001, 27–30 from
+  // 100 000 (the cliff's middle, 44, at 70 001) in a finer scan.
+  const measured = new Map([
+    [16, 0.0587],
+    [323, 0.0737],
+    [6502, 0.707],
+    [131072, 36.8],
+    [
+      588493,
+      173,
+    ],
+    [29192, 3.39],
+    [61856, 7.9],
+  ]);
+  const series = (sizes: number[]) =>
+    sizes.map((size) => ({
+      ...at({ size, ms: measured.get(size)! / 1000 }),
+      op: "dot",
+      bytes: 8 * size,
+    } as Measurement));
+  const grid = series([16, 323, 6502, 131072, 588493]);
+  // 131 072 lies 21 % off the line from 6502 to 588 493, under bendPoints' tolerance: the rate
+  // still steps ×2.4 beside it.
+  assert.ok(!bendPoints(grid, dot, "f32").some((p) => p.size > 6502));
+  const first = rateStepMidpoints(grid, dot, "f32", 2);
+  assert.deepEqual(first.map((p) => p.size), [29192]);
+  assert.ok(first[0]!.miss > 1.3, "the step is ×2.4");
+  assert.equal(first[0]!.variant, "unroll=4");
+  // Measured, the gap that still steps is the one above it; the flat gaps ask nothing.
+  const second = rateStepMidpoints(series([16, 323, 6502, 29192, 131072, 588493]), dot, "f32", 2);
+  assert.deepEqual(second.map((p) => p.size), [61856]);
+  // Then the cliff lies within a ×2.1 gap, the one that still steps.
+  const third = rateStepMidpoints(series([...measured.keys()]), dot, "f32", 2);
+  assert.deepEqual(third.map((p) => p.size), [90040]);
+  // The launch's climb (323 → 6502 runs 7× the rate) is the fit's business, not a cache.
+  assert.ok(![...first, ...second, ...third].some((p) => p.size < 6502));
+});
+
+Deno.test("rateStepMidpoints() leaves WebGPU, matrix ops, long runs and quick plans alone", () => {
+  const dot = getOp("dot");
+  const stepping = (backend: string, scale = 1) =>
+    [16, 6502, 131072].map((size) => ({
+      ...at({ size, ms: scale * (5e-5 + (8 * size) / (size < 10_000 ? 66 : 28) / 1e6), backend }),
+      op: "dot",
+      bytes: 8 * size,
+    } as Measurement));
+  assert.equal(rateStepMidpoints(stepping("wasm"), dot, "f32", 2).length, 1);
+  assert.equal(rateStepMidpoints(stepping("wasm-mt"), dot, "f32", 2).length, 1);
+  assert.equal(rateStepMidpoints(stepping("webgpu"), dot, "f32", 2).length, 0);
+  assert.equal(
+    rateStepMidpoints(stepping("wasm"), dot, "f32", 0).length,
+    0,
+    "a plan without bends",
+  );
+  // A larger end that runs longer than a cheap run: the gap stays open.
+  const slow = (CHEAP_STEP_RUN_MS / 0.0375) * 1.01;
+  assert.equal(rateStepMidpoints(stepping("wasm", slow), dot, "f32", 2).length, 0);
+  const gemv = getOp("gemv");
+  const matrix = stepping("wasm").map((m) => ({ ...m, op: "gemv" }) as Measurement);
+  assert.equal(rateStepMidpoints(matrix, gemv, "f32", 2).length, 0);
 });
