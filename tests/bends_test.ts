@@ -219,3 +219,21 @@ Deno.test("rateStepMidpoints() leaves WebGPU, matrix ops, long runs and quick pl
   const matrix = stepping("wasm").map((m) => ({ ...m, op: "gemv" }) as Measurement);
   assert.equal(rateStepMidpoints(matrix, gemv, "f32", 2).length, 0);
 });
+
+Deno.test("rateStepMidpoints() splits a cheap gap of ×8 or more even where its ends run alike: a cache's hump hides inside", () => {
+  const add = getOp("add");
+  // Two-thread wasm add: 72 and 70 GB/s at the ends (12 bytes an element), faster between.
+  const flat = (sizes: number[]) =>
+    sizes.map((size) => ({
+      ...at({ size, ms: 5e-5 + (12 * size) / 71 / 1e6, backend: "wasm-mt" }),
+      bytes: 12 * size,
+    } as Measurement));
+  assert.deepEqual(
+    rateStepMidpoints(flat([16, 323, 6502, 131072]), add, "f32", 2).map((p) => p.size),
+    [
+      29192,
+    ],
+  );
+  // A grid step (×4.5) with ends alike asks nothing.
+  assert.deepEqual(rateStepMidpoints(flat([16, 323, 6502, 29193]), add, "f32", 2), []);
+});
