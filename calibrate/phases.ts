@@ -53,6 +53,7 @@ export function* jobSteps(state: PlanState, job: CalibrationJob): Steps {
   const retried = new Set<string>();
   yield* retryUnsure(state, op, dtype, retried);
   yield* stepFills(state, job, backends);
+  yield* fallbackSteps(state, job, backends, chosen);
   if (!state.time.past(state.time.gridDeadline())) {
     yield* refineSteps(state, job, backends, chosen);
     yield* bendSteps(state, job, backends);
@@ -275,6 +276,59 @@ function* stepFills(state: PlanState, job: CalibrationJob, backends: readonly Ba
     const points = rateStepMidpoints(state.measurements, op, dtype, state.plan.bendPoints);
     if (!(yield* measurePoints(state, job, backends, points))) return;
   }
+}
+
+/** The largest on-axis sizes of a WebGPU series at which its fallback variant is measured. */
+const FALLBACK_SIZES = 2;
+
+/**
+ * Where the winning WebGPU variant cannot run a size one below the grid's (vector loads need
+ * n % 4 == 0; a program with n = 77 runs another variant), the best-ranked variant that can is
+ * measured at that size, one below each of the device-resident series' largest
+ * {@linkcode FALLBACK_SIZES} grid sizes, so it is predicted from its own times where the work, not
+ * the launch, sets them. The variant search timed it at a small anchor only, where a launch
+ * carries both variants' times: on lavapipe matmul's 16 × 8 tiles with scalar loads ran 32³ at
+ * 1.28× the vector ones' time and 77³–611³ at 1.9–2.1×, and held-out odd squares were predicted
+ * 49–65 % fast from the anchor's ratio. Within the job's time only.
+ */
+function* fallbackSteps(
+  state: PlanState,
+  job: CalibrationJob,
+  backends: readonly Backend[],
+  chosen: ReadonlyMap<Backend, Variant[]>,
+): Steps {
+  const { op, dtype } = job;
+  const ranked = chosen.get("webgpu");
+  const winner = ranked?.[0];
+  if (!backends.includes("webgpu") || winner === undefined) return;
+  if (state.time.past(state.time.jobDeadline())) return;
+  const winnerId = variantId(winner);
+  const sizes = [
+    ...new Set(
+      state.measurements.filter((m) =>
+        m.op === op.name && m.dtype === dtype && m.backend === "webgpu" && m.state === "ok" &&
+        m.residency === "device-resident" && m.variant === winnerId && !m.offAxis
+      ).map((m) => m.size),
+    ),
+  ].sort((a, b) => a - b).slice(-FALLBACK_SIZES);
+  const reqs: MeasureRequest[] = [];
+  for (const size of sizes) {
+    const shape = op.axis.shape(size - 1);
+    if (runnable(op, "webgpu", shape, dtype, [winner], 1).length === 1) continue;
+    const [fallback] = runnable(op, "webgpu", shape, dtype, ranked, 1);
+    if (fallback === undefined) continue;
+    reqs.push({
+      op: op.name,
+      shape,
+      dtype,
+      backend: "webgpu",
+      variant: fallback,
+      residency: "device-resident",
+    });
+  }
+  if (reqs.length === 0) return;
+  state.progressTotal += reqs.length;
+  yield* state.measure(reqs, op);
 }
 
 /**

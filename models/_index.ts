@@ -12,6 +12,7 @@ import {
   BACKENDS,
   CPU_BACKENDS,
   type Dtype,
+  implOf,
   isOnAxis,
   type OpSpec,
   type Residency,
@@ -117,6 +118,11 @@ export interface BackendSeries {
    * bounds a prediction from below (see {@linkcode predictSeries}); null otherwise.
    */
   readonly floor: { readonly kernel: BackendSeries; readonly syncMs: number } | null;
+  /**
+   * Whether a variant (by id) can run a shape: a WebGPU matmul with vector loads of B cannot run
+   * n = 77, and a program runs another variant there.
+   */
+  readonly runs: (shape: Shape, variant: string) => boolean;
 }
 
 /** Everything about one (op, dtype, residency). */
@@ -383,6 +389,27 @@ function buildSeries(
     alignmentOf,
     imbalanceOf,
     floor,
+    runs: runsFor(op, dtype, backend),
+  };
+}
+
+/**
+ * {@linkcode BackendSeries.runs} of `op` in `dtype` on `backend`: what the kernel's own
+ * `unsupported` says; true for a variant it does not know.
+ */
+function runsFor(op: OpSpec, dtype: Dtype, backend: Backend): BackendSeries["runs"] {
+  const impl = implOf(op, backend);
+  const params = new Map<string, Variant>();
+  return (shape, variant) => {
+    let p = params.get(variant);
+    if (p === undefined) params.set(variant, p = variantFromId(variant));
+    try {
+      return (impl?.unsupported?.(shape, dtype, p) ?? null) === null;
+    } catch {
+      // A variant this version of the kernels does not know (a report from another version):
+      // nothing says it cannot run.
+      return true;
+    }
   };
 }
 
@@ -655,7 +682,31 @@ export function predictSeries(
   if (v !== null && v.fit !== null) p = fitted(s, v, at);
   else if (v !== null) p = scaledFromFitted(s, v, at);
   p ??= interpolate(v ?? largestSeries(s), size);
+  if (p !== null && chosen === null && shape !== null && !s.runs(shape, p.variant)) {
+    p = fastestRunnable(s, dims, size, shape, flops, bytes) ?? p;
+  }
   return p === null || s.floor === null ? p : atLeastKernelAndSync(s.floor, p, at);
+}
+
+/**
+ * The fastest predicted of the variants that can run `shape`, when the one a backend would pick
+ * by size cannot (vector loads at an odd width); null when none of its variants can.
+ */
+function fastestRunnable(
+  s: BackendSeries,
+  dims: readonly string[],
+  size: number,
+  shape: Shape,
+  flops: number,
+  bytes: number,
+): Prediction | null {
+  let best: Prediction | null = null;
+  for (const v of s.variants.keys()) {
+    if (!s.runs(shape, v)) continue;
+    const p = predictSeries(s, dims, size, shape, flops, bytes, v);
+    if (p !== null && (best === null || p.ms < best.ms)) best = p;
+  }
+  return best;
 }
 
 /** `p`, raised to the device-resident time of its variant (else the best) plus one sync. */
@@ -734,13 +785,22 @@ function scaledFromFitted(
   const model = ratioModel(s, v, ref, at.dims);
   if (model === null) return null;
   const shapeModel = at.shape === null ? null : model.shapeModel;
-  const ln = model.meanLn +
-    (shapeModel === null ? 0 : correctionMean(shapeModel, shapeFeatures(at.dims, at.shape!)));
-  const ratio = Math.exp(ln);
   const base = refAt ?? fitted(s, ref, at);
+  let ms: number;
+  if (shapeModel === null && model.axis.length > 0) {
+    // Along the axis, from the sizes where the work set both times: the launch is the fitted
+    // variant's, the rest scales by the ratio there.
+    const t0 = Math.min(ref.model!.t0, base.ms);
+    ms = t0 + (base.ms - t0) * Math.exp(ratioAlongAxis(model.axis, at.size));
+  } else {
+    const ln = model.meanLn +
+      (shapeModel === null ? 0 : correctionMean(shapeModel, shapeFeatures(at.dims, at.shape!)));
+    ms = base.ms * Math.exp(ln);
+  }
+  const ratio = ms / base.ms;
   return {
     ...base,
-    ms: base.ms * ratio,
+    ms,
     variant: v.variant,
     viaVariant: { from: ref.variant, ratio, sizes: v.points.map((p) => p.size), shapeModel },
   };
@@ -750,6 +810,12 @@ function scaledFromFitted(
 interface RatioModel {
   /** Mean ln(time / the fitted variant's prediction) over its on-axis points (else all). */
   readonly meanLn: number;
+  /**
+   * Its on-axis sizes where the fitted variant's time is mostly work (at least
+   * {@linkcode WORK_SHARE} beyond its launch), ascending, with ln of the ratio of the two times
+   * beyond that launch (the mean where one ran twice); empty when it ran at none.
+   */
+  readonly axis: readonly AxisRatio[];
   /**
    * How that ln ratio moves with the shape's proportions about its mean, learned from its points
    * when some lie off the axis; null otherwise.
@@ -783,16 +849,55 @@ function ratioModel(
     const onAxis = residuals.filter((_, i) => v.points[i]!.onAxis);
     const prior = onAxis.length > 0 ? onAxis : residuals;
     const meanLn = prior.reduce((a, b) => a + b, 0) / prior.length;
+    const bySize = new Map<number, number[]>();
+    const t0 = ref.model!.t0;
+    for (const p of v.points) {
+      if (!p.onAxis) continue;
+      const refMs =
+        fitted(s, ref, { dims, size: p.size, shape: p.shape, flops: p.flops, bytes: p.bytes }).ms;
+      if (refMs - t0 < WORK_SHARE * refMs || p.ms <= t0) continue;
+      bySize.set(p.size, [...bySize.get(p.size) ?? [], Math.log((p.ms - t0) / (refMs - t0))]);
+    }
+    const axis = [...bySize].sort((a, b) => a[0] - b[0])
+      .map(([size, lns]) => ({ size, ln: lns.reduce((a, b) => a + b, 0) / lns.length }));
     const shapeModel = v.offAxisPoints > 0 && v.points.length >= 2
       ? fitShapeModel(v.points.map((p, i) => {
         const relSd = p.ciHalfWidth / p.ms / 1.96;
         return { features: p.dims, residual: residuals[i]! - meanLn, noiseVar: relSd * relSd };
       }))
       : null;
-    model = { meanLn, shapeModel };
+    model = { meanLn, axis, shapeModel };
   }
   byRef.set(ref.variant, model);
   return model;
+}
+
+/** One on-axis size of a variant without a fit, and its ln ratio there beyond the launch. */
+interface AxisRatio {
+  readonly size: number;
+  readonly ln: number;
+}
+
+/**
+ * Least share of the fitted variant's time beyond its launch at a size for the ratio there to
+ * count as the two variants' rates: where a launch carries both times their ratio is near 1
+ * whatever the rates (lavapipe's 16 × 8 tiles with scalar loads ran 32³ in 1.28× the vector-load
+ * ones' time and 77³–611³ in 1.5–2.1×, and odd squares predicted from the 32³ ratio came out
+ * 27–65 % fast).
+ */
+const WORK_SHARE = 2 / 3;
+
+/**
+ * A variant's ln ratio beyond the launch at an axis size: interpolated in ln(size) between the
+ * sizes of `axis` and held beyond them.
+ */
+function ratioAlongAxis(axis: readonly AxisRatio[], size: number): number {
+  const hi = axis.findIndex((p) => p.size >= size);
+  if (hi === 0) return axis[0]!.ln;
+  if (hi === -1) return axis.at(-1)!.ln;
+  const [a, b] = [axis[hi - 1]!, axis[hi]!];
+  const w = Math.log(size / a.size) / Math.log(b.size / a.size);
+  return a.ln + w * (b.ln - a.ln);
 }
 
 /**
