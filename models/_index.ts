@@ -836,12 +836,10 @@ function ratioModel(
   let byRef = ratioModels.get(v);
   if (byRef === undefined) ratioModels.set(v, byRef = new Map());
   if (byRef.has(ref.variant)) return byRef.get(ref.variant)!;
-  const residuals = v.points.map((p) =>
-    Math.log(
-      p.ms / fitted(s, ref, { dims, size: p.size, shape: p.shape, flops: p.flops, bytes: p.bytes })
-        .ms,
-    )
+  const refMs = v.points.map((p) =>
+    fitted(s, ref, { dims, size: p.size, shape: p.shape, flops: p.flops, bytes: p.bytes }).ms
   );
+  const residuals = v.points.map((p, i) => Math.log(p.ms / refMs[i]!));
   let model: RatioModel | null = null;
   if (residuals.every(Number.isFinite)) {
     // The prior is its ratio on the axis, where the variant search timed it (all its points when
@@ -851,13 +849,11 @@ function ratioModel(
     const meanLn = prior.reduce((a, b) => a + b, 0) / prior.length;
     const bySize = new Map<number, number[]>();
     const t0 = ref.model!.t0;
-    for (const p of v.points) {
-      if (!p.onAxis) continue;
-      const refMs =
-        fitted(s, ref, { dims, size: p.size, shape: p.shape, flops: p.flops, bytes: p.bytes }).ms;
-      if (refMs - t0 < WORK_SHARE * refMs || p.ms <= t0) continue;
-      bySize.set(p.size, [...bySize.get(p.size) ?? [], Math.log((p.ms - t0) / (refMs - t0))]);
-    }
+    v.points.forEach((p, i) => {
+      const work = refMs[i]! - t0;
+      if (!p.onAxis || work < WORK_SHARE * refMs[i]! || p.ms <= t0) return;
+      bySize.set(p.size, [...bySize.get(p.size) ?? [], Math.log((p.ms - t0) / work)]);
+    });
     const axis = [...bySize].sort((a, b) => a[0] - b[0])
       .map(([size, lns]) => ({ size, ln: lns.reduce((a, b) => a + b, 0) / lns.length }));
     const shapeModel = v.offAxisPoints > 0 && v.points.length >= 2

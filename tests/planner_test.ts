@@ -573,3 +573,25 @@ Deno.test("a quick run measures its off-axis shapes with one variant per backend
   assert.ok(off.length > 0);
   assert.deepEqual([...new Set(off.map((m) => m.variant))].length, 1);
 });
+
+Deno.test("where the winning WebGPU matmul cannot run an odd width, the variant that can is measured beside the grid's top sizes", () => {
+  const { clock, planner } = defaultPlanner("matmul", ["webgpu"]);
+  // Vector loads run twice the scalar ones' rate; both pay a 30 µs launch (and 11 ms of sync end
+  // to end). The variant search finds a vector-load variant fastest.
+  const times = (req: MeasureRequest) => {
+    const { m, k, n } = req.shape as { m: number; k: number; n: number };
+    const id = typeof req.variant === "string" ? req.variant : variantId(req.variant ?? {});
+    const rate = id.includes("vec4=true") ? 20e6 : 10e6;
+    return (req.residency === "end-to-end" ? 11 : 0.03) + (2 * m * k * n) / rate;
+  };
+  drive(planner, times, clock);
+  const resident = planner.measurements.filter((m) =>
+    m.state === "ok" && m.residency === "device-resident" && !m.offAxis
+  );
+  const winner = resident.filter((m) => m.variant.includes("vec4=true"));
+  const grid = [...new Set(winner.map((m) => m.size))].sort((a, b) => a - b);
+  const odd = resident.filter((m) => m.size % 4 !== 0);
+  assert.deepEqual(odd.map((m) => m.size).sort((a, b) => a - b), grid.slice(-2).map((s) => s - 1));
+  for (const m of odd) assert.match(m.variant, /vec4=false/);
+  assert.ok(!odd.some((m) => m.variant.includes("avec4=true")), "nor vector loads of A");
+});

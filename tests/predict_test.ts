@@ -386,3 +386,57 @@ Deno.test("a WebGPU end-to-end prediction is at least its device-resident time p
   assert.ok(t.interval[1] >= floor, `${t.interval}`);
   assert.match(t.source, /raised to the device-resident time/);
 });
+
+Deno.test("a WebGPU matmul at an odd width is predicted with a variant that can run it, from its own times where the work sets them", () => {
+  // The synthetic device-resident matmul as lavapipe's vector-load tiles, and beside it their
+  // scalar-load twin, which runs any n: the same launch, half the rate. The variant search timed
+  // the twin at 32³, where the launch is most of both times; calibrate at 255³ and 511³.
+  const vec4 = "algo=reg,avec4=true,kt=0,tm=16,tn=8,vec4=true,wg=8,wgy=4";
+  const scalar = "algo=reg,kt=0,tm=16,tn=8,vec4=false,wg=8,wgy=4";
+  const base: Report = JSON.parse(
+    JSON.stringify(syntheticReport()).replaceAll('"tm=4,tn=4,vec4=true,wg=8x8"', `"${vec4}"`),
+  );
+  const t0 = 0.09;
+  const vec4Ms = (n: number) => syntheticTimeMs("matmul", "f32", "webgpu", "device-resident", n);
+  const scalarMs = (n: number) => t0 + 2 * (vec4Ms(n) - t0);
+  const template = base.measurements.find((m) =>
+    m.state === "ok" && m.op === "matmul" && m.backend === "webgpu" &&
+    m.residency === "device-resident"
+  )!;
+  assert.ok(template.state === "ok");
+  const twin = (n: number) => ({
+    ...template,
+    variant: scalar,
+    size: n,
+    shape: cube(n),
+    flops: 2 * n ** 3,
+    bytes: 12 * n * n,
+    wall: { ...template.wall, median: scalarMs(n), ciHalfWidth: scalarMs(n) * 0.01 },
+  });
+  const request = {
+    op: "matmul",
+    dtype: "f32",
+    backend: "webgpu",
+    residency: "device-resident",
+  } as const;
+  const anchorOnly = steady({ ...base, measurements: [...base.measurements, twin(32)] });
+  const measured = steady({
+    ...base,
+    measurements: [...base.measurements, twin(32), twin(255), twin(511)],
+  });
+  for (const report of [anchorOnly, measured]) {
+    // n = 76 runs the vector loads; n = 77 cannot, and the prediction says which variant can.
+    assert.equal(predictTime(report, { ...request, shape: cube(76) }).variant, vec4);
+    assert.equal(predictTime(report, { ...request, shape: cube(77) }).variant, scalar);
+  }
+  for (const n of [181, 301, 611]) {
+    const truth = scalarMs(n);
+    const fromAnchor = predictTime(anchorOnly, { ...request, shape: cube(n) }).ms;
+    const t = predictTime(measured, { ...request, shape: cube(n) });
+    // At 32³ the twin took 1.9× the vector loads' time (all but a tenth of each is launch): the
+    // anchor's ratio, carried to where the work sets the time, is too fast.
+    assert.ok(fromAnchor < 0.97 * truth, `${n}: anchor ${fromAnchor} vs ${truth}`);
+    assert.ok(Math.abs(t.ms / truth - 1) < 0.1, `${n}: ${t.ms} vs ${truth}`);
+    assert.ok(t.interval[0] < truth && truth < t.interval[1]);
+  }
+});
