@@ -86,7 +86,8 @@ function* variantSearch(
       continue;
     }
     let candidates: Variant[] = [...variants];
-    for (const [i, size] of job.anchors.entries()) {
+    const anchors = backend === "webgpu" ? job.deviceAnchors : job.anchors;
+    for (const [i, size] of anchors.entries()) {
       const shape = op.axis.shape(size);
       const residency = screeningResidency(backend);
       const results = yield* screen(
@@ -103,7 +104,7 @@ function* variantSearch(
       if (order.length === 0) break;
       // The last anchor ranks every variant still in the race: the winner runs the grid, and
       // the best few are screened again at the first cheap off-axis shape (`offAxisSteps`).
-      const keep = i < job.anchors.length - 1 ? SCREENED_VARIANTS : order.length;
+      const keep = i < anchors.length - 1 ? SCREENED_VARIANTS : order.length;
       candidates = order.slice(0, keep).map((j) => candidates[j]!);
     }
     chosen.set(backend, [...candidates, ...variants.filter((v) => !candidates.includes(v))]);

@@ -58,8 +58,15 @@ export interface CalibrationJob {
   readonly backends: readonly Backend[];
   /** Grid sizes in the op's axis units, ascending. */
   readonly sizes: readonly number[];
-  /** Sizes where every variant is tried. */
+  /** Sizes where every variant of a CPU backend is tried. */
   readonly anchors: readonly number[];
+  /**
+   * Sizes where every WebGPU variant is tried: where the work, not the launch, sets a run's time.
+   * At a default run's CPU anchor every lavapipe matmul variant ran 31–45 µs, mostly launch, and
+   * 4 × 4 tiles came out fastest in both of two rounds; at 128³ they ran 0.44 ms against 0.23–0.27
+   * for 16 × 16 and 16 × 8 tiles, and at 256³ 2.7× the 16 × 8 tiles' time.
+   */
+  readonly deviceAnchors: readonly number[];
   /**
    * Its share of a budgeted run's time, relative to the other jobs': its planned measurements,
    * doubled for the ops an LLM decode runs (its validation and its estimates rest on them).
@@ -310,6 +317,8 @@ export function planFor(options: PlanOptions): CalibrationPlan {
       const anchors = searchable.length > 2
         ? [searchable[Math.floor(searchable.length / 2)]!, searchable[searchable.length - 1]!]
         : searchable.slice(-1);
+      // Three quarters of the way up: a device's launch is tens of µs, a CPU's tens of ns.
+      const deviceAnchor = searchable[Math.ceil((3 * (searchable.length - 1)) / 4)];
       // webgpu counts twice (two residencies), each backend about twice (kept variants).
       const cases = sizes.length * (backends.length + (backends.includes("webgpu") ? 1 : 0));
       jobs.push({
@@ -323,6 +332,11 @@ export function planFor(options: PlanOptions): CalibrationPlan {
           ? anchors
           : mode === "default"
           ? anchors.slice(0, 1)
+          : anchors.slice(-1),
+        deviceAnchors: mode === "thorough"
+          ? anchors
+          : mode === "default" && deviceAnchor !== undefined
+          ? [deviceAnchor]
           : anchors.slice(-1),
         weight: cases * (DECODE_OPS.has(op.name) ? 2 : 1),
         converged: (measurements, size) => fastestRateConverged(measurements, op, dtype, size),

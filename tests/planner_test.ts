@@ -595,3 +595,26 @@ Deno.test("where the winning WebGPU matmul cannot run an odd width, the variant 
   for (const m of odd) assert.match(m.variant, /vec4=false/);
   assert.ok(!odd.some((m) => m.variant.includes("avec4=true")), "nor vector loads of A");
 });
+
+Deno.test("a default run searches WebGPU variants where the work, not the launch, sets their times", () => {
+  const { clock, plan, planner } = defaultPlanner("matmul", ["webgpu"]);
+  const job = plan.jobs[0]!;
+  // Three quarters of the way up the searchable sizes, where the CPU's anchor is in the middle.
+  assert.deepEqual(job.anchors, [32]);
+  assert.deepEqual(job.deviceAnchors, [128]);
+  // Small tiles launch a little sooner and compute at half the rate: fastest at 32³ (0.041 ms
+  // against 0.042), twice as slow from 128³ on.
+  const times = (req: MeasureRequest) => {
+    const { m, k, n } = req.shape as { m: number; k: number; n: number };
+    const id = typeof req.variant === "string" ? req.variant : variantId(req.variant ?? {});
+    const small = id.includes("tm=4,") || id.includes("tm=2,") || id.startsWith("algo=naive");
+    const sync = req.residency === "end-to-end" ? 11 : 0;
+    return sync + (small ? 0.028 : 0.035) + (2 * m * k * n) / (small ? 5e6 : 10e6);
+  };
+  drive(planner, times, clock);
+  const grid = planner.measurements.filter((m) =>
+    m.state === "ok" && m.residency === "device-resident" && !m.offAxis && m.size >= 256
+  );
+  assert.ok(grid.length > 0);
+  for (const m of grid) assert.match(m.variant, /tm=(8|16),/, `${m.size}: ${m.variant}`);
+});
