@@ -8,9 +8,12 @@ import {
   type Backend,
   CPU_BACKENDS,
   type Dtype,
+  FULL_TILES,
   type OpSpec,
   type Residency,
+  variantFromId,
 } from "../kernels/types.ts";
+import { OPS } from "../kernels/catalog.ts";
 import type { CostFit, Crossover, Figure, Measurement, Threshold, Tuning } from "../core/schema.ts";
 import {
   type BackendCurve,
@@ -40,8 +43,24 @@ function okOnAxis(measurements: readonly Measurement[]): Ok[] {
 }
 
 /**
- * Fits a cost model per (op, dtype, backend, variant, residency) series with at least two sizes,
- * keeping the best variant of each (op, dtype, backend, residency).
+ * Whether a WebGPU measurement's output tiles were partly empty: calibrate times such sizes to
+ * price partial tiles beside the fit (`models/_tiles.ts`), and a fit drawn through them would
+ * mix that cost into the rate.
+ */
+function partialTiles(m: Ok): boolean {
+  const utilisation = OPS.find((op) => op.name === m.op)?.impls.webgpu?.utilisation;
+  if (m.backend !== "webgpu" || utilisation === undefined) return false;
+  try {
+    return utilisation(m.shape, variantFromId(m.variant)) < FULL_TILES;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Fits a cost model per (op, dtype, backend, variant, residency) series with at least two sizes
+ * (WebGPU sizes whose output tiles are partly empty left out), keeping the best variant of each
+ * (op, dtype, backend, residency).
  *
  * @param measurements Raw measurements.
  * @returns The fits.
@@ -54,6 +73,7 @@ function okOnAxis(measurements: readonly Measurement[]): Ok[] {
 export function fitAll(measurements: readonly Measurement[]): CostFit[] {
   const series = new Map<string, { meta: Series["meta"]; points: CostPoint[] }>();
   for (const m of okOnAxis(measurements)) {
+    if (partialTiles(m)) continue;
     const key = `${m.op}|${m.dtype}|${m.backend}|${m.variant}|${m.residency}`;
     let s = series.get(key);
     if (!s) {

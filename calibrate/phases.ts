@@ -53,7 +53,7 @@ export function* jobSteps(state: PlanState, job: CalibrationJob): Steps {
   const retried = new Set<string>();
   yield* retryUnsure(state, op, dtype, retried);
   yield* stepFills(state, job, backends);
-  yield* fallbackSteps(state, job, backends, chosen);
+  yield* offTileSteps(state, job, backends, chosen);
   if (!state.time.past(state.time.gridDeadline())) {
     yield* refineSteps(state, job, backends, chosen);
     yield* bendSteps(state, job, backends);
@@ -279,20 +279,22 @@ function* stepFills(state: PlanState, job: CalibrationJob, backends: readonly Ba
   }
 }
 
-/** The largest on-axis sizes of a WebGPU series at which its fallback variant is measured. */
-const FALLBACK_SIZES = 2;
+/** The largest on-axis sizes of a WebGPU series beside which partial tiles are measured. */
+const OFF_TILE_SIZES = 2;
 
 /**
- * Where the winning WebGPU variant cannot run a size one below the grid's (vector loads need
- * n % 4 == 0; a program with n = 77 runs another variant), the best-ranked variant that can is
- * measured at that size, one below each of the device-resident series' largest
- * {@linkcode FALLBACK_SIZES} grid sizes, so it is predicted from its own times where the work, not
- * the launch, sets them. The variant search timed it at a small anchor only, where a launch
- * carries both variants' times: on lavapipe matmul's 16 × 8 tiles with scalar loads ran 32³ at
- * 1.28× the vector ones' time and 77³–611³ at 1.9–2.1×, and held-out odd squares were predicted
- * 49–65 % fast from the anchor's ratio. Within the job's time only.
+ * Beside each of the device-resident series' largest {@linkcode OFF_TILE_SIZES} grid sizes, the
+ * sizes the grid's powers of two never are. Four past it, the winning variant, where its output
+ * tiles come out partly empty (a 260³ matmul on 64 × 128 tiles runs 320 × 384 outputs' worth of
+ * threads): their cost is measured, not assumed (`models/_tiles.ts`); on lavapipe 260³ took
+ * 1.5× and 388³ 1.4× the time of 256³ and 384³. And one below it, where the winner cannot run
+ * (vector loads need n % 4 == 0; a program with n = 77 runs another variant), the best-ranked
+ * variant that can, so it is predicted from its own times where the work, not the launch, sets
+ * them: the variant search timed it at one anchor only, and on lavapipe matmul's 16 × 8 tiles
+ * with scalar loads ran 32³ at 1.28× the vector ones' time and 77³–611³ at 1.9–2.1×. Within the
+ * job's time only.
  */
-function* fallbackSteps(
+function* offTileSteps(
   state: PlanState,
   job: CalibrationJob,
   backends: readonly Backend[],
@@ -311,26 +313,38 @@ function* fallbackSteps(
         m.residency === "device-resident" && m.variant === winnerId && !m.offAxis
       ).map((m) => m.size),
     ),
-  ].sort((a, b) => a - b).slice(-FALLBACK_SIZES);
+  ].sort((a, b) => a - b).slice(-OFF_TILE_SIZES);
+  const utilisation = op.impls.webgpu?.utilisation;
   const reqs: MeasureRequest[] = [];
-  for (const size of sizes) {
-    const shape = op.axis.shape(size - 1);
-    if (runnable(op, "webgpu", shape, dtype, [winner], 1).length === 1) continue;
-    const [fallback] = runnable(op, "webgpu", shape, dtype, ranked, 1);
-    if (fallback === undefined) continue;
+  const ask = (shape: Shape, variant: Variant) =>
     reqs.push({
       op: op.name,
       shape,
       dtype,
       backend: "webgpu",
-      variant: fallback,
+      variant,
       residency: "device-resident",
     });
+  for (const size of sizes) {
+    const past = op.axis.shape(size + PAST_TILES);
+    if (
+      utilisation !== undefined && utilisation(past, winner) < PARTIAL_TILES &&
+      runnable(op, "webgpu", past, dtype, [winner], 1).length === 1
+    ) ask(past, winner);
+    const below = op.axis.shape(size - 1);
+    if (runnable(op, "webgpu", below, dtype, [winner], 1).length === 1) continue;
+    const [fallback] = runnable(op, "webgpu", below, dtype, ranked, 1);
+    if (fallback !== undefined) ask(below, fallback);
   }
   if (reqs.length === 0) return;
   state.progressTotal += reqs.length;
   yield* state.measure(reqs, op);
 }
+
+/** How far past a grid size the partial tiles are measured: the vector loads' multiple. */
+const PAST_TILES = 4;
+/** Tiles under this share full are partial enough to measure what they cost. */
+const PARTIAL_TILES = 0.9;
 
 /**
  * Measures extra sizes of series the job measured: each once (a size two rules ask for is

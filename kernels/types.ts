@@ -360,6 +360,18 @@ export interface WgslProgram {
 }
 
 /**
+ * Output tiles at least this full count as whole (see {@linkcode WebGpuImpl.utilisation}): fits
+ * are drawn through such sizes, and partial tiles are priced beside them.
+ *
+ * @example
+ * ```ts
+ * import { FULL_TILES } from "./types.ts";
+ * console.log(FULL_TILES); // 0.95
+ * ```
+ */
+export const FULL_TILES = 0.95;
+
+/**
  * The WebGPU implementation of an op.
  *
  * @example
@@ -380,6 +392,13 @@ export interface WebGpuImpl {
   unsupported?(shape: Shape, dtype: Dtype, variant: Variant): string | null;
   /** The program for a shape, dtype and variant. */
   program(shape: Shape, dtype: Dtype, variant: Variant): WgslProgram;
+  /**
+   * For a kernel that tiles its output: the share of the dispatched tiles' area that the output
+   * covers, along the dimensions at least one tile long (1 where the tiles fit it exactly). A
+   * partial tile's threads run their loops all the same, so a 260³ matmul on 64 × 128 tiles pays
+   * for 320 × 384 outputs.
+   */
+  utilisation?(shape: Shape, variant: Variant): number;
 }
 
 /**

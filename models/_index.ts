@@ -12,6 +12,7 @@ import {
   BACKENDS,
   CPU_BACKENDS,
   type Dtype,
+  FULL_TILES,
   implOf,
   isOnAxis,
   type OpSpec,
@@ -31,6 +32,7 @@ import {
   offsetAt,
 } from "./_alignment.ts";
 import { imbalanceLn } from "./_imbalance.ts";
+import { fitTilePenalty, tileLn } from "./_tiles.ts";
 import { correctionAt, type ResidualCurve, residualCurve } from "./_residuals.ts";
 import { correctionMean, fitShapeModel, type ShapeModel, type ShapePoint } from "./_shape_model.ts";
 
@@ -81,6 +83,11 @@ export interface VariantSeries {
    * streams no rows or the variant's classes do not differ.
    */
   readonly alignment: AlignmentModel | null;
+  /**
+   * How much of the partial tiles' idle share a run pays (`_tiles.ts`): 0 where none of its
+   * measured sizes left tiles partly empty, so nothing says; null without a fit.
+   */
+  readonly tilePenalty: number | null;
 }
 
 /** What is known about one backend for one (op, dtype, residency). */
@@ -113,6 +120,11 @@ export interface BackendSeries {
    * and variant id (`_imbalance.ts`); null for the other backends.
    */
   readonly imbalanceOf: ((shape: Shape, variant: string) => number) | null;
+  /**
+   * For a kernel that tiles its output: the share of its tiles' area a shape covers, by variant
+   * id (`utilisation` of the WebGPU impl); null for the others.
+   */
+  readonly utilisationOf: ((shape: Shape, variant: string) => number) | null;
   /**
    * For WebGPU end to end: the device-resident series and the report's round trip, whose sum
    * bounds a prediction from below (see {@linkcode predictSeries}); null otherwise.
@@ -345,11 +357,12 @@ function buildSeries(
   const imbalanceOf = backend === "wasm-mt" && op.dims.length === 1
     ? imbalanceFor(op, report.machine.cores)
     : null;
+  const utilisationOf = backend === "webgpu" ? utilisationFor(op) : null;
   const axis = new Map<string, AxisModel>();
   for (const f of fits) {
     axis.set(
       f.variant,
-      axisModelOf(f, byVariant.get(f.variant) ?? [], alignmentOf, imbalanceOf),
+      axisModelOf(f, byVariant.get(f.variant) ?? [], alignmentOf, imbalanceOf, utilisationOf),
     );
   }
   const offAxis = [...byVariant.values()].flat().filter((p) => !p.onAxis);
@@ -367,6 +380,7 @@ function buildSeries(
       offAxisPoints: points.filter((p) => !p.onAxis).length,
       residuals: own?.residuals ?? null,
       alignment: own?.alignment ?? null,
+      tilePenalty: own?.tilePenalty ?? null,
       shapeModel: own === undefined ? null : fitShapeModel(
         shapePoints(op, [...points, ...offAxis.filter((p) => p.variant !== variant)], axis),
       ),
@@ -388,6 +402,7 @@ function buildSeries(
     ),
     alignmentOf,
     imbalanceOf,
+    utilisationOf,
     floor,
     runs: runsFor(op, dtype, backend),
   };
@@ -426,6 +441,22 @@ function imbalanceFor(
   };
 }
 
+/** The WebGPU impl's `utilisation` of `op`, by shape and variant id; null when it has none. */
+function utilisationFor(op: OpSpec): BackendSeries["utilisationOf"] {
+  const impl = op.impls.webgpu;
+  if (impl?.utilisation === undefined) return null;
+  const params = new Map<string, Variant>();
+  return (shape, variant) => {
+    let p = params.get(variant);
+    if (p === undefined) params.set(variant, p = variantFromId(variant));
+    try {
+      return impl.utilisation!(shape, p);
+    } catch {
+      return 1;
+    }
+  };
+}
+
 /**
  * A fitted variant's axis model: its alignment offsets (when its op streams rows on a backend
  * that has them), then its residuals along the axis with each point's offset, and on wasm-mt
@@ -436,8 +467,22 @@ function axisModelOf(
   points: readonly MeasuredPoint[],
   alignmentOf: BackendSeries["alignmentOf"],
   imbalanceOf: BackendSeries["imbalanceOf"],
+  utilisationOf: BackendSeries["utilisationOf"],
 ): AxisModel {
   const model = compileFit(f);
+  const utilisation = (p: MeasuredPoint) => utilisationOf?.(p.shape, f.variant) ?? 1;
+  // Partly empty tiles are priced beside the fit as its sizes of whole tiles correct it there.
+  const onAxis = points.filter((p) => p.onAxis);
+  const whole = residualCurve(
+    onAxis.filter((p) => utilisation(p) >= FULL_TILES),
+    (p) => compiledMs(model, p.flops, p.bytes),
+  );
+  const tilePenalty = fitTilePenalty(onAxis.map((p) => ({
+    ms: p.ms,
+    fitMs: compiledMs(model, p.flops, p.bytes) * correctionAt(whole, p.bytes),
+    t0: model.t0,
+    utilisation: utilisation(p),
+  })));
   const alignment = alignmentOf === null ? null : fitAlignment(points.map((p) => {
     const fitMs = compiledMs(model, p.flops, p.bytes);
     return {
@@ -451,11 +496,11 @@ function axisModelOf(
   const aligned = (p: MeasuredPoint) => {
     const fitMs = compiledMs(model, p.flops, p.bytes);
     const ln = (alignment === null ? 0 : offsetAt(alignment, alignmentOf!(p.shape)).ln) +
-      (imbalanceOf?.(p.shape, f.variant) ?? 0);
+      (imbalanceOf?.(p.shape, f.variant) ?? 0) + tileLn(tilePenalty, utilisation(p));
     return ln === 0 ? fitMs : alignedMs(fitMs, model.t0, ln);
   };
   const residuals = residualCurve(points.filter((p) => p.onAxis), aligned);
-  return { model, residuals, alignment, aligned };
+  return { model, residuals, alignment, tilePenalty, aligned };
 }
 
 /** A variant's on-axis prediction: its fit, corrected by its residuals along the axis. */
@@ -463,6 +508,8 @@ interface AxisModel {
   readonly model: CompiledFit;
   readonly residuals: ResidualCurve;
   readonly alignment: AlignmentModel | null;
+  /** Its {@linkcode fitTilePenalty}. */
+  readonly tilePenalty: number;
   /** The fit's time at a point, with its row-alignment class's offset when there is a model. */
   readonly aligned: (p: MeasuredPoint) => number;
 }
@@ -748,8 +795,11 @@ function fitted(s: BackendSeries, v: VariantSeries, at: Site): Prediction {
     : offsetAt(v.alignment, s.alignmentOf(shape));
   const fitMs = compiledMs(v.model!, flops, bytes);
   const imbalance = shape === null ? 0 : s.imbalanceOf?.(shape, v.variant) ?? 0;
+  const tiles = shape === null
+    ? 0
+    : tileLn(v.tilePenalty ?? 0, s.utilisationOf?.(shape, v.variant) ?? 1);
   return {
-    ms: alignedMs(fitMs, v.model!.t0, (alignment?.ln ?? 0) + imbalance) *
+    ms: alignedMs(fitMs, v.model!.t0, (alignment?.ln ?? 0) + imbalance + tiles) *
       (residuals === null ? 1 : correctionAt(residuals, bytes)) * Math.exp(correction),
     imbalanceLn: imbalance,
     variant: v.variant,
@@ -790,8 +840,10 @@ function scaledFromFitted(
   if (shapeModel === null && model.axis.length > 0) {
     // Along the axis, from the sizes where the work set both times: the launch is the fitted
     // variant's, the rest scales by the ratio there.
+    // Its own tiles, not the fitted variant's, at this shape.
     const t0 = Math.min(ref.model!.t0, base.ms);
-    ms = t0 + (base.ms - t0) * Math.exp(ratioAlongAxis(model.axis, at.size));
+    const tiles = at.shape === null ? 0 : tilesBetween(s, v, ref, at.shape);
+    ms = t0 + (base.ms - t0) * Math.exp(ratioAlongAxis(model.axis, at.size) + tiles);
   } else {
     const ln = model.meanLn +
       (shapeModel === null ? 0 : correctionMean(shapeModel, shapeFeatures(at.dims, at.shape!)));
@@ -852,7 +904,8 @@ function ratioModel(
     v.points.forEach((p, i) => {
       const work = refMs[i]! - t0;
       if (!p.onAxis || work < WORK_SHARE * refMs[i]! || p.ms <= t0) return;
-      bySize.set(p.size, [...bySize.get(p.size) ?? [], Math.log((p.ms - t0) / work)]);
+      const ln = Math.log((p.ms - t0) / work) - tilesBetween(s, v, ref, p.shape);
+      bySize.set(p.size, [...bySize.get(p.size) ?? [], ln]);
     });
     const axis = [...bySize].sort((a, b) => a[0] - b[0])
       .map(([size, lns]) => ({ size, ln: lns.reduce((a, b) => a + b, 0) / lns.length }));
@@ -866,6 +919,24 @@ function ratioModel(
   }
   byRef.set(ref.variant, model);
   return model;
+}
+
+/**
+ * ln of what `v`'s partly empty tiles cost at a shape beyond what `ref`'s do, at `ref`'s
+ * penalty (a variant without a fit has none of its own): at 77³ lavapipe's scalar-load twin's
+ * 64 × 64 tiles cover 36 % of their 128 × 128 outputs, the vector-load 64 × 128 ones 60 % (a
+ * dimension under one tile counts as covered).
+ */
+function tilesBetween(
+  s: BackendSeries,
+  v: VariantSeries,
+  ref: VariantSeries,
+  shape: Shape,
+): number {
+  if (s.utilisationOf === null) return 0;
+  const penalty = ref.tilePenalty ?? 0;
+  return tileLn(penalty, s.utilisationOf(shape, v.variant)) -
+    tileLn(penalty, s.utilisationOf(shape, ref.variant));
 }
 
 /** One on-axis size of a variant without a fit, and its ln ratio there beyond the launch. */

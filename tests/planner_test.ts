@@ -574,7 +574,7 @@ Deno.test("a quick run measures its off-axis shapes with one variant per backend
   assert.deepEqual([...new Set(off.map((m) => m.variant))].length, 1);
 });
 
-Deno.test("where the winning WebGPU matmul cannot run an odd width, the variant that can is measured beside the grid's top sizes", () => {
+Deno.test("beside the grid's top WebGPU sizes, the winner runs partly empty tiles and, where it cannot run an odd width, the variant that can runs it", () => {
   const { clock, planner } = defaultPlanner("matmul", ["webgpu"]);
   // Vector loads run twice the scalar ones' rate; both pay a 30 µs launch (and 11 ms of sync end
   // to end). The variant search finds a vector-load variant fastest.
@@ -589,11 +589,18 @@ Deno.test("where the winning WebGPU matmul cannot run an odd width, the variant 
     m.state === "ok" && m.residency === "device-resident" && !m.offAxis
   );
   const winner = resident.filter((m) => m.variant.includes("vec4=true"));
-  const grid = [...new Set(winner.map((m) => m.size))].sort((a, b) => a - b);
+  const powers = (sizes: number[]) => sizes.filter((s) => (s & (s - 1)) === 0);
+  const grid = powers([...new Set(winner.map((m) => m.size))]).sort((a, b) => a - b);
+  const top = grid.slice(-2);
   const odd = resident.filter((m) => m.size % 4 !== 0);
-  assert.deepEqual(odd.map((m) => m.size).sort((a, b) => a - b), grid.slice(-2).map((s) => s - 1));
+  assert.deepEqual(odd.map((m) => m.size).sort((a, b) => a - b), top.map((s) => s - 1));
   for (const m of odd) assert.match(m.variant, /vec4=false/);
   assert.ok(!odd.some((m) => m.variant.includes("avec4=true")), "nor vector loads of A");
+  // Four past each, the winner's tiles are partly empty: what that costs is measured.
+  const past = winner.filter((m) => m.size > 64 && powers([m.size - 4]).length === 1);
+  assert.deepEqual(past.map((m) => m.size).sort((a, b) => a - b), top.map((s) => s + 4));
+  const topVariant = winner.find((m) => m.size === top[1])!.variant;
+  for (const m of past) assert.equal(m.variant, topVariant, "the grid's variant");
 });
 
 Deno.test("a default run searches WebGPU variants where the work, not the launch, sets their times", () => {

@@ -440,3 +440,49 @@ Deno.test("a WebGPU matmul at an odd width is predicted with a variant that can 
     assert.ok(t.interval[0] < truth && truth < t.interval[1]);
   }
 });
+
+Deno.test("a WebGPU matmul whose output tiles come out partly empty is priced at the penalty measured beside the grid", () => {
+  // The synthetic device-resident matmul on 64 × 64 tiles (16 × 8 per thread, 8 × 4 threads),
+  // whose partial tiles cost their idle share at the power 0.75; calibrate measured two sizes four
+  // past the grid's top ones.
+  const vec4 = "algo=reg,avec4=true,kt=0,tm=16,tn=8,vec4=true,wg=8,wgy=4";
+  const base: Report = JSON.parse(
+    JSON.stringify(syntheticReport()).replaceAll('"tm=4,tn=4,vec4=true,wg=8x8"', `"${vec4}"`),
+  );
+  const t0 = 0.09;
+  const covered = (d: number) => d < 64 ? 1 : d / (Math.ceil(d / 64) * 64);
+  const wholeMs = (n: number) => syntheticTimeMs("matmul", "f32", "webgpu", "device-resident", n);
+  const truth = (n: number) => t0 + (wholeMs(n) - t0) * (covered(n) ** 2) ** -0.75;
+  const template = base.measurements.find((m) =>
+    m.state === "ok" && m.op === "matmul" && m.backend === "webgpu" &&
+    m.residency === "device-resident"
+  )!;
+  assert.ok(template.state === "ok");
+  const past = [260, 516].map((n) => ({
+    ...template,
+    size: n,
+    shape: cube(n),
+    flops: 2 * n ** 3,
+    bytes: 12 * n * n,
+    wall: { ...template.wall, median: truth(n), ciHalfWidth: truth(n) * 0.01 },
+  }));
+  const request = {
+    op: "matmul",
+    dtype: "f32",
+    backend: "webgpu",
+    residency: "device-resident",
+  } as const;
+  const measured = steady({ ...base, measurements: [...base.measurements, ...past] });
+  const unmeasured = steady(base);
+  for (const n of [200, 330, 400]) {
+    const t = predictTime(measured, { ...request, shape: cube(n) });
+    assert.ok(Math.abs(t.ms / truth(n) - 1) < 0.08, `${n}: ${t.ms} vs ${truth(n)}`);
+    assert.ok(t.interval[0] < truth(n) && truth(n) < t.interval[1]);
+    // Without the sizes past the grid nothing says what partial tiles cost: the fit's work alone.
+    const blind = predictTime(unmeasured, { ...request, shape: cube(n) }).ms;
+    assert.ok(blind < 0.92 * truth(n), `${n}: ${blind} vs ${truth(n)}`);
+  }
+  // Whole tiles are the fit's: 384³ is six tiles a side.
+  const whole = predictTime(measured, { ...request, shape: cube(384) }).ms;
+  assert.ok(Math.abs(whole / wholeMs(384) - 1) < 0.08, `${whole} vs ${wholeMs(384)}`);
+});

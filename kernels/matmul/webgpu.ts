@@ -124,6 +124,22 @@ function params(variant: Variant): Params {
   return p;
 }
 
+/** The output rows and columns one workgroup computes. */
+function outputTile(p: Params): { rows: number; cols: number } {
+  return {
+    rows: p.family === "reg" ? p.wgy * p.tm : p.wg,
+    cols: p.family === "reg" ? p.wg * p.tn : p.wg,
+  };
+}
+
+/**
+ * The share of whole tiles a dimension fills: 1 under one tile (a few rows of a decode are the
+ * shape model's, which learns them from measured shapes), else `d` over the tiles it needs.
+ */
+function covered(d: number, tile: number): number {
+  return d < tile ? 1 : d / (Math.ceil(d / tile) * tile);
+}
+
 function dims(shape: Shape): { m: number; k: number; n: number } {
   const { m, k, n } = shape;
   if (!m || !k || !n) throw new RangeError(`matmul needs m, k and n, got ${JSON.stringify(shape)}`);
@@ -142,6 +158,8 @@ function dims(shape: Shape): { m: number; k: number; n: number } {
  * console.log(p.workgroups); // [2, 2, 1]
  * const big = matmulWebGpu.variants[0]!; // 16×16 blocks in an 8×4 workgroup, vec4 A and B
  * console.log(matmulWebGpu.program({ m: 256, k: 256, n: 256 }, "f32", big).workgroups); // [2, 4, 1]
+ * // 260 rows need five tiles of 64, 260 columns three of 128: 260² of 320 × 384 outputs.
+ * console.log(matmulWebGpu.utilisation!({ m: 260, k: 260, n: 260 }, big).toFixed(2)); // "0.55"
  * ```
  */
 export const matmulWebGpu: WebGpuImpl = {
@@ -160,11 +178,15 @@ export const matmulWebGpu: WebGpuImpl = {
     if (p.avec4 && k % 4 !== 0) return `vec4 loads of A need k % 4 == 0, got k=${k}`;
     return null;
   },
+  utilisation(shape: Shape, variant: Variant): number {
+    const { rows, cols } = outputTile(params(variant));
+    const { m, n } = dims(shape);
+    return covered(m, rows) * covered(n, cols);
+  },
   program(shape: Shape, dtype: Dtype, variant: Variant): WgslProgram {
     const p = params(variant);
     const { m, k, n } = dims(shape);
-    const rows = p.family === "reg" ? p.wgy * p.tm : p.wg;
-    const cols = p.family === "reg" ? p.wg * p.tn : p.wg;
+    const { rows, cols } = outputTile(p);
     const gx = Math.ceil(n / cols);
     const gy = Math.ceil(m / rows);
     const accType = dtype === "f16" ? p.acc : "f32";

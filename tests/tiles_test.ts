@@ -1,0 +1,50 @@
+import assert from "node:assert/strict";
+import { fitTilePenalty, tileLn } from "../models/_tiles.ts";
+import { getOp } from "../kernels/catalog.ts";
+import { variantFromId } from "../kernels/types.ts";
+
+const point = (utilisation: number, penalty: number, fitMs = 2, t0 = 0.05) => ({
+  ms: t0 + (fitMs - t0) * utilisation ** -penalty,
+  fitMs,
+  t0,
+  utilisation,
+});
+
+Deno.test("fitTilePenalty() recovers the share of partly empty tiles' idle area a run pays", () => {
+  for (const penalty of [0, 0.4, 0.75, 1]) {
+    const fitted = fitTilePenalty([point(1, 9), point(0.55, penalty), point(0.72, penalty)]);
+    assert.ok(Math.abs(fitted - penalty) < 1e-9, `${penalty}: ${fitted}`);
+  }
+  // The median of the estimates: one size run through a stall does not set it.
+  assert.ok(
+    Math.abs(fitTilePenalty([point(0.55, 0.7), point(0.72, 0.8), point(0.6, 3)]) - 0.8) < 1e-9,
+  );
+});
+
+Deno.test("fitTilePenalty() says 0 where nothing measured partial tiles, and stays within [0, 1]", () => {
+  assert.equal(fitTilePenalty([]), 0);
+  assert.equal(fitTilePenalty([point(1, 0.5), point(0.97, 0.5)]), 0, "whole tiles say nothing");
+  // A launch-bound size says nothing either: its time is the launch whatever the tiles.
+  assert.equal(fitTilePenalty([point(0.5, 1, 0.06, 0.05)]), 0);
+  assert.equal(fitTilePenalty([point(0.5, 2.5)]), 1);
+  assert.equal(fitTilePenalty([point(0.5, -0.5)]), 0);
+});
+
+Deno.test("tileLn() prices the idle share at the penalty, and nothing for whole tiles", () => {
+  assert.equal(tileLn(0.75, 1), 0);
+  assert.ok(Math.abs(tileLn(1, 0.5) - Math.log(2)) < 1e-12);
+  assert.ok(Math.abs(tileLn(0.5, 0.25) - Math.log(2)) < 1e-12);
+});
+
+Deno.test("a WebGPU matmul's utilisation counts whole tiles along dimensions of a tile or more", () => {
+  const impl = getOp("matmul").impls.webgpu!;
+  // 16 × 16 per thread in an 8 × 4 workgroup: 64 rows × 128 columns a tile.
+  const big = variantFromId("algo=reg,avec4=true,kt=0,tm=16,tn=16,vec4=true,wg=8,wgy=4");
+  const at = (m: number, n: number) => impl.utilisation!({ m, k: 256, n }, big);
+  assert.equal(at(256, 256), 1);
+  assert.equal(at(64, 128), 1);
+  assert.ok(Math.abs(at(260, 260) - (260 / 320) * (260 / 384)) < 1e-12);
+  // A decode's few rows are under one tile: the shape model learns them from measured shapes.
+  assert.equal(at(1, 1024), 1);
+  assert.equal(at(8, 1000), 1000 / 1024);
+});
