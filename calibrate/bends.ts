@@ -94,17 +94,7 @@ export function bendPoints(
   const tolerance = options.tolerance ?? 0.25;
   const max = options.max ?? 6;
   const minRatio = options.minRatio ?? 1.5;
-  const series = new Map<string, Map<number, Point>>();
-  for (const m of measurements) {
-    if (m.op !== op.name || m.dtype !== dtype || m.state !== "ok" || m.offAxis) continue;
-    const key = `${m.backend}|${m.residency}|${m.variant}`;
-    const bySize = series.get(key) ?? new Map<number, Point>();
-    series.set(key, bySize);
-    const prior = bySize.get(m.size);
-    if (!prior || m.wall.median < prior.ms) {
-      bySize.set(m.size, { ms: m.wall.median, relCi: m.wall.relCi });
-    }
-  }
+  const series = fastestBySize(measurements, op, dtype, () => true);
   const found: (BendPoint & { excess: number; series: string })[] = [];
   for (const [key, bySize] of series) {
     const [backend, residency, variant] = key.split("|") as [Backend, Residency, string];
@@ -279,20 +269,12 @@ export function rateStepMidpoints(
   perSeries: number,
 ): BendPoint[] {
   if (op.complexity === "matrix" || perSeries <= 0) return [];
-  const series = new Map<string, Map<number, Point & { bytes: number }>>();
-  for (const m of measurements) {
-    if (
-      m.op !== op.name || m.dtype !== dtype || m.state !== "ok" || m.offAxis ||
-      m.backend === "webgpu" || !(m.bytes > 0 && m.wall.median > 0)
-    ) continue;
-    const key = `${m.backend}|${m.residency}|${m.variant}`;
-    const bySize = series.get(key) ?? new Map<number, Point & { bytes: number }>();
-    series.set(key, bySize);
-    const prior = bySize.get(m.size);
-    if (!prior || m.wall.median < prior.ms) {
-      bySize.set(m.size, { ms: m.wall.median, relCi: m.wall.relCi, bytes: m.bytes });
-    }
-  }
+  const series = fastestBySize(
+    measurements,
+    op,
+    dtype,
+    (m) => m.backend !== "webgpu" && m.bytes > 0 && m.wall.median > 0,
+  );
   const found: BendPoint[] = [];
   for (const [key, bySize] of series) {
     const [backend, residency, variant] = key.split("|") as [Backend, Residency, string];
@@ -321,6 +303,33 @@ const MIN_MIDPOINT_RATIO = 2;
 interface Point {
   readonly ms: number;
   readonly relCi: number;
+  readonly bytes: number;
+}
+
+/**
+ * The ok on-axis measurements of `op` in `dtype` that `keep` keeps, per series
+ * (`backend|residency|variant`) and size: the fastest where a size was measured more than once.
+ */
+function fastestBySize(
+  measurements: readonly Measurement[],
+  op: OpSpec,
+  dtype: Dtype,
+  keep: (m: Measurement & { state: "ok" }) => boolean,
+): Map<string, Map<number, Point>> {
+  const series = new Map<string, Map<number, Point>>();
+  for (const m of measurements) {
+    if (m.op !== op.name || m.dtype !== dtype || m.state !== "ok" || m.offAxis || !keep(m)) {
+      continue;
+    }
+    const key = `${m.backend}|${m.residency}|${m.variant}`;
+    const bySize = series.get(key) ?? new Map<number, Point>();
+    series.set(key, bySize);
+    const prior = bySize.get(m.size);
+    if (!prior || m.wall.median < prior.ms) {
+      bySize.set(m.size, { ms: m.wall.median, relCi: m.wall.relCi, bytes: m.bytes });
+    }
+  }
+  return series;
 }
 
 function roundSize(size: number, op: OpSpec): number {

@@ -387,38 +387,51 @@ Deno.test("a WebGPU end-to-end prediction is at least its device-resident time p
   assert.match(t.source, /raised to the device-resident time/);
 });
 
-Deno.test("a WebGPU matmul at an odd width is predicted with a variant that can run it, from its own times where the work sets them", () => {
-  // The synthetic device-resident matmul as lavapipe's vector-load tiles, and beside it their
-  // scalar-load twin, which runs any n: the same launch, half the rate. The variant search timed
-  // the twin at 32³, where the launch is most of both times; calibrate at 255³ and 511³.
-  const vec4 = "algo=reg,avec4=true,kt=0,tm=16,tn=8,vec4=true,wg=8,wgy=4";
-  const scalar = "algo=reg,kt=0,tm=16,tn=8,vec4=false,wg=8,wgy=4";
+/** lavapipe's vector-load matmul tiles (16 × 8 a thread, 8 × 4 threads: 64 × 64 outputs). */
+const VEC4_TILES = "algo=reg,avec4=true,kt=0,tm=16,tn=8,vec4=true,wg=8,wgy=4";
+
+/**
+ * The synthetic report with its WebGPU matmul as `VEC4_TILES`, and a maker of more of its
+ * device-resident measurements: of `variant` at n³ taking `ms`.
+ */
+function residentMatmul() {
   const base: Report = JSON.parse(
-    JSON.stringify(syntheticReport()).replaceAll('"tm=4,tn=4,vec4=true,wg=8x8"', `"${vec4}"`),
+    JSON.stringify(syntheticReport()).replaceAll('"tm=4,tn=4,vec4=true,wg=8x8"', `"${VEC4_TILES}"`),
   );
-  const t0 = 0.09;
-  const vec4Ms = (n: number) => syntheticTimeMs("matmul", "f32", "webgpu", "device-resident", n);
-  const scalarMs = (n: number) => t0 + 2 * (vec4Ms(n) - t0);
   const template = base.measurements.find((m) =>
     m.state === "ok" && m.op === "matmul" && m.backend === "webgpu" &&
     m.residency === "device-resident"
   )!;
   assert.ok(template.state === "ok");
-  const twin = (n: number) => ({
+  const at = (variant: string, n: number, ms: number) => ({
     ...template,
-    variant: scalar,
+    variant,
     size: n,
     shape: cube(n),
     flops: 2 * n ** 3,
     bytes: 12 * n * n,
-    wall: { ...template.wall, median: scalarMs(n), ciHalfWidth: scalarMs(n) * 0.01 },
+    wall: { ...template.wall, median: ms, ciHalfWidth: ms * 0.01 },
   });
+  const wholeMs = (n: number) => syntheticTimeMs("matmul", "f32", "webgpu", "device-resident", n);
   const request = {
     op: "matmul",
     dtype: "f32",
     backend: "webgpu",
     residency: "device-resident",
   } as const;
+  return { base, at, wholeMs, request };
+}
+
+Deno.test("a WebGPU matmul at an odd width is predicted with a variant that can run it, from its own times where the work sets them", () => {
+  // The synthetic device-resident matmul as lavapipe's vector-load tiles, and beside it their
+  // scalar-load twin, which runs any n: the same launch, half the rate. The variant search timed
+  // the twin at 32³, where the launch is most of both times; calibrate at 255³ and 511³.
+  const vec4 = VEC4_TILES;
+  const scalar = "algo=reg,kt=0,tm=16,tn=8,vec4=false,wg=8,wgy=4";
+  const { base, at, wholeMs: vec4Ms, request } = residentMatmul();
+  const t0 = 0.09;
+  const scalarMs = (n: number) => t0 + 2 * (vec4Ms(n) - t0);
+  const twin = (n: number) => at(scalar, n, scalarMs(n));
   const anchorOnly = steady({ ...base, measurements: [...base.measurements, twin(32)] });
   const measured = steady({
     ...base,
@@ -445,33 +458,11 @@ Deno.test("a WebGPU matmul whose output tiles come out partly empty is priced at
   // The synthetic device-resident matmul on 64 × 64 tiles (16 × 8 per thread, 8 × 4 threads),
   // whose partial tiles cost their idle share at the power 0.75; calibrate measured two sizes four
   // past the grid's top ones.
-  const vec4 = "algo=reg,avec4=true,kt=0,tm=16,tn=8,vec4=true,wg=8,wgy=4";
-  const base: Report = JSON.parse(
-    JSON.stringify(syntheticReport()).replaceAll('"tm=4,tn=4,vec4=true,wg=8x8"', `"${vec4}"`),
-  );
+  const { base, at, wholeMs, request } = residentMatmul();
   const t0 = 0.09;
   const covered = (d: number) => d < 64 ? 1 : d / (Math.ceil(d / 64) * 64);
-  const wholeMs = (n: number) => syntheticTimeMs("matmul", "f32", "webgpu", "device-resident", n);
   const truth = (n: number) => t0 + (wholeMs(n) - t0) * (covered(n) ** 2) ** -0.75;
-  const template = base.measurements.find((m) =>
-    m.state === "ok" && m.op === "matmul" && m.backend === "webgpu" &&
-    m.residency === "device-resident"
-  )!;
-  assert.ok(template.state === "ok");
-  const past = [260, 516].map((n) => ({
-    ...template,
-    size: n,
-    shape: cube(n),
-    flops: 2 * n ** 3,
-    bytes: 12 * n * n,
-    wall: { ...template.wall, median: truth(n), ciHalfWidth: truth(n) * 0.01 },
-  }));
-  const request = {
-    op: "matmul",
-    dtype: "f32",
-    backend: "webgpu",
-    residency: "device-resident",
-  } as const;
+  const past = [260, 516].map((n) => at(VEC4_TILES, n, truth(n)));
   const measured = steady({ ...base, measurements: [...base.measurements, ...past] });
   const unmeasured = steady(base);
   for (const n of [200, 330, 400]) {
