@@ -32,7 +32,7 @@ import {
   offsetAt,
 } from "./_alignment.ts";
 import { imbalanceLn } from "./_imbalance.ts";
-import { fitTilePenalty, tileLn } from "./_tiles.ts";
+import { fitTilePenalty, NO_TILE_COST, tileLn, type TileModel } from "./_tiles.ts";
 import { correctionAt, type ResidualCurve, residualCurve } from "./_residuals.ts";
 import { correctionMean, fitShapeModel, type ShapeModel, type ShapePoint } from "./_shape_model.ts";
 
@@ -87,7 +87,7 @@ export interface VariantSeries {
    * How much of the partial tiles' idle share a run pays (`_tiles.ts`): 0 where none of its
    * measured sizes left tiles partly empty, so nothing says; null without a fit.
    */
-  readonly tilePenalty: number | null;
+  readonly tiles: TileModel | null;
 }
 
 /** What is known about one backend for one (op, dtype, residency). */
@@ -380,7 +380,7 @@ function buildSeries(
       offAxisPoints: points.filter((p) => !p.onAxis).length,
       residuals: own?.residuals ?? null,
       alignment: own?.alignment ?? null,
-      tilePenalty: own?.tilePenalty ?? null,
+      tiles: own?.tiles ?? null,
       shapeModel: own === undefined ? null : fitShapeModel(
         shapePoints(op, [...points, ...offAxis.filter((p) => p.variant !== variant)], axis),
       ),
@@ -477,7 +477,7 @@ function axisModelOf(
     onAxis.filter((p) => utilisation(p) >= FULL_TILES),
     (p) => compiledMs(model, p.flops, p.bytes),
   );
-  const tilePenalty = fitTilePenalty(onAxis.map((p) => ({
+  const tiles = fitTilePenalty(onAxis.map((p) => ({
     ms: p.ms,
     fitMs: compiledMs(model, p.flops, p.bytes) * correctionAt(whole, p.bytes),
     t0: model.t0,
@@ -496,11 +496,11 @@ function axisModelOf(
   const aligned = (p: MeasuredPoint) => {
     const fitMs = compiledMs(model, p.flops, p.bytes);
     const ln = (alignment === null ? 0 : offsetAt(alignment, alignmentOf!(p.shape)).ln) +
-      (imbalanceOf?.(p.shape, f.variant) ?? 0) + tileLn(tilePenalty, utilisation(p));
+      (imbalanceOf?.(p.shape, f.variant) ?? 0) + tileLn(tiles, utilisation(p));
     return ln === 0 ? fitMs : alignedMs(fitMs, model.t0, ln);
   };
   const residuals = residualCurve(points.filter((p) => p.onAxis), aligned);
-  return { model, residuals, alignment, tilePenalty, aligned };
+  return { model, residuals, alignment, tiles, aligned };
 }
 
 /** A variant's on-axis prediction: its fit, corrected by its residuals along the axis. */
@@ -509,7 +509,7 @@ interface AxisModel {
   readonly residuals: ResidualCurve;
   readonly alignment: AlignmentModel | null;
   /** Its {@linkcode fitTilePenalty}. */
-  readonly tilePenalty: number;
+  readonly tiles: TileModel;
   /** The fit's time at a point, with its row-alignment class's offset when there is a model. */
   readonly aligned: (p: MeasuredPoint) => number;
 }
@@ -608,7 +608,8 @@ export function compiledMs(c: CompiledFit, flops: number, bytes: number): number
 }
 
 /**
- * The measured point at (within ±5 % of every dimension of) a shape, or null.
+ * The measured point at (within ±5 % of every dimension of) a shape, the nearest when several
+ * are (a 260³ matmul runs partly empty tiles that 256³ and 255³ do not), or null.
  *
  * @param points Points by size.
  * @param size The shape's size on the op's axis.
@@ -630,12 +631,19 @@ export function measuredAt(
     else hi = mid;
   }
   const max = size * (1 + MEASURED_TOLERANCE);
+  let nearest: MeasuredPoint | null = null;
+  let nearestDistance = Infinity;
   for (let i = lo; i < points.length; i++) {
     const p = points[i]!;
     if (p.size > max) break;
-    if (sameShape(p, shape, dims)) return p;
+    if (!sameShape(p, shape, dims)) continue;
+    const distance = dims.reduce(
+      (d, name, j) => d + Math.abs(Math.log(p.dims[j]! / shape[name]!)),
+      0,
+    );
+    if (distance < nearestDistance) [nearest, nearestDistance] = [p, distance];
   }
-  return null;
+  return nearest;
 }
 
 function sameShape(point: MeasuredPoint, shape: Shape, dims: readonly string[]): boolean {
@@ -706,7 +714,9 @@ export function predictSeries(
   const chosen = variant === null ? null : s.variants.get(variant);
   if (chosen === undefined) return null;
   if (shape !== null) {
-    const point = measuredAt(chosen === null ? s.best : chosen.points, size, shape, dims);
+    const near = measuredAt(chosen === null ? s.best : chosen.points, size, shape, dims);
+    // Without a variant asked, a measurement of one that cannot run this shape is not its time.
+    const point = near !== null && (chosen !== null || s.runs(shape, near.variant)) ? near : null;
     if (point !== null) {
       return {
         ms: point.ms,
@@ -797,7 +807,7 @@ function fitted(s: BackendSeries, v: VariantSeries, at: Site): Prediction {
   const imbalance = shape === null ? 0 : s.imbalanceOf?.(shape, v.variant) ?? 0;
   const tiles = shape === null
     ? 0
-    : tileLn(v.tilePenalty ?? 0, s.utilisationOf?.(shape, v.variant) ?? 1);
+    : tileLn(v.tiles ?? NO_TILE_COST, s.utilisationOf?.(shape, v.variant) ?? 1);
   return {
     ms: alignedMs(fitMs, v.model!.t0, (alignment?.ln ?? 0) + imbalance + tiles) *
       (residuals === null ? 1 : correctionAt(residuals, bytes)) * Math.exp(correction),
@@ -934,9 +944,9 @@ function tilesBetween(
   shape: Shape,
 ): number {
   if (s.utilisationOf === null) return 0;
-  const penalty = ref.tilePenalty ?? 0;
-  return tileLn(penalty, s.utilisationOf(shape, v.variant)) -
-    tileLn(penalty, s.utilisationOf(shape, ref.variant));
+  const tiles = ref.tiles ?? NO_TILE_COST;
+  return tileLn(tiles, s.utilisationOf(shape, v.variant)) -
+    tileLn(tiles, s.utilisationOf(shape, ref.variant));
 }
 
 /** One on-axis size of a variant without a fit, and its ln ratio there beyond the launch. */

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { fitTilePenalty, tileLn } from "../models/_tiles.ts";
+import { fitTilePenalty, NO_TILE_COST, tileLn } from "../models/_tiles.ts";
 import { getOp } from "../kernels/catalog.ts";
 import { variantFromId } from "../kernels/types.ts";
 
@@ -13,27 +13,36 @@ const point = (utilisation: number, penalty: number, fitMs = 2, t0 = 0.05) => ({
 Deno.test("fitTilePenalty() recovers the share of partly empty tiles' idle area a run pays", () => {
   for (const penalty of [0, 0.4, 0.75, 1]) {
     const fitted = fitTilePenalty([point(1, 9), point(0.55, penalty), point(0.72, penalty)]);
-    assert.ok(Math.abs(fitted - penalty) < 1e-9, `${penalty}: ${fitted}`);
+    assert.ok(Math.abs(fitted.penalty - penalty) < 1e-9, `${penalty}: ${fitted.penalty}`);
+    assert.equal(fitted.leastUtilisation, 0.55);
   }
   // The median of the estimates: one size run through a stall does not set it.
   assert.ok(
-    Math.abs(fitTilePenalty([point(0.55, 0.7), point(0.72, 0.8), point(0.6, 3)]) - 0.8) < 1e-9,
+    Math.abs(fitTilePenalty([point(0.55, 0.7), point(0.72, 0.8), point(0.6, 3)]).penalty - 0.8) <
+      1e-9,
   );
 });
 
 Deno.test("fitTilePenalty() says 0 where nothing measured partial tiles, and stays within [0, 1]", () => {
-  assert.equal(fitTilePenalty([]), 0);
-  assert.equal(fitTilePenalty([point(1, 0.5), point(0.97, 0.5)]), 0, "whole tiles say nothing");
+  assert.deepEqual(fitTilePenalty([]), NO_TILE_COST);
+  assert.deepEqual(
+    fitTilePenalty([point(1, 0.5), point(0.97, 0.5)]),
+    NO_TILE_COST,
+    "whole tiles say nothing",
+  );
   // A launch-bound size says nothing either: its time is the launch whatever the tiles.
-  assert.equal(fitTilePenalty([point(0.5, 1, 0.06, 0.05)]), 0);
-  assert.equal(fitTilePenalty([point(0.5, 2.5)]), 1);
-  assert.equal(fitTilePenalty([point(0.5, -0.5)]), 0);
+  assert.deepEqual(fitTilePenalty([point(0.5, 1, 0.06, 0.05)]), NO_TILE_COST);
+  assert.equal(fitTilePenalty([point(0.5, 2.5)]).penalty, 1);
+  assert.equal(fitTilePenalty([point(0.5, -0.5)]).penalty, 0);
 });
 
-Deno.test("tileLn() prices the idle share at the penalty, and nothing for whole tiles", () => {
-  assert.equal(tileLn(0.75, 1), 0);
-  assert.ok(Math.abs(tileLn(1, 0.5) - Math.log(2)) < 1e-12);
-  assert.ok(Math.abs(tileLn(0.5, 0.25) - Math.log(2)) < 1e-12);
+Deno.test("tileLn() prices the idle share at the penalty, nothing for whole tiles, and emptier tiles than measured as the emptiest measured", () => {
+  const measured = (penalty: number) => ({ penalty, leastUtilisation: 0.25 });
+  assert.equal(tileLn(measured(0.75), 1), 0);
+  assert.ok(Math.abs(tileLn(measured(1), 0.5) - Math.log(2)) < 1e-12);
+  assert.ok(Math.abs(tileLn(measured(0.5), 0.25) - Math.log(2)) < 1e-12);
+  assert.ok(Math.abs(tileLn(measured(0.5), 0.1) - Math.log(2)) < 1e-12, "not extrapolated");
+  assert.equal(tileLn(NO_TILE_COST, 0.3), 0);
 });
 
 Deno.test("a WebGPU matmul's utilisation counts whole tiles along dimensions of a tile or more", () => {
