@@ -209,8 +209,8 @@ export function streamingMidpoints(
 }
 
 /**
- * Longest run, ms, of a CPU series' larger end for {@linkcode rateStepMidpoints} to split the
- * gap: a point there costs tens of milliseconds to measure.
+ * Longest run, ms, of the midpoint {@linkcode rateStepMidpoints} asks for (the geometric mean of
+ * its ends' runs): a point there costs tens of milliseconds to measure.
  */
 export const CHEAP_STEP_RUN_MS = 1;
 /**
@@ -234,7 +234,7 @@ const PAST_LAUNCH = 4;
 /**
  * The geometric midpoints of the gaps where a CPU series' rate (bytes per ms) steps between two
  * neighbouring sizes (or that span ×{@linkcode WIDE_CHEAP_GAP} or more), the largest step first, at most `perSeries` per series, for elementwise
- * ops and reductions, past the series' launch and where the larger end runs in at most
+ * ops and reductions, past the series' launch and where the midpoint should run in at most
  * {@linkcode CHEAP_STEP_RUN_MS}. A cache level is a cliff in the rate a few tens of percent of a
  * size wide, and the grid's steps (×4.5 in elements) are wider than it: on a 2-vCPU Intel Xeon
  * VM a one-thread wasm `dot` streamed 60–72 GB/s up to 400 kB of operands and 27–30 GB/s from
@@ -284,7 +284,7 @@ export function rateStepMidpoints(
     for (let i = 0; i + 1 < sizes.length; i++) {
       const [lo, hi] = [bySize.get(sizes[i]!)!, bySize.get(sizes[i + 1]!)!];
       if (sizes[i + 1]! / sizes[i]! < MIN_MIDPOINT_RATIO) continue;
-      if (lo.ms < PAST_LAUNCH * shortest || hi.ms > CHEAP_STEP_RUN_MS) continue;
+      if (lo.ms < PAST_LAUNCH * shortest || Math.sqrt(lo.ms * hi.ms) > CHEAP_STEP_RUN_MS) continue;
       const step = Math.abs(Math.log((lo.bytes / lo.ms) / (hi.bytes / hi.ms)));
       const rateSteps = step - lo.relCi - hi.relCi > Math.log(STEP_RATE_RATIO);
       if (!rateSteps && sizes[i + 1]! / sizes[i]! < WIDE_CHEAP_GAP) continue;

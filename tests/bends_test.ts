@@ -212,9 +212,12 @@ Deno.test("rateStepMidpoints() leaves WebGPU, matrix ops, long runs and quick pl
     0,
     "a plan without bends",
   );
-  // A larger end that runs longer than a cheap run: the gap stays open.
-  const slow = (CHEAP_STEP_RUN_MS / 0.0375) * 1.01;
+  // A midpoint whose run (the geometric mean of its ends') is longer than a cheap run: the gap
+  // stays open.
+  const [, lo, hi] = stepping("wasm").map((m) => m.state === "ok" ? m.wall.median : NaN);
+  const slow = (CHEAP_STEP_RUN_MS / Math.sqrt(lo! * hi!)) * 1.01;
   assert.equal(rateStepMidpoints(stepping("wasm", slow), dot, "f32", 2).length, 0);
+  assert.equal(rateStepMidpoints(stepping("wasm", slow / 1.02), dot, "f32", 2).length, 1);
   const gemv = getOp("gemv");
   const matrix = stepping("wasm").map((m) => ({ ...m, op: "gemv" }) as Measurement);
   assert.equal(rateStepMidpoints(matrix, gemv, "f32", 2).length, 0);
