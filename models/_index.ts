@@ -712,7 +712,16 @@ export function predictSeries(
   variant: string | null,
 ): Prediction | null {
   const chosen = variant === null ? null : s.variants.get(variant);
-  if (chosen === undefined) return null;
+  if (chosen === undefined) {
+    // End to end, a variant only the device-resident sweep ran: this series' own time with the
+    // kernel swapped.
+    const own = s.floor?.kernel.variants.has(variant!)
+      ? predictSeries(s, dims, size, shape, flops, bytes, null)
+      : null;
+    return own === null
+      ? null
+      : withKernelOf(s.floor!, own, variant!, { dims, size, shape, flops, bytes });
+  }
   if (shape !== null) {
     const near = measuredAt(chosen === null ? s.best : chosen.points, size, shape, dims);
     // Without a variant asked, a measurement of one that cannot run this shape is not its time.
@@ -740,9 +749,40 @@ export function predictSeries(
   else if (v !== null) p = scaledFromFitted(s, v, at);
   p ??= interpolate(v ?? largestSeries(s), size);
   if (p !== null && chosen === null && shape !== null && !s.runs(shape, p.variant)) {
-    p = fastestRunnable(s, dims, size, shape, flops, bytes) ?? p;
+    const runnable = fastestRunnable(s, dims, size, shape, flops, bytes);
+    // End to end, where no variant of its own can run the shape, the device's one that can.
+    const device = runnable === null && s.floor !== null
+      ? predictSeries(s.floor.kernel, dims, size, shape, flops, bytes, null)
+      : null;
+    p = runnable ??
+      (device !== null && device.variant !== p.variant
+        ? withKernelOf(s.floor!, p, device.variant, at)
+        : p);
   }
   return p === null || s.floor === null ? p : atLeastKernelAndSync(s.floor, p, at);
+}
+
+/**
+ * An end-to-end prediction of one variant turned into another's: the same transfers and sync,
+ * the device-resident kernel time of `variant` in place of its own (a matmul at n = 611, which
+ * the vector-load kernel the end-to-end sweep ran cannot run, runs the scalar-load one the
+ * device-resident sweep measured). Null when the device cannot predict either.
+ */
+function withKernelOf(
+  floor: NonNullable<BackendSeries["floor"]>,
+  p: Prediction,
+  variant: string,
+  at: Site,
+): Prediction | null {
+  if (p.variant === variant) return p;
+  const { dims, size, shape, flops, bytes } = at;
+  const same = floor.kernel.variants.has(p.variant) ? p.variant : null;
+  const theirs = predictSeries(floor.kernel, dims, size, shape, flops, bytes, variant);
+  const mine = predictSeries(floor.kernel, dims, size, shape, flops, bytes, same);
+  if (theirs === null || mine === null) return null;
+  const ms = Math.max(p.ms - mine.ms, floor.syncMs) + theirs.ms;
+  // The interval carries how far the swap moved the time, as for any variant without a fit.
+  return { ...p, ms, variant, viaVariant: { from: p.variant, ratio: ms / p.ms, sizes: [] } };
 }
 
 /**

@@ -487,3 +487,26 @@ Deno.test("a WebGPU matmul whose output tiles come out partly empty is priced at
   const whole = predictTime(measured, { ...request, shape: cube(384) }).ms;
   assert.ok(Math.abs(whole / wholeMs(384) - 1) < 0.08, `${whole} vs ${wholeMs(384)}`);
 });
+
+Deno.test("end to end, an odd-width WebGPU matmul is the sweep's transfers and sync with the kernel that can run it", () => {
+  const scalar = "algo=reg,kt=0,tm=16,tn=8,vec4=false,wg=8,wgy=4";
+  const { base, at, wholeMs, request } = residentMatmul();
+  const t0 = 0.09;
+  const scalarMs = (n: number) => t0 + 2 * (wholeMs(n) - t0);
+  const report = steady({
+    ...base,
+    measurements: [...base.measurements, ...[32, 255, 511].map((n) => at(scalar, n, scalarMs(n)))],
+  });
+  const e2e = { ...request, residency: "end-to-end" } as const;
+  // Only the vector-load variant ran end to end; n = 301 needs the scalar one.
+  const auto = predictTime(report, { ...e2e, shape: cube(301) });
+  const asked = predictTime(report, { ...e2e, shape: cube(301), variant: scalar });
+  assert.equal(auto.variant, scalar);
+  assert.equal(asked.ms, auto.ms);
+  const truth = syntheticTimeMs("matmul", "f32", "webgpu", "end-to-end", 301) - wholeMs(301) +
+    scalarMs(301);
+  assert.ok(Math.abs(auto.ms / truth - 1) < 0.1, `${auto.ms} vs ${truth}`);
+  assert.ok(auto.interval[0] < truth && truth < auto.interval[1]);
+  // A variant neither sweep ran is still refused.
+  assert.throws(() => predictTime(report, { ...e2e, shape: cube(301), variant: "nope" }), /"nope"/);
+});
