@@ -291,8 +291,8 @@ const OFF_TILE_SIZES = 2;
  * (vector loads need n % 4 == 0; a program with n = 77 runs another variant), the best-ranked
  * variant that can, so it is predicted from its own times where the work, not the launch, sets
  * them: the variant search timed it at one anchor only, and on lavapipe matmul's 16 × 8 tiles
- * with scalar loads ran 32³ at 1.28× the vector ones' time and 77³–611³ at 1.9–2.1×. Within the
- * job's time only.
+ * with scalar loads ran 32³ at 1.28× the vector ones' time and 127³–511³ at 1.6–2.2× theirs at
+ * 128³–512³. Within the job's time only.
  */
 function* offTileSteps(
   state: PlanState,

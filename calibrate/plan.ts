@@ -64,7 +64,8 @@ export interface CalibrationJob {
    * Sizes where every WebGPU variant is tried: where the work, not the launch, sets a run's time.
    * At a default run's CPU anchor every lavapipe matmul variant ran 31–45 µs, mostly launch, and
    * 4 × 4 tiles came out fastest in both of two rounds; at 128³ they ran 0.44 ms against 0.23–0.27
-   * for 16 × 16 and 16 × 8 tiles, and at 256³ 2.7× the 16 × 8 tiles' time.
+   * for 16 × 16 and 16 × 8 tiles; one calibration ran its grid with them (256³: 4.05 ms, where
+   * another's 16 × 8 tiles took 1.52).
    */
   readonly deviceAnchors: readonly number[];
   /**

@@ -999,8 +999,8 @@ interface AxisRatio {
  * Least share of the fitted variant's time beyond its launch at a size for the ratio there to
  * count as the two variants' rates: where a launch carries both times their ratio is near 1
  * whatever the rates (lavapipe's 16 × 8 tiles with scalar loads ran 32³ in 1.28× the vector-load
- * ones' time and 77³–611³ in 1.5–2.1×, and odd squares predicted from the 32³ ratio came out
- * 27–65 % fast).
+ * ones' time and 127³–511³ in 1.6–2.2× theirs at 128³–512³, and 77³, 181³ and 611³ predicted from
+ * the 32³ ratio came out 49–65 % fast).
  */
 const WORK_SHARE = 2 / 3;
 
