@@ -409,23 +409,33 @@ function buildSeries(
 }
 
 /**
- * {@linkcode BackendSeries.runs} of `op` in `dtype` on `backend`: what the kernel's own
- * `unsupported` says; true for a variant it does not know.
+ * `f` of a shape and a variant's parameters, called by variant id: each id is parsed once; where
+ * `f` throws (a variant this version of the kernels does not know, from another version's
+ * report), `unknown`.
  */
-function runsFor(op: OpSpec, dtype: Dtype, backend: Backend): BackendSeries["runs"] {
-  const impl = implOf(op, backend);
+function byVariantId<T>(
+  f: (shape: Shape, variant: Variant) => T,
+  unknown: T,
+): (shape: Shape, variant: string) => T {
   const params = new Map<string, Variant>();
   return (shape, variant) => {
     let p = params.get(variant);
     if (p === undefined) params.set(variant, p = variantFromId(variant));
     try {
-      return (impl?.unsupported?.(shape, dtype, p) ?? null) === null;
+      return f(shape, p);
     } catch {
-      // A variant this version of the kernels does not know (a report from another version):
-      // nothing says it cannot run.
-      return true;
+      return unknown;
     }
   };
+}
+
+/**
+ * {@linkcode BackendSeries.runs} of `op` in `dtype` on `backend`: what the kernel's own
+ * `unsupported` says; true for a variant it does not know (nothing says it cannot run).
+ */
+function runsFor(op: OpSpec, dtype: Dtype, backend: Backend): BackendSeries["runs"] {
+  const impl = implOf(op, backend);
+  return byVariantId((shape, v) => (impl?.unsupported?.(shape, dtype, v) ?? null) === null, true);
 }
 
 /** {@linkcode imbalanceLn} of `op` on `threads` threads, by shape and variant id. */
@@ -433,28 +443,13 @@ function imbalanceFor(
   op: OpSpec,
   threads: number,
 ): (shape: Shape, variant: string) => number {
-  const params = new Map<string, Variant>();
-  return (shape, variant) => {
-    let p = params.get(variant);
-    if (p === undefined) params.set(variant, p = variantFromId(variant));
-    return imbalanceLn(op, shape, p, threads);
-  };
+  return byVariantId((shape, v) => imbalanceLn(op, shape, v, threads), 0);
 }
 
 /** The WebGPU impl's `utilisation` of `op`, by shape and variant id; null when it has none. */
 function utilisationFor(op: OpSpec): BackendSeries["utilisationOf"] {
-  const impl = op.impls.webgpu;
-  if (impl?.utilisation === undefined) return null;
-  const params = new Map<string, Variant>();
-  return (shape, variant) => {
-    let p = params.get(variant);
-    if (p === undefined) params.set(variant, p = variantFromId(variant));
-    try {
-      return impl.utilisation!(shape, p);
-    } catch {
-      return 1;
-    }
-  };
+  const utilisation = op.impls.webgpu?.utilisation;
+  return utilisation === undefined ? null : byVariantId(utilisation, 1);
 }
 
 /**
