@@ -5,6 +5,8 @@
  *
  * The scratch memory is the module's own second memory (Wasm multi-memory), so every instance,
  * and therefore every `wasm-mt` worker, packs into its own copy without the runner knowing.
+ * A call given fewer rows than one micro-tile (m = 1…mr − 1, or a worker's share of the rows
+ * left over) skips packing and streams B once into its rows of C.
  *
  * @module
  */
@@ -202,6 +204,91 @@ function pack(p: Params): string {
       (br $rows))))`;
 }
 
+/**
+ * C[rows × n] = A[rows × k] · B[k × n] for fewer rows than one micro-tile, without packing: B is
+ * read once, four rows of it at a time and each contiguously, into `rows` rows of C that stay in
+ * cache. With a single row tile there is nothing for a packed copy of B to be reused by, and
+ * writing and re-reading it cost more than the product (1 × 3072 × 768: 0.82–1.2 ms packed).
+ */
+function direct(p: Params, rows: number): string {
+  const rs = range(rows);
+  const cRow = (r: number) => `(i32.add (local.get $cr${r}) (local.get $j))`;
+  const bRow = (u: number) => `(i32.add (local.get $bu${u}) (local.get $j))`;
+  // `steps` rows of B from row $p: vectors while 4 columns remain, then one column at a time.
+  const update = (steps: number) => `
+      ${
+    rs.flatMap((r) =>
+      range(steps).map((u) =>
+        `(local.set $s${r}_${u} (v128.load32_splat $m offset=${u * 4} (local.get $ap${r})))`
+      )
+    ).join("\n")
+  }
+      ${
+    range(steps).map((u) =>
+      `(local.set $bu${u} (i32.add (local.get $b)
+        (i32.mul (i32.add (local.get $p) (i32.const ${u})) (local.get $ldb))))`
+    ).join("\n")
+  }
+      (local.set $j (i32.const 0))
+      (block $vec_done${steps} (loop $vec${steps}
+        (br_if $vec_done${steps} (i32.gt_u (i32.add (local.get $j) (i32.const 16)) (local.get $nb)))
+        ${rs.map((r) => `(local.set $acc${r} (v128.load $m ${cRow(r)}))`).join("\n")}
+        ${
+    range(steps).map((u) =>
+      `(local.set $bv (v128.load $m ${bRow(u)}))\n` +
+      rs.map((r) => madd(p, `$acc${r}`, `$s${r}_${u}`, "$bv")).join("\n")
+    ).join("\n")
+  }
+        ${rs.map((r) => `(v128.store $m ${cRow(r)} (local.get $acc${r}))`).join("\n")}
+        (local.set $j (i32.add (local.get $j) (i32.const 16)))
+        (br $vec${steps})))
+      (block $col_done${steps} (loop $col${steps}
+        (br_if $col_done${steps} (i32.ge_u (local.get $j) (local.get $nb)))
+        ${
+    rs.map((r) =>
+      `(f32.store $m ${cRow(r)} ${
+        range(steps).reduce(
+          (sum, u) =>
+            `(f32.add ${sum} (f32.mul (f32.load $m offset=${u * 4} (local.get $ap${r}))
+              (f32.load $m ${bRow(u)})))`,
+          `(f32.load $m ${cRow(r)})`,
+        )
+      })`
+    ).join("\n")
+  }
+        (local.set $j (i32.add (local.get $j) (i32.const 4)))
+        (br $col${steps})))
+      ${
+    rs.map((r) => `(local.set $ap${r} (i32.add (local.get $ap${r}) (i32.const ${steps * 4})))`)
+      .join("\n")
+  }
+      (local.set $p (i32.add (local.get $p) (i32.const ${steps})))`;
+  return `
+  (func $direct${rows} (param $a i32) (param $lda i32) (param $b i32) (param $c i32)
+      (param $k i32) (param $n i32)
+    (local $ldb i32) (local $nb i32) (local $p i32) (local $j i32) (local $bv v128)
+    ${rs.map((r) => `(local $cr${r} i32) (local $ap${r} i32) (local $acc${r} v128)`).join(" ")}
+    ${rs.flatMap((r) => range(K_UNROLL).map((u) => `(local $s${r}_${u} v128)`)).join(" ")}
+    ${range(K_UNROLL).map((u) => `(local $bu${u} i32)`).join(" ")}
+    (local.set $ldb (i32.shl (local.get $n) (i32.const 2)))
+    (local.set $nb (local.get $ldb))
+    ${
+    rs.map((r) =>
+      `(local.set $cr${r} (i32.add (local.get $c) (i32.mul (local.get $ldb) (i32.const ${r}))))
+    (local.set $ap${r} (i32.add (local.get $a) (i32.mul (local.get $lda) (i32.const ${r}))))`
+    ).join("\n")
+  }
+    (memory.fill $m (local.get $c) (i32.const 0) (i32.mul (local.get $nb) (i32.const ${rows})))
+    (block $main_done (loop $main
+      (br_if $main_done (i32.gt_u (i32.add (local.get $p) (i32.const ${K_UNROLL})) (local.get $k)))
+      ${update(K_UNROLL)}
+      (br $main)))
+    (block $tail_done (loop $tail
+      (br_if $tail_done (i32.ge_u (local.get $p) (local.get $k)))
+      ${update(1)}
+      (br $tail))))`;
+}
+
 /** Calls the micro-kernel for `rows` rows across every panel of the packed block. */
 function panelSweep(p: Params, rows: number): string {
   return `
@@ -235,12 +322,26 @@ function wat(variant: Variant): string {
   (memory $s ${pages})
   ${range(p.mr).map((r) => microKernel(p, r + 1, tile)).join("\n")}
   ${pack(p)}
+  ${remainders.map((r) => direct(p, r)).join("\n")}
   (func (export "run") (param $a i32) (param $b i32) (param $c i32)
       (param $m i32) (param $k i32) (param $n i32) (param $r0 i32) (param $r1 i32)
     (local $lda i32) (local $ldc i32) (local $jc i32) (local $ncb i32) (local $pc i32)
     (local $kcb i32) (local $i i32) (local $j0 i32) (local $bp i32) (local $rem i32)
     (local.set $lda (i32.shl (local.get $k) (i32.const 2)))
     (local.set $ldc (i32.shl (local.get $n) (i32.const 2)))
+    (local.set $rem (i32.sub (local.get $r1) (local.get $r0)))
+    (if (i32.lt_u (local.get $rem) (i32.const ${p.mr}))
+      (then
+        ${
+    remainders.map((r) =>
+      `(if (i32.eq (local.get $rem) (i32.const ${r})) (then (call $direct${r}
+          (i32.add (local.get $a) (i32.mul (local.get $r0) (local.get $lda)))
+          (local.get $lda) (local.get $b)
+          (i32.add (local.get $c) (i32.mul (local.get $r0) (local.get $ldc)))
+          (local.get $k) (local.get $n))))`
+    ).join("\n")
+  }
+        (return)))
     (block $jc_done (loop $jc_loop
       (br_if $jc_done (i32.ge_u (local.get $jc) (local.get $n)))
       (local.set $ncb (select (i32.const ${p.nc}) (i32.sub (local.get $n) (local.get $jc))
