@@ -191,7 +191,7 @@ function* rangeFirstGrid(grid: GridState): Steps {
       late && climb > 0 && !(climb === 1 && key === e2e) ? LATE_CLIMB_RUN_MS : undefined;
     const ceilings = grid.ceilings(lateCap);
     if (ceilings.size === 0) break;
-    for (const [size, series] of ceilings) yield* gridSize(grid, size, series);
+    for (const [size, series] of ceilings) yield* gridSize(grid, size, series, true);
   }
   // Past the grid's deadline, a few more gaps are filled on the CPU series whose runs there are
   // short: tens of milliseconds each, where a WebGPU point costs a second. Past the job's, the
@@ -214,9 +214,17 @@ function* rangeFirstGrid(grid: GridState): Steps {
 
 /**
  * Measures at `size` every series still in play (or only those in `only`) whose run there fits
- * the plan; false when none was measured.
+ * the plan; false when none was measured. `ceiling`: `size` is the ceiling of every series in
+ * `only`, which {@linkcode GridState.ceilings} judged to fit, by the device-resident time and
+ * the transfer rates for WebGPU end to end; scaling its sync-bound runs with the work would
+ * not (a late job's end-to-end matmul stopped at 128³, and 900³ was predicted ×3 slow).
  */
-function* gridSize(grid: GridState, size: number, only?: ReadonlySet<string>): Steps<boolean> {
+function* gridSize(
+  grid: GridState,
+  size: number,
+  only?: ReadonlySet<string>,
+  ceiling = false,
+): Steps<boolean> {
   const { state, job: { op, dtype } } = grid;
   const shape = op.axis.shape(size);
   const reqs: MeasureRequest[] = [];
@@ -225,7 +233,8 @@ function* gridSize(grid: GridState, size: number, only?: ReadonlySet<string>): S
     for (const residency of residenciesFor(backend)) {
       const key = seriesKey(backend, residency);
       if (only !== undefined && !only.has(key)) continue;
-      if (grid.tooLong(backend, residency, size) || grid.settled.has(key)) continue;
+      if (!(ceiling && only?.has(key)) && grid.tooLong(backend, residency, size)) continue;
+      if (grid.settled.has(key)) continue;
       // A transfer-bound series still climbs to its ceiling (its top anchors what is predicted
       // beyond), but fills no gap: its time there is the transfers' the report measured.
       if (only === undefined && grid.predicted.has(key)) continue;
