@@ -190,6 +190,12 @@ export interface VariantRatio {
   /** The sizes it ran at. */
   readonly sizes: readonly number[];
   /**
+   * The share of the predicted time a change of variant can move: the time beyond the launch
+   * (or, end to end, the kernel's part beside the transfers and sync both variants share).
+   * Absent: all of it.
+   */
+  readonly share?: number;
+  /**
    * When it ran off the axis: how the ratio moves with the shape's proportions, whose mean at
    * this shape is in `ratio` and whose spread there bounds the interval; null otherwise.
    */
@@ -776,8 +782,14 @@ function withKernelOf(
   const mine = predictSeries(floor.kernel, dims, size, shape, flops, bytes, same);
   if (theirs === null || mine === null) return null;
   const ms = Math.max(p.ms - mine.ms, floor.syncMs) + theirs.ms;
-  // The interval carries how far the swap moved the time, as for any variant without a fit.
-  return { ...p, ms, variant, viaVariant: { from: p.variant, ratio: ms / p.ms, sizes: [] } };
+  // The interval carries how far the swap moved the time, as for any variant without a fit, on
+  // the kernel's part of it.
+  return {
+    ...p,
+    ms,
+    variant,
+    viaVariant: { from: p.variant, ratio: ms / p.ms, sizes: [], share: theirs.ms / ms },
+  };
 }
 
 /**
@@ -881,12 +893,12 @@ function scaledFromFitted(
   if (model === null) return null;
   const shapeModel = at.shape === null ? null : model.shapeModel;
   const base = refAt ?? fitted(s, ref, at);
+  const t0 = Math.min(ref.model!.t0, base.ms);
   let ms: number;
   if (shapeModel === null && model.axis.length > 0) {
     // Along the axis, from the sizes where the work set both times: the launch is the fitted
     // variant's, the rest scales by the ratio there.
     // Its own tiles, not the fitted variant's, at this shape.
-    const t0 = Math.min(ref.model!.t0, base.ms);
     const tiles = at.shape === null ? 0 : tilesBetween(s, v, ref, at.shape);
     ms = t0 + (base.ms - t0) * Math.exp(ratioAlongAxis(model.axis, at.size) + tiles);
   } else {
@@ -899,7 +911,13 @@ function scaledFromFitted(
     ...base,
     ms,
     variant: v.variant,
-    viaVariant: { from: ref.variant, ratio, sizes: v.points.map((p) => p.size), shapeModel },
+    viaVariant: {
+      from: ref.variant,
+      ratio,
+      sizes: v.points.map((p) => p.size),
+      shapeModel,
+      share: 1 - t0 / base.ms,
+    },
   };
 }
 

@@ -464,7 +464,7 @@ function describe(
 
 /**
  * Half-width, in ln time, for carrying a variant's measured ratio to another shape, never under
- * ±25 %: where the variant ran off the axis, the spread of its ratio model at this shape (near
+ * ±25 % of the part of the time beyond the launch (end to end, of the kernel's part): where the variant ran off the axis, the spread of its ratio model at this shape (near
  * shapes it ran, what it measured; far from them, how much its ratios varied); else as far as
  * the ratio is from 1 (two variants that ran alike at one size tend to run alike elsewhere; a
  * tiling twice as slow at one size may be anything at another).
@@ -474,7 +474,9 @@ function variantRatioHalfWidth(
   dims: readonly string[],
   shape: Shape,
 ): number {
-  const floor = Math.log(1.25);
+  // The floor is on the part of the time a variant moves; the launch, or end to end the
+  // transfers and sync, are the same whichever variant runs.
+  const floor = Math.log(1.25) * (via.share ?? 1);
   if (!via.shapeModel) return Math.max(Math.abs(Math.log(via.ratio)), floor);
   const spread = correctionAt(via.shapeModel, shapeFeatures(dims, shape)).sd;
   return Math.max(via.shapeModel.multiplier * spread, floor);

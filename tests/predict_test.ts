@@ -510,3 +510,31 @@ Deno.test("end to end, an odd-width WebGPU matmul is the sweep's transfers and s
   // A variant neither sweep ran is still refused.
   assert.throws(() => predictTime(report, { ...e2e, shape: cube(301), variant: "nope" }), /"nope"/);
 });
+
+Deno.test("a variant without a fit is unsure only of the part of the time a variant moves: not of the sync around a small kernel", () => {
+  const scalar = "algo=reg,kt=0,tm=16,tn=8,vec4=false,wg=8,wgy=4";
+  const { base, at, wholeMs, request } = residentMatmul();
+  const t0 = 0.09;
+  const scalarMs = (n: number) => t0 + 2 * (wholeMs(n) - t0);
+  const report = steady({
+    ...base,
+    measurements: [...base.measurements, ...[32, 255, 511].map((n) => at(scalar, n, scalarMs(n)))],
+  });
+  const lnWidth = (t: { interval: readonly [number, number] }) =>
+    Math.log(t.interval[1] / t.interval[0]);
+  // End to end at 36³ and 37³ the sync is nearly all the time: the scalar kernel 37³ needs moves
+  // it by a few per cent, and its interval is about as wide as the fitted variant's beside it.
+  const e2e = { ...request, residency: "end-to-end" } as const;
+  const fittedE2e = predictTime(report, { ...e2e, shape: cube(36) });
+  const twinE2e = predictTime(report, { ...e2e, shape: cube(37) });
+  assert.equal(fittedE2e.variant, VEC4_TILES);
+  assert.equal(twinE2e.variant, scalar);
+  assert.ok(
+    lnWidth(twinE2e) < lnWidth(fittedE2e) + 0.05,
+    `${twinE2e.interval} vs ${fittedE2e.interval}`,
+  );
+  // On the device, where the kernel is most of the time at 301³, it still carries its ±25 %.
+  const resident = predictTime(report, { ...request, shape: cube(301) });
+  assert.equal(resident.variant, scalar);
+  assert.ok(lnWidth(resident) > 2 * Math.log(1.2), `${resident.interval}`);
+});
