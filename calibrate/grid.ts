@@ -399,10 +399,13 @@ class GridState {
   }
 
   /**
-   * For WebGPU end to end: the largest size above `largest` where the device-resident series was
-   * measured and that kernel time, one round trip and the bytes at the measured transfer rates
-   * fit the case-time cap. An end-to-end run is mostly sync until its transfers grow, so its own
-   * times say little about a larger size; the device's say much. 0 when none.
+   * For WebGPU end to end: the largest grid size above `largest`, up to the device-resident
+   * series' largest, where that kernel time (measured, or log-log between the sizes measured
+   * around it), one round trip and the bytes at the measured transfer rates fit the case-time cap.
+   * An end-to-end run is mostly sync until its transfers grow, so its own times say little about
+   * a larger size; the device's say much. (Held to the device-resident series' own sizes, an
+   * end-to-end add whose device series climbed from 131 072 elements to 5.6·10⁶ in one step
+   * stopped at 131 072.) 0 when none.
    */
   #deviceInformedCeiling(key: string, largest: number): number {
     if (key !== seriesKey("webgpu", "end-to-end")) return 0;
@@ -410,12 +413,27 @@ class GridState {
     if (resident === undefined) return 0;
     const { op, dtype } = this.job;
     let best = 0;
-    for (const [size, residentMs] of resident) {
+    for (const size of this.job.sizes) {
       if (size <= largest) continue;
+      const residentMs = this.#logLogAt(resident, size);
+      if (residentMs === null) continue;
       const p = transferPrediction(this.state.system, op, op.axis.shape(size), dtype, residentMs);
       if (p !== null && p.ms <= this.caseCapMs()) best = Math.max(best, size);
     }
     return best;
+  }
+
+  /** A series' time at `size`: measured, else log-log in work between its sizes around it. */
+  #logLogAt(times: ReadonlyMap<number, number>, size: number): number | null {
+    const at = times.get(size);
+    if (at !== undefined) return at;
+    const sizes = [...times.keys()];
+    const below = Math.max(...sizes.filter((s) => s < size));
+    const above = Math.min(...sizes.filter((s) => s > size));
+    if (!Number.isFinite(below) || !Number.isFinite(above)) return null;
+    const w = Math.log(this.work(size) / this.work(below)) /
+      Math.log(this.work(above) / this.work(below));
+    return Math.exp((1 - w) * Math.log(times.get(below)!) + w * Math.log(times.get(above)!));
   }
 
   /**
