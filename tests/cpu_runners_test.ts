@@ -9,6 +9,7 @@ import { createJsRunner } from "../calibrate/runners/js.ts";
 import { createWasmRunner } from "../calibrate/runners/wasm.ts";
 import { createWasmMtRunner } from "../calibrate/runners/wasm_mt.ts";
 import { verifyOutput } from "../calibrate/verify.ts";
+import { rotationCopies } from "../calibrate/runners/_cpu.ts";
 
 const DIMS = [1, 7, 33, 64, 129];
 
@@ -175,4 +176,18 @@ Deno.test("wasm-mt runner refuses a prepared kernel after dispose", async () => 
 
 Deno.test("createWasmMtRunner() rejects a thread count of 0", () => {
   assert.throws(() => createWasmMtRunner({ threads: 0 }), RangeError);
+});
+
+Deno.test("the operand copies a CPU run rotates through span more bytes for larger operands, and from 16 MiB up, more than a last-level cache holds", () => {
+  const MiB = 2 ** 20;
+  const span = (bytes: number) => bytes * rotationCopies(bytes);
+  // Up to 16 MiB, four copies: the span grows with the operands.
+  for (const bytes of [1024, MiB, 9 * MiB, 15.9 * MiB]) assert.equal(span(bytes), 4 * bytes);
+  // From 16 MiB to 64 MiB, 64–128 MiB: beyond the 27–47 MB the VMs here kept cached. (One copy
+  // from 16 MiB up made 27 MB operands cached and 9 MB ones not.)
+  for (let bytes = 16 * MiB; bytes < 64 * MiB; bytes += 0.7 * MiB) {
+    assert.ok(span(bytes) >= 64 * MiB && span(bytes) < 128 * MiB, `${bytes / MiB} MiB`);
+  }
+  // Beyond, the operands alone.
+  assert.equal(span(300 * MiB), 300 * MiB);
 });
