@@ -464,10 +464,11 @@ function describe(
 
 /**
  * Half-width, in ln time, for carrying a variant's measured ratio to another shape, never under
- * ±25 % of the part of the time beyond the launch (end to end, of the kernel's part): where the variant ran off the axis, the spread of its ratio model at this shape (near
- * shapes it ran, what it measured; far from them, how much its ratios varied); else as far as
- * the ratio is from 1 (two variants that ran alike at one size tend to run alike elsewhere; a
- * tiling twice as slow at one size may be anything at another).
+ * ±25 % of the part of the time beyond the launch (end to end, of the kernel's part): where the
+ * variant ran off the axis, the spread of its ratio model at this shape (near shapes it ran, what
+ * it measured; far from them, how much its ratios varied); else as far as the ratio is from 1
+ * (two variants that ran alike at one size tend to run alike elsewhere; a tiling twice as slow
+ * at one size may be anything at another).
  */
 function variantRatioHalfWidth(
   via: VariantRatio,
