@@ -21,6 +21,16 @@ function defaultPlanner(op: string, backends: Backend[]) {
   return { clock, plan, planner: new Planner({ plan, llm: false, clock: () => clock.s }) };
 }
 
+/** System figures with only the transfers measured: both ways at `gbps`, a sync of `syncMs`. */
+function transferFigures(gbps: number, syncMs: number) {
+  return {
+    ...missingSystemFigures("not measured"),
+    uploadGBps: { value: gbps, unit: "GB/s", tag: "measured" as const },
+    readbackGBps: { value: gbps, unit: "GB/s", tag: "measured" as const },
+    dispatchRoundTripMs: { value: syncMs, unit: "ms", tag: "measured" as const },
+  };
+}
+
 /** add on js (10 ns per element) and wasm (2 ns per element), both with 1 µs of overhead. */
 const addTimes = (req: MeasureRequest) =>
   0.001 + req.shape.n! * (req.backend === "js" ? 1e-5 : 2e-6);
@@ -197,12 +207,7 @@ Deno.test("a transfer-bound WebGPU end-to-end point is predicted, not swept", ()
     clock: () => clock.s,
     onEvent: (e) => e.kind === "phase" && phases.push(e.phase),
   });
-  const system = {
-    ...missingSystemFigures("not measured"),
-    uploadGBps: { value: 1, unit: "GB/s", tag: "measured" as const },
-    readbackGBps: { value: 1, unit: "GB/s", tag: "measured" as const },
-    dispatchRoundTripMs: { value: 0.1, unit: "ms", tag: "measured" as const },
-  };
+  const system = transferFigures(1, 0.1);
   const add = getOp("add");
   const resident = (n: number) => 0.05 + n * 1e-7;
   drive(
@@ -626,14 +631,18 @@ Deno.test("a default run searches WebGPU variants where the work, not the launch
   for (const m of grid) assert.match(m.variant, /tm=(8|16),/, `${m.size}: ${m.variant}`);
 });
 
+/** The largest on-axis size a planner measured, ok, in `residency`. */
+function largestOnAxis(planner: Planner, residency: string): number {
+  return Math.max(
+    ...planner.measurements.filter((m) =>
+      m.residency === residency && !m.offAxis && m.state === "ok"
+    ).map((m) => m.size),
+  );
+}
+
 Deno.test("a late job's end-to-end WebGPU series still climbs to where the device-resident one went when its run there is short", () => {
   const { clock, plan, planner } = defaultPlanner("matmul", ["webgpu"]);
-  const system = {
-    ...missingSystemFigures("not measured"),
-    uploadGBps: { value: 1, unit: "GB/s", tag: "measured" as const },
-    readbackGBps: { value: 1, unit: "GB/s", tag: "measured" as const },
-    dispatchRoundTripMs: { value: 11, unit: "ms", tag: "measured" as const },
-  };
+  const system = transferFigures(1, 11);
   const matmul = getOp("matmul");
   // Device-resident: 5 µs of dispatch, then 50 GFLOP/s. End to end: 11 ms of sync and the bytes
   // at 1 GB/s on top. At 128³ the transfers are most of what is not sync, so scaling that rest
@@ -652,12 +661,7 @@ Deno.test("a late job's end-to-end WebGPU series still climbs to where the devic
     clock,
     system,
   );
-  const top = (residency: string) =>
-    Math.max(
-      ...planner.measurements.filter((m) =>
-        m.residency === residency && !m.offAxis && m.state === "ok"
-      ).map((m) => m.size),
-    );
+  const top = (residency: string) => largestOnAxis(planner, residency);
   assert.ok(top("device-resident") >= 512, `device-resident reached ${top("device-resident")}`);
   assert.ok(
     top("end-to-end") >= 512,
@@ -666,12 +670,7 @@ Deno.test("a late job's end-to-end WebGPU series still climbs to where the devic
 });
 
 Deno.test("a late job's end-to-end WebGPU series climbs between the device-resident sizes, to the largest whose run the device and transfers say is short", () => {
-  const system = {
-    ...missingSystemFigures("not measured"),
-    uploadGBps: { value: 1.5, unit: "GB/s", tag: "measured" as const },
-    readbackGBps: { value: 1.5, unit: "GB/s", tag: "measured" as const },
-    dispatchRoundTripMs: { value: 11, unit: "ms", tag: "measured" as const },
-  };
+  const system = transferFigures(1.5, 11);
   // End to end: 11 ms of sync and the bytes at 1.5 GB/s on top of the device's time, over a late
   // job's 25 ms cap at the top (60 MB) but not a few grid sizes below. Measurements take long
   // enough for the grid deadline to pass on the first climb. (Following only the device-resident
@@ -698,12 +697,7 @@ Deno.test("a late job's end-to-end WebGPU series climbs between the device-resid
       clock,
       system,
     );
-    const top = (residency: string) =>
-      Math.max(
-        ...planner.measurements.filter((m) =>
-          m.residency === residency && !m.offAxis && m.state === "ok"
-        ).map((m) => m.size),
-      );
+    const top = (residency: string) => largestOnAxis(planner, residency);
     const { sizes } = plan.jobs[0]!;
     const reachable = sizes.filter((n) => e2eMs(n) <= 25).at(-1)!;
     assert.ok(

@@ -488,7 +488,11 @@ Deno.test("a WebGPU matmul whose output tiles come out partly empty is priced at
   assert.ok(Math.abs(whole / wholeMs(384) - 1) < 0.08, `${whole} vs ${wholeMs(384)}`);
 });
 
-Deno.test("end to end, an odd-width WebGPU matmul is the sweep's transfers and sync with the kernel that can run it", () => {
+/**
+ * `residentMatmul()`'s report with the vector-load tiles' scalar-load twin measured device-resident
+ * where calibrate measures it (32³, 255³, 511³): the same launch, half the rate.
+ */
+function withScalarTwin() {
   const scalar = "algo=reg,kt=0,tm=16,tn=8,vec4=false,wg=8,wgy=4";
   const { base, at, wholeMs, request } = residentMatmul();
   const t0 = 0.09;
@@ -497,6 +501,11 @@ Deno.test("end to end, an odd-width WebGPU matmul is the sweep's transfers and s
     ...base,
     measurements: [...base.measurements, ...[32, 255, 511].map((n) => at(scalar, n, scalarMs(n)))],
   });
+  return { scalar, scalarMs, wholeMs, request, report };
+}
+
+Deno.test("end to end, an odd-width WebGPU matmul is the sweep's transfers and sync with the kernel that can run it", () => {
+  const { scalar, scalarMs, wholeMs, request, report } = withScalarTwin();
   const e2e = { ...request, residency: "end-to-end" } as const;
   // Only the vector-load variant ran end to end; n = 301 needs the scalar one.
   const auto = predictTime(report, { ...e2e, shape: cube(301) });
@@ -512,14 +521,7 @@ Deno.test("end to end, an odd-width WebGPU matmul is the sweep's transfers and s
 });
 
 Deno.test("a variant without a fit is unsure only of the part of the time a variant moves: not of the sync around a small kernel", () => {
-  const scalar = "algo=reg,kt=0,tm=16,tn=8,vec4=false,wg=8,wgy=4";
-  const { base, at, wholeMs, request } = residentMatmul();
-  const t0 = 0.09;
-  const scalarMs = (n: number) => t0 + 2 * (wholeMs(n) - t0);
-  const report = steady({
-    ...base,
-    measurements: [...base.measurements, ...[32, 255, 511].map((n) => at(scalar, n, scalarMs(n)))],
-  });
+  const { scalar, request, report } = withScalarTwin();
   const lnWidth = (t: { interval: readonly [number, number] }) =>
     Math.log(t.interval[1] / t.interval[0]);
   // End to end at 36³ and 37³ the sync is nearly all the time: the scalar kernel 37³ needs moves
