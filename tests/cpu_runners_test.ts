@@ -14,12 +14,16 @@ import { rotationCopies } from "../calibrate/runners/_cpu.ts";
 const DIMS = [1, 7, 33, 64, 129];
 
 // Every dim value meets every other on each axis pair (a Latin square), plus shapes that cross
-// the wasm kernel's k-block (256) and n-block (512) boundaries.
+// the wasm kernel's k-block (256) and n-block (512) boundaries, and its column blocks below a
+// micro-tile's rows.
 const MATMUL_SHAPES: Shape[] = [
   ...DIMS.flatMap((m, i) => DIMS.map((k, j) => ({ m, k, n: DIMS[(i + j) % DIMS.length]! }))),
   { m: 129, k: 129, n: 129 },
   { m: 13, k: 517, n: 1031 },
   { m: 70, k: 300, n: 515 },
+  // Fewer rows than a micro-tile: columns split across wasm-mt's threads in blocks of 64.
+  { m: 1, k: 70, n: 700 },
+  { m: 5, k: 33, n: 517 },
 ];
 
 const ELEMENTWISE_SHAPES: Shape[] = [{ n: 1 }, { n: 7 }, { n: 1000 }, { n: 100003 }];

@@ -265,20 +265,22 @@ function direct(p: Params, rows: number): string {
       (local.set $p (i32.add (local.get $p) (i32.const ${steps})))`;
   return `
   (func $direct${rows} (param $a i32) (param $lda i32) (param $b i32) (param $c i32)
-      (param $k i32) (param $n i32)
+      (param $k i32) (param $n i32) (param $ldn i32)
     (local $ldb i32) (local $nb i32) (local $p i32) (local $j i32) (local $bv v128)
     ${rs.map((r) => `(local $cr${r} i32) (local $ap${r} i32) (local $acc${r} v128)`).join(" ")}
     ${rs.flatMap((r) => range(K_UNROLL).map((u) => `(local $s${r}_${u} v128)`)).join(" ")}
     ${range(K_UNROLL).map((u) => `(local $bu${u} i32)`).join(" ")}
-    (local.set $ldb (i32.shl (local.get $n) (i32.const 2)))
-    (local.set $nb (local.get $ldb))
+    (local.set $ldb (i32.shl (local.get $ldn) (i32.const 2)))
+    (local.set $nb (i32.shl (local.get $n) (i32.const 2)))
     ${
     rs.map((r) =>
       `(local.set $cr${r} (i32.add (local.get $c) (i32.mul (local.get $ldb) (i32.const ${r}))))
     (local.set $ap${r} (i32.add (local.get $a) (i32.mul (local.get $lda) (i32.const ${r}))))`
     ).join("\n")
   }
-    (memory.fill $m (local.get $c) (i32.const 0) (i32.mul (local.get $nb) (i32.const ${rows})))
+    ${
+    rs.map((r) => `(memory.fill $m (local.get $cr${r}) (i32.const 0) (local.get $nb))`).join("\n")
+  }
     (block $main_done (loop $main
       (br_if $main_done (i32.gt_u (i32.add (local.get $p) (i32.const ${K_UNROLL})) (local.get $k)))
       ${update(K_UNROLL)}
@@ -325,6 +327,7 @@ function wat(variant: Variant): string {
   ${remainders.map((r) => direct(p, r)).join("\n")}
   (func (export "run") (param $a i32) (param $b i32) (param $c i32)
       (param $m i32) (param $k i32) (param $n i32) (param $r0 i32) (param $r1 i32)
+      (param $c0 i32) (param $c1 i32)
     (local $lda i32) (local $ldc i32) (local $jc i32) (local $ncb i32) (local $pc i32)
     (local $kcb i32) (local $i i32) (local $j0 i32) (local $bp i32) (local $rem i32)
     (local.set $lda (i32.shl (local.get $k) (i32.const 2)))
@@ -336,9 +339,11 @@ function wat(variant: Variant): string {
     remainders.map((r) =>
       `(if (i32.eq (local.get $rem) (i32.const ${r})) (then (call $direct${r}
           (i32.add (local.get $a) (i32.mul (local.get $r0) (local.get $lda)))
-          (local.get $lda) (local.get $b)
-          (i32.add (local.get $c) (i32.mul (local.get $r0) (local.get $ldc)))
-          (local.get $k) (local.get $n))))`
+          (local.get $lda)
+          (i32.add (local.get $b) (i32.shl (local.get $c0) (i32.const 2)))
+          (i32.add (i32.add (local.get $c) (i32.mul (local.get $r0) (local.get $ldc)))
+            (i32.shl (local.get $c0) (i32.const 2)))
+          (local.get $k) (i32.sub (local.get $c1) (local.get $c0)) (local.get $n))))`
     ).join("\n")
   }
         (return)))
@@ -373,8 +378,26 @@ function wat(variant: Variant): string {
 }
 
 /**
+ * Columns of C per part when a matmul has fewer rows than one micro-tile: a multiple of 4, so
+ * every part's columns start on a vector, and narrow enough that two threads share a decode's
+ * 768 columns evenly (in 256-column parts they took 512 and 256, and 1 × 3072 × 768 ran 0.41 ms
+ * on wasm-mt against 0.35 on one thread; in 64-column parts 0.30, and 1 × 1536 × 6144 0.74
+ * against 1.35).
+ */
+const DIRECT_COLUMNS = 64;
+
+/** What a part is: `mr` rows of C, or with fewer rows, {@linkcode DIRECT_COLUMNS} columns. */
+function blocks(shape: Shape, variant: Variant): { total: number; per: number } {
+  const { m, n } = dims(shape);
+  const { mr } = params(variant);
+  return m < mr ? { total: n, per: DIRECT_COLUMNS } : { total: m, per: mr };
+}
+
+/**
  * The matmul WebAssembly implementation. `parts` are blocks of `mr` rows, so `wasm-mt` splits C
- * by rows; `run(a, b, c, m, k, n, rowStart, rowEnd)`.
+ * by rows, or with fewer rows than one block, blocks of {@linkcode DIRECT_COLUMNS} columns (a
+ * decode's m = 1 would otherwise run on one thread); `run(a, b, c, m, k, n, rowStart, rowEnd,
+ * colStart, colEnd)`, the columns read only below `mr` rows.
  *
  * @example
  * ```ts
@@ -392,13 +415,18 @@ export const matmulWasm: WasmImpl = {
   ],
 
   wat,
-  parts: (shape, variant) => Math.ceil(dims(shape).m / params(variant).mr),
-  partLength: (shape, variant) => ({ total: dims(shape).m, per: params(variant).mr }),
+  parts: (shape, variant) => {
+    const { total, per } = blocks(shape, variant);
+    return Math.ceil(total / per);
+  },
+  partLength: blocks,
   packsPerCall: true,
   args: (shape, [a, b], c, start, end, variant) => {
     const { m, k, n } = dims(shape);
     const { mr } = params(variant);
     if (a === undefined || b === undefined) throw new RangeError("matmul needs two input pointers");
-    return [a, b, c, m, k, n, start * mr, Math.min(m, end * mr)];
+    return m < mr
+      ? [a, b, c, m, k, n, 0, m, start * DIRECT_COLUMNS, Math.min(n, end * DIRECT_COLUMNS)]
+      : [a, b, c, m, k, n, start * mr, Math.min(m, end * mr), 0, n];
   },
 };
