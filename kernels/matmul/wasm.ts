@@ -205,8 +205,9 @@ function pack(p: Params): string {
 }
 
 /**
- * C[rows × n] = A[rows × k] · B[k × n] for fewer rows than one micro-tile, without packing: B is
- * read once, four rows of it at a time and each contiguously, into `rows` rows of C that stay in
+ * C[rows × n] = A[rows × k] · B[k × n] for fewer rows than one micro-tile, without packing, where
+ * B's and C's rows are `ldn` floats apart (n of them, from a column block's start): B is read
+ * once, four rows of it at a time and each contiguously, into `rows` rows of C that stay in
  * cache. With a single row tile there is nothing for a packed copy of B to be reused by, and
  * writing and re-reading it cost more than the product (1 × 3072 × 768: 0.82–1.2 ms packed).
  */
