@@ -233,9 +233,9 @@ const PAST_LAUNCH = 4;
 
 /**
  * The geometric midpoints of the gaps where a CPU series' rate (bytes per ms) steps between two
- * neighbouring sizes (or that span ×{@linkcode WIDE_CHEAP_GAP} or more), the largest step first, at most `perSeries` per series, for elementwise
- * ops and reductions, past the series' launch and where the midpoint should run in at most
- * {@linkcode CHEAP_STEP_RUN_MS}. A cache level is a cliff in the rate a few tens of percent of a
+ * neighbouring sizes (or that span ×{@linkcode WIDE_CHEAP_GAP} or more), the largest step
+ * first, at most `perSeries` per series, for elementwise ops and reductions, past the series'
+ * launch and where the midpoint should run in at most {@linkcode CHEAP_STEP_RUN_MS}. A cache level is a cliff in the rate a few tens of percent of a
  * size wide, and the grid's steps (×4.5 in elements) are wider than it: on a 2-vCPU Intel Xeon
  * VM a one-thread wasm `dot` streamed 60–72 GB/s up to 400 kB of operands and 27–30 GB/s from
  * 800 kB, measured at 52 kB and 1 MB only, and a held-out `dot` of 50 001 elements was predicted
@@ -257,8 +257,10 @@ const PAST_LAUNCH = 4;
  * // 12 bytes per element: 70 GB/s up to 6502 elements, 30 GB/s from 131 072.
  * const at = (size: number, gbps: number) =>
  *   ({ op: "add", dtype: "f32", backend: "wasm", residency: "end-to-end", variant: "v",
- *      state: "ok", size, bytes: 12 * size, wall: { median: 12 * size / gbps / 1e6, relCi: 0.02 } }) as unknown as Measurement;
- * const points = rateStepMidpoints([at(16, 1), at(323, 20), at(6502, 70), at(131072, 30)], getOp("add"), "f32", 2);
+ *      state: "ok", size, bytes: 12 * size,
+ *      wall: { median: 12 * size / gbps / 1e6, relCi: 0.02 } }) as unknown as Measurement;
+ * const series = [at(16, 1), at(323, 20), at(6502, 70), at(131072, 30)];
+ * const points = rateStepMidpoints(series, getOp("add"), "f32", 2);
  * console.log(points.map((p) => p.size)); // [29192]
  * ```
  */
