@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import {
   bendPoints,
+  CHEAP_DEVICE_STEP_RUN_MS,
   CHEAP_STEP_RUN_MS,
   rateStepMidpoints,
   streamingMidpoints,
@@ -196,7 +197,7 @@ Deno.test("rateStepMidpoints() halves a CPU series' gap where its rate steps, un
   assert.ok(![...first, ...second, ...third].some((p) => p.size < 6502));
 });
 
-Deno.test("rateStepMidpoints() leaves WebGPU, matrix ops, long runs and quick plans alone", () => {
+Deno.test("rateStepMidpoints() leaves WebGPU's searched variants, matrix ops, long runs and quick plans alone", () => {
   const dot = getOp("dot");
   const stepping = (backend: string, scale = 1) =>
     [16, 6502, 131072].map((size) => ({
@@ -206,7 +207,9 @@ Deno.test("rateStepMidpoints() leaves WebGPU, matrix ops, long runs and quick pl
     } as Measurement));
   assert.equal(rateStepMidpoints(stepping("wasm"), dot, "f32", 2).length, 1);
   assert.equal(rateStepMidpoints(stepping("wasm-mt"), dot, "f32", 2).length, 1);
-  assert.equal(rateStepMidpoints(stepping("webgpu"), dot, "f32", 2).length, 0);
+  // Three sizes of a WebGPU variant are the variant search's anchors, not the grid's series.
+  const searched = stepping("webgpu").map((m) => ({ ...m, residency: "device-resident" }));
+  assert.equal(rateStepMidpoints(searched as Measurement[], dot, "f32", 2).length, 0);
   assert.equal(
     rateStepMidpoints(stepping("wasm"), dot, "f32", 0).length,
     0,
@@ -239,4 +242,38 @@ Deno.test("rateStepMidpoints() splits a cheap gap of ×8 or more even where its 
   );
   // A grid step (×4.5) with ends alike asks nothing.
   assert.deepEqual(rateStepMidpoints(flat([16, 323, 6502, 29193]), add, "f32", 2), []);
+});
+
+Deno.test("rateStepMidpoints() fills a WebGPU device-resident series where its rate climbs, not its end-to-end one", () => {
+  const sum = getOp("sum");
+  // lavapipe's device-resident sum (4 bytes an element): a 50 µs launch, then 1.6 GB/s at 588 493
+  // elements and 2.4 at 2.6·10⁶; 900 000 ran 2.8 ms where the line through these said 2.0.
+  const measured = new Map([[16, 0.05], [6502, 0.069], [29193, 0.15], [588493, 1.45], [
+    2642246,
+    4.4,
+  ]]);
+  const series = (residency: string, extraMs = 0) =>
+    [...measured].map(([size, ms]) => ({
+      ...at({ size, ms: ms + extraMs, backend: "webgpu", residency }),
+      op: "sum",
+      bytes: 4 * size,
+    } as Measurement));
+  const points = rateStepMidpoints(series("device-resident"), sum, "f32", 2);
+  // The ×20 gap above the launch-bound sizes, and the gap where the rate climbs ×1.5.
+  assert.deepEqual(points.map((p) => p.size).sort((a, b) => a - b), [131072, 1246976]);
+  assert.ok(points.every((p) => p.backend === "webgpu" && p.residency === "device-resident"));
+  // End to end, every run is a sync (11 ms) and more: nothing is cheap there.
+  assert.deepEqual(rateStepMidpoints(series("end-to-end", 11), sum, "f32", 2), []);
+  // A device run past the cheap limit is not asked for.
+  const slow = [...measured].map(([size, ms]) => ({
+    ...at({
+      size,
+      ms: ms * CHEAP_DEVICE_STEP_RUN_MS,
+      backend: "webgpu",
+      residency: "device-resident",
+    }),
+    op: "sum",
+    bytes: 4 * size,
+  } as Measurement));
+  assert.deepEqual(rateStepMidpoints(slow, sum, "f32", 2).map((p) => p.size), [131072]);
 });
