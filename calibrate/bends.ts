@@ -209,16 +209,14 @@ export function streamingMidpoints(
 }
 
 /**
- * Longest run, ms, of the midpoint {@linkcode rateStepMidpoints} asks for on the CPU (the
- * geometric mean of its ends' runs): a point there costs tens of milliseconds to measure.
+ * Longest run, ms, of the midpoint {@linkcode rateStepMidpoints} asks for (the geometric mean of
+ * its ends' runs): a point there costs a few tenths of a second to measure (seven samples, a
+ * device's runs batched inside one submit). At one millisecond the top gaps of the slower CPU
+ * series stayed open, where the operands leave the last-level cache: scalar `fma` was measured
+ * at 131 072 and 4 194 304 elements only, and held-out `fma` and `add` of 900 000 elements were
+ * predicted 18–33 % fast in three calibrations.
  */
-export const CHEAP_STEP_RUN_MS = 1;
-/**
- * Longest run, ms, of a WebGPU device-resident midpoint {@linkcode rateStepMidpoints} asks for:
- * its runs are timed in batches inside one submit, so a point of a few milliseconds costs a few
- * tenths of a second, where one end-to-end run alone costs a sync.
- */
-export const CHEAP_DEVICE_STEP_RUN_MS = 5;
+export const CHEAP_STEP_RUN_MS = 5;
 /**
  * Fewest sizes a WebGPU series has for {@linkcode rateStepMidpoints} to fill it: the grid's
  * variant, not the ones the variant search timed at its anchors.
@@ -246,9 +244,9 @@ const PAST_LAUNCH = 4;
  * The geometric midpoints of the gaps where a series' rate (bytes per ms) steps between two
  * neighbouring sizes (or that span ×{@linkcode WIDE_CHEAP_GAP} or more), the largest step
  * first, at most `perSeries` per series, for elementwise ops and reductions, past the series'
- * launch and where the midpoint should run in at most {@linkcode CHEAP_STEP_RUN_MS} on the CPU,
- * {@linkcode CHEAP_DEVICE_STEP_RUN_MS} on WebGPU device-resident (a wide gap there needs only its
- * upper end past the launch, which is tens of microseconds of a device's run). On lavapipe a
+ * launch and where the midpoint should run in at most {@linkcode CHEAP_STEP_RUN_MS} (on WebGPU,
+ * device-resident only, and a wide gap there needs only its upper end past the launch, which is
+ * tens of microseconds of a device's run). On lavapipe a
  * device-resident `sum` measured at 29 193, 588 493 and 2.6·10⁶ elements (0.15, 1.45 and 4.4 ms)
  * ran 2.8 ms at a held-out 900 000, predicted 2.0, and 5·10⁶ at 5.2, predicted 8.7: its rate
  * climbs from 1.6 to 4.8 GB/s above a million elements. A cache level is a cliff in the rate a few tens of percent of a
@@ -301,14 +299,13 @@ export function rateStepMidpoints(
     const [backend, residency, variant] = key.split("|") as [Backend, Residency, string];
     const device = backend === "webgpu";
     if (device && bySize.size < MIN_DEVICE_SERIES_SIZES) continue;
-    const cheapMs = device ? CHEAP_DEVICE_STEP_RUN_MS : CHEAP_STEP_RUN_MS;
     const sizes = [...bySize.keys()].sort((a, b) => a - b);
     const shortest = Math.min(...[...bySize.values()].map((p) => p.ms));
     const steps: BendPoint[] = [];
     for (let i = 0; i + 1 < sizes.length; i++) {
       const [lo, hi] = [bySize.get(sizes[i]!)!, bySize.get(sizes[i + 1]!)!];
       const ratio = sizes[i + 1]! / sizes[i]!;
-      if (ratio < MIN_MIDPOINT_RATIO || Math.sqrt(lo.ms * hi.ms) > cheapMs) continue;
+      if (ratio < MIN_MIDPOINT_RATIO || Math.sqrt(lo.ms * hi.ms) > CHEAP_STEP_RUN_MS) continue;
       const step = Math.abs(Math.log((lo.bytes / lo.ms) / (hi.bytes / hi.ms)));
       const rateSteps = lo.ms >= PAST_LAUNCH * shortest &&
         step - lo.relCi - hi.relCi > Math.log(STEP_RATE_RATIO);

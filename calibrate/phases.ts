@@ -267,10 +267,9 @@ const STEP_FILL_ROUNDS = 2;
 /**
  * Where a CPU or WebGPU device-resident series' rate steps between two neighbouring sizes (a
  * cache level, a device filling up), the midpoint of the gap, twice over (`rateStepMidpoints`),
- * as many per series and round as the plan has bend points. Only cheap runs (a millisecond or
- * less on the CPU, five batched in one submit on WebGPU) are asked for, so the job's deadline
- * does not hold them back: a job whose WebGPU climbs took its grid time still gets them, for a
- * second or so.
+ * as many per series and round as the plan has bend points. Only cheap runs (five milliseconds
+ * or less) are asked for, so the job's deadline does not hold them back: a job whose WebGPU
+ * climbs took its grid time still gets them, for a few seconds.
  */
 function* stepFills(state: PlanState, job: CalibrationJob, backends: readonly Backend[]): Steps {
   const { op, dtype } = job;

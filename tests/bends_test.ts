@@ -1,7 +1,6 @@
 import assert from "node:assert/strict";
 import {
   bendPoints,
-  CHEAP_DEVICE_STEP_RUN_MS,
   CHEAP_STEP_RUN_MS,
   rateStepMidpoints,
   streamingMidpoints,
@@ -268,7 +267,7 @@ Deno.test("rateStepMidpoints() fills a WebGPU device-resident series where its r
   const slow = [...measured].map(([size, ms]) => ({
     ...at({
       size,
-      ms: ms * CHEAP_DEVICE_STEP_RUN_MS,
+      ms: ms * CHEAP_STEP_RUN_MS,
       backend: "webgpu",
       residency: "device-resident",
     }),
@@ -276,4 +275,19 @@ Deno.test("rateStepMidpoints() fills a WebGPU device-resident series where its r
     bytes: 4 * size,
   } as Measurement));
   assert.deepEqual(rateStepMidpoints(slow, sum, "f32", 2).map((p) => p.size), [131072]);
+});
+
+Deno.test("rateStepMidpoints() fills the top gap of a slow CPU series, where its operands leave the cache", () => {
+  const fma = getOp("fma");
+  // Scalar fma on the Intel Xeon VM (16 bytes an element), ms: one gap of ×32 at the top.
+  const measured = [[16, 3.55e-5], [6502, 0.0103], [29192, 0.0481], [131072, 0.219], [
+    4194304,
+    7.39,
+  ]] as const;
+  const series = measured.map(([size, ms]) => ({
+    ...at({ size, ms, backend: "js" }),
+    op: "fma",
+    bytes: 16 * size,
+  } as Measurement));
+  assert.deepEqual(rateStepMidpoints(series, fma, "f32", 2).map((p) => p.size), [741456]);
 });
