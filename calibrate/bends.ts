@@ -11,7 +11,13 @@
  *
  * @module
  */
-import type { Backend, Dtype, OpSpec, Residency } from "../kernels/types.ts";
+import {
+  type Backend,
+  type Dtype,
+  type OpSpec,
+  type Residency,
+  variantId,
+} from "../kernels/types.ts";
 import type { Measurement } from "../core/schema.ts";
 
 /**
@@ -318,6 +324,63 @@ export function rateStepMidpoints(
     found.push(...steps.sort((a, b) => b.miss - a.miss).slice(0, perSeries));
   }
   return found.sort((a, b) => b.miss - a.miss);
+}
+
+/** Fewest sizes a series has for {@linkcode threadWakePoints} to add to it: the grid's variant. */
+const MIN_WAKE_SERIES_SIZES = 4;
+
+/**
+ * Where each `wasm-mt` series of a one-dimensional op (elementwise ops, reductions) first wakes a
+ * worker: one of the kernel's parts and a quarter, a run cut in two of which one thread does four
+ * fifths. Up to one part a run stays on the calling thread; from two it shares its parts, and
+ * lasts as long as its busiest thread (`models/_imbalance.ts`). Between a grid size on either side
+ * the curve crosses that change unseen: on the Intel Xeon VM a two-thread `sum` ran 29 193
+ * elements inline in 1.6 µs and 131 072 in two even parts in 7.1, and a held-out 70 001 (a full
+ * 65 536-element part and a sliver) ran 4.4–5.7 µs, predicted 6.1–7.0 in eleven calibrations.
+ * Nothing where the size is measured already (within 5 %) or lies outside the series' range.
+ *
+ * @param measurements Raw measurements (any op; only `op` and `dtype`'s ok on-axis wasm-mt ones are read).
+ * @param op The op.
+ * @param dtype The dtype.
+ * @returns One size per series (`miss` 0: nothing bent).
+ * @example
+ * ```ts
+ * import { threadWakePoints } from "./bends.ts";
+ * import { getOp } from "../kernels/catalog.ts";
+ * import type { Measurement } from "../core/schema.ts";
+ * const at = (size: number) =>
+ *   ({ op: "sum", dtype: "f32", backend: "wasm-mt", residency: "end-to-end",
+ *      variant: "accs=4,fma=false", state: "ok", size, bytes: 4 * size,
+ *      wall: { median: size * 5e-8, relCi: 0.02 } }) as unknown as Measurement;
+ * const series = [16, 6502, 29193, 131072, 588493].map(at);
+ * console.log(threadWakePoints(series, getOp("sum"), "f32").map((p) => p.size)); // [81920]
+ * ```
+ */
+export function threadWakePoints(
+  measurements: readonly Measurement[],
+  op: OpSpec,
+  dtype: Dtype,
+): BendPoint[] {
+  const impl = op.impls.wasm;
+  if (op.dims.length !== 1 || impl?.partLength === undefined) return [];
+  const series = fastestBySize(measurements, op, dtype, (m) => m.backend === "wasm-mt");
+  const found: BendPoint[] = [];
+  for (const [key, bySize] of series) {
+    if (bySize.size < MIN_WAKE_SERIES_SIZES) continue;
+    const [backend, residency, id] = key.split("|") as [Backend, Residency, string];
+    const variant = impl.variants.find((v) => variantId(v) === id);
+    if (variant === undefined) continue;
+    const sizes = [...bySize.keys()].sort((a, b) => a - b);
+    const largest = sizes.at(-1)!;
+    const per = impl.partLength(op.axis.shape(largest), variant).per;
+    const size = per + Math.ceil(per / 4);
+    const twoParts = impl.parts(op.axis.shape(size), variant) === 2 &&
+      impl.parts(op.axis.shape(per), variant) === 1;
+    const measured = sizes.some((s) => Math.abs(Math.log(s / size)) < Math.log(1.05));
+    if (!twoParts || measured || size < sizes[0]! || size > largest) continue;
+    found.push({ size, backend, residency, variant: id, miss: 0 });
+  }
+  return found;
 }
 
 /** Neighbours closer than this ratio get no midpoint: a grid step (×2.24 by default) is halved once. */

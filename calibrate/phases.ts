@@ -17,7 +17,13 @@ import {
 } from "../kernels/types.ts";
 import type { Measurement } from "../core/schema.ts";
 import { nextRefinementSizes } from "./analyze.ts";
-import { type BendPoint, bendPoints, rateStepMidpoints, streamingMidpoints } from "./bends.ts";
+import {
+  type BendPoint,
+  bendPoints,
+  rateStepMidpoints,
+  streamingMidpoints,
+  threadWakePoints,
+} from "./bends.ts";
 import { pooledResult, requestOf, UNSURE_REL_CI, windowsDisagree } from "./measure.ts";
 import type { CalibrationJob } from "./plan.ts";
 import { measurementKey, type PlanState, type Steps } from "./plan_state.ts";
@@ -265,7 +271,8 @@ function* bendSteps(state: PlanState, job: CalibrationJob, backends: readonly Ba
 const STEP_FILL_ROUNDS = 2;
 
 /**
- * Where a CPU or WebGPU device-resident series' rate steps between two neighbouring sizes (a
+ * Where a wasm-mt series of a one-dimensional op first wakes a worker (`threadWakePoints`); and
+ * where a CPU or WebGPU device-resident series' rate steps between two neighbouring sizes (a
  * cache level, a device filling up), the midpoint of the gap, twice over (`rateStepMidpoints`),
  * as many per series and round as the plan has bend points. Only cheap runs (five milliseconds
  * or less) are asked for, so the job's deadline does not hold them back: a job whose WebGPU
@@ -273,6 +280,8 @@ const STEP_FILL_ROUNDS = 2;
  */
 function* stepFills(state: PlanState, job: CalibrationJob, backends: readonly Backend[]): Steps {
   const { op, dtype } = job;
+  if (state.plan.bendPoints <= 0) return;
+  yield* measurePoints(state, job, backends, threadWakePoints(state.measurements, op, dtype));
   for (let round = 0; round < STEP_FILL_ROUNDS; round++) {
     const points = rateStepMidpoints(state.measurements, op, dtype, state.plan.bendPoints);
     if (!(yield* measurePoints(state, job, backends, points))) return;

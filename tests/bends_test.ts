@@ -4,6 +4,7 @@ import {
   CHEAP_STEP_RUN_MS,
   rateStepMidpoints,
   streamingMidpoints,
+  threadWakePoints,
 } from "../calibrate/bends.ts";
 import { planFor } from "../calibrate/plan.ts";
 import { getOp, OPS } from "../kernels/catalog.ts";
@@ -290,4 +291,45 @@ Deno.test("rateStepMidpoints() fills the top gap of a slow CPU series, where its
     bytes: 16 * size,
   } as Measurement));
   assert.deepEqual(rateStepMidpoints(series, fma, "f32", 2).map((p) => p.size), [741456]);
+});
+
+Deno.test("threadWakePoints() asks each wasm-mt series of a 1-D op for the first size that wakes a worker", () => {
+  const series = (op: string, backend: string, sizes: number[], variant: string) =>
+    sizes.map((size) => ({
+      ...at({ size, ms: size * 5e-8, backend, variant }),
+      op,
+      bytes: 4 * size,
+    } as Measurement));
+  const grid = [16, 6502, 29193, 131072, 588493];
+  const sum = getOp("sum");
+  // One 65 536-element part and a quarter: two parts, one thread doing four fifths.
+  const [p] = threadWakePoints(series("sum", "wasm-mt", grid, "accs=4,fma=false"), sum, "f32");
+  assert.deepEqual(p, {
+    size: 81920,
+    backend: "wasm-mt",
+    residency: "end-to-end",
+    variant: "accs=4,fma=false",
+    miss: 0,
+  });
+  assert.equal(sum.impls.wasm!.parts({ n: 65536 }, { accs: 4, fma: false }), 1);
+  assert.equal(sum.impls.wasm!.parts({ n: 81920 }, { accs: 4, fma: false }), 2);
+  // Elementwise parts are 16 384 elements.
+  assert.deepEqual(
+    threadWakePoints(series("add", "wasm-mt", grid, "unroll=4"), add, "f32").map((q) => q.size),
+    [20480],
+  );
+  // Not one thread, not a series already measured there or never that large, not a matrix op,
+  // not a searched variant's few sizes.
+  assert.deepEqual(
+    threadWakePoints(series("sum", "wasm", grid, "accs=4,fma=false"), sum, "f32"),
+    [],
+  );
+  const near = series("sum", "wasm-mt", [...grid, 82000], "accs=4,fma=false");
+  assert.deepEqual(threadWakePoints(near, sum, "f32"), []);
+  const small = series("sum", "wasm-mt", [16, 323, 6502, 29193], "accs=4,fma=false");
+  assert.deepEqual(threadWakePoints(small, sum, "f32"), []);
+  const few = series("sum", "wasm-mt", [16, 131072, 588493], "accs=4,fma=false");
+  assert.deepEqual(threadWakePoints(few, sum, "f32"), []);
+  const gemv = series("gemv", "wasm-mt", [16, 228, 512, 1149, 2580], "default");
+  assert.deepEqual(threadWakePoints(gemv, getOp("gemv"), "f32"), []);
 });
