@@ -7,6 +7,9 @@
  * Gaussian-process regression in log-dimension space: close to measured shapes it follows them,
  * far from every measured shape it returns to the cost model — and says so through its variance.
  *
+ * Its length scales and noise level are not one choice but a mixture of the likely ones, weighted by
+ * how well each predicted the measured shapes left out in turn: a dozen shapes leave them unsure.
+ *
  * The variance is calibrated, not assumed: each measured residual is predicted from all the others
  * (leave-one-out, closed form), and the standardized errors' empirical quantile at the stated
  * level becomes the interval's multiplier (split-conformal style), so an interval at level 0.9
@@ -80,6 +83,12 @@ export interface ShapeModel {
    * effect: gemv 2048 × 768 came out ×1.33 slow from shapes that all ran faster than the axis.
    */
   readonly range: readonly [number, number];
+  /**
+   * The hyperparameters whose leave-one-out scores came within {@linkcode MIX_SPAN} of the best,
+   * each a model of its own, weighted by its leave-one-out likelihood; the correction is their
+   * mixture. Absent: this model alone.
+   */
+  readonly members?: readonly { readonly model: ShapeModel; readonly weight: number }[];
 }
 
 /** The correction at a shape: mean and standard deviation of ln(time / cost model). */
@@ -102,8 +111,9 @@ const MIN_SIGNAL_VAR = 0.05 ** 2;
 const MIN_CONFORMAL_POINTS = 8;
 
 /**
- * Fits the residual model of one series: hyperparameters chosen by leave-one-out predictive
- * likelihood over a small grid, interval multiplier by leave-one-out coverage.
+ * Fits the residual model of one series: hyperparameters weighed by leave-one-out predictive
+ * likelihood over a small grid (a mixture of the likely ones), interval multiplier by
+ * leave-one-out coverage.
  *
  * @param points Measured shapes with their ln residuals (non-finite ones are skipped).
  * @param level Interval level the multiplier is calibrated for (default 0.9).
@@ -140,15 +150,22 @@ export function fitShapeModel(
     const { alpha, inverse } = solved;
     let score = 0;
     const z = new Float64Array(learned.length);
+    const errors = new Float64Array(learned.length);
+    const variances = new Float64Array(learned.length);
     learned.forEach((i, j) => {
       const looVar = 1 / inverse[i * n + i]!;
       const looError = alpha[i]! * looVar;
       score += 0.5 * Math.log(looVar) + (looError * looError) / (2 * looVar);
       z[j] = Math.abs(looError) / Math.sqrt(looVar);
+      errors[j] = looError;
+      variances[j] = looVar;
     });
     const model = { x, dims, n, alpha, inverse, lengthScales, signalVar, nuggetVar, level, range };
-    return { score, z, model: { ...model, multiplier: 0 } };
+    const c = { score, z, errors, variances, model: { ...model, multiplier: 0 } };
+    tried.push(c);
+    return c;
   };
+  const tried: Candidate[] = [];
   let best: Candidate | null = null;
   for (const lengthScale of LENGTH_SCALES) {
     for (const sd of NUGGET_SDS) {
@@ -158,46 +175,105 @@ export function fitShapeModel(
   }
   if (best === null) return null;
   best = perDimension(best, candidate);
-  return { ...best.model, multiplier: conformalMultiplier(best.z, level) };
+  return mixture(best, tried, level);
 }
 
-/** A model with its leave-one-out score (lower is better) and standardized errors. */
+/**
+ * Scores (negative ln leave-one-out likelihood) this far above the best still join the mixture:
+ * a member there is e³ = 20 times less likely than the best, and weighs as much less.
+ */
+const MIX_SPAN = 3;
+/** Most members of a mixture, the likeliest first. */
+const MIX_MEMBERS = 12;
+
+/**
+ * The models whose scores came within {@linkcode MIX_SPAN} of the best, weighted by their
+ * leave-one-out likelihood (`exp(−score)`), with the multiplier calibrated on the mixture's own
+ * leave-one-out errors. A dozen shapes cannot tell which length scales are right: on one wasm-mt
+ * matmul report of the Intel Xeon VM, m's scale at 5.6 (m barely matters) scored −10.0, and m at
+ * 1.4–2.8 with k and n at 5.6–11.2 −12.3 to −13.6; 32 × 2048 × 2048 came out ×2.40 its
+ * square-shape time from the one and ×1.76–1.98 from the others, ×1.84 from their mixture (its
+ * truth ran ×1.61). The likely models together say what the shapes say, and their spread widens
+ * the interval where they disagree. Offline, re-predicting the `bench:regret` truths of 20
+ * calibrations of that VM: matmul with m ∈ {1, 8, 64} and gemv with rows ≠ cols within ±25 % in
+ * 82.8 % of cases (82.0 % with the best model of the search one dimension at a time), 90 %
+ * intervals covering 89.5 % (89.1 %) at a median width of ×1.57 (×1.55).
+ */
+function mixture(best: Candidate, tried: readonly Candidate[], level: number): ShapeModel {
+  const seen = new Set<string>();
+  const close = [...tried].sort((a, b) => a.score - b.score).filter((c) => {
+    const key = `${[...c.model.lengthScales].join(",")}|${c.model.nuggetVar}`;
+    if (seen.has(key) || c.score > best.score + MIX_SPAN) return false;
+    seen.add(key);
+    return true;
+  }).slice(0, MIX_MEMBERS);
+  if (close.length <= 1) return { ...best.model, multiplier: conformalMultiplier(best.z, level) };
+  const raw = close.map((c) => Math.exp(best.score - c.score));
+  const total = raw.reduce((a, b) => a + b, 0);
+  const weights = raw.map((w) => w / total);
+  const m = close[0]!.errors.length;
+  const z = new Float64Array(m);
+  for (let j = 0; j < m; j++) {
+    let mean = 0;
+    let second = 0;
+    close.forEach((c, h) => {
+      mean += weights[h]! * c.errors[j]!;
+      second += weights[h]! * (c.variances[j]! + c.errors[j]! ** 2);
+    });
+    z[j] = Math.abs(mean) / Math.sqrt(Math.max(second - mean * mean, 1e-12));
+  }
+  return {
+    ...close[0]!.model,
+    multiplier: conformalMultiplier(z, level),
+    members: close.map((c, h) => ({ model: c.model, weight: weights[h]! })),
+  };
+}
+
+/** A model with its leave-one-out score (lower is better) and errors. */
 interface Candidate {
   readonly score: number;
   readonly z: Float64Array;
+  /** Each learned point's leave-one-out error (ln), and its predictive variance. */
+  readonly errors: Float64Array;
+  readonly variances: Float64Array;
   readonly model: ShapeModel;
 }
 
-/** Factors tried on one dimension's length scale at a time, from the best common one. */
-const PER_DIMENSION_FACTORS = [0.25, 0.5, 2, 4];
-/** Rounds over the dimensions. */
-const PER_DIMENSION_ROUNDS = 2;
+/** Per-dimension length scales tried: the common ones and one octave longer (eight octaves). */
+const DIMENSION_SCALES = [...LENGTH_SCALES, LENGTH_SCALES[LENGTH_SCALES.length - 1]! * 2];
+
 /**
- * From the best common length scale, each dimension's own, one dimension at a time
- * (coordinate search): a matmul's residual moves with m (how full the tiles are) much faster
- * than with k or n, and one common scale either forgets m's steps or keeps k and n apart. A
- * scale is kept when it lowers the leave-one-out score, which already charges a scale that only
- * fits the points' noise: each point is predicted without itself. Offline, on six reports of
- * this VM against their `bench:regret` truths, matmul with m ∈ {1, 8, 64} and gemv with rows ≠
- * cols came within ±25 % in 75–78 % of cases (66–77 % with one scale), at narrower intervals.
+ * Each dimension's own length scale, every combination of {@linkcode DIMENSION_SCALES} at the best
+ * common model's noise level, then the noise level again at the best of them: a matmul's residual
+ * moves with m (how full the tiles are) much faster than with k or n, and one common scale either
+ * forgets m's steps or keeps k and n apart. The leave-one-out score already charges a scale that
+ * only fits the points' noise: each point is predicted without itself. (A search one dimension at
+ * a time from the best common scale stopped short of the likeliest scales, which the mixture of
+ * the likely ones needs to see.)
  */
 function perDimension(
   start: Candidate,
   candidate: (lengthScales: Float64Array, nuggetVar: number) => Candidate | null,
 ): Candidate {
+  const { dims } = start.model;
+  if (dims < 2) return start;
   let best = start;
-  const { dims, nuggetVar } = start.model;
-  const [shortest, longest] = [LENGTH_SCALES[0]!, LENGTH_SCALES[LENGTH_SCALES.length - 1]! * 2];
-  for (let round = 0; round < PER_DIMENSION_ROUNDS && dims > 1; round++) {
-    for (let d = 0; d < dims; d++) {
-      for (const factor of PER_DIMENSION_FACTORS) {
-        const scales = Float64Array.from(best.model.lengthScales);
-        scales[d] = scales[d]! * factor;
-        if (scales[d]! < shortest || scales[d]! > longest) continue;
-        const c = candidate(scales, nuggetVar);
-        if (c !== null && c.score < best.score) best = c;
-      }
+  const scales = new Float64Array(dims);
+  const visit = (d: number) => {
+    if (d === dims) {
+      const c = candidate(Float64Array.from(scales), start.model.nuggetVar);
+      if (c !== null && c.score < best.score) best = c;
+      return;
     }
+    for (const scale of DIMENSION_SCALES) {
+      scales[d] = scale;
+      visit(d + 1);
+    }
+  };
+  visit(0);
+  for (const sd of NUGGET_SDS) {
+    const c = candidate(best.model.lengthScales, sd * sd);
+    if (c !== null && c.score < best.score) best = c;
   }
   return best;
 }
@@ -234,6 +310,16 @@ function conformalMultiplier(z: Float64Array, level: number): number {
  * ```
  */
 export function correctionAt(model: ShapeModel, features: readonly number[]): Correction {
+  if (model.members !== undefined) {
+    let mean = 0;
+    let second = 0;
+    for (const { model: m, weight } of model.members) {
+      const c = correctionAt(m, features);
+      mean += weight * c.mean;
+      second += weight * (c.sd * c.sd + c.mean * c.mean);
+    }
+    return { mean, sd: Math.sqrt(Math.max(0, second - mean * mean)) };
+  }
   const k = kernelRow(model, features);
   let mean = 0;
   for (let i = 0; i < model.n; i++) mean += k[i]! * model.alpha[i]!;
@@ -253,6 +339,11 @@ export function correctionAt(model: ShapeModel, features: readonly number[]): Co
  * ```
  */
 export function correctionMean(model: ShapeModel, features: readonly number[]): number {
+  if (model.members !== undefined) {
+    let mean = 0;
+    for (const { model: m, weight } of model.members) mean += weight * correctionMean(m, features);
+    return mean;
+  }
   const { n, dims, x, alpha, lengthScales } = model;
   let mean = 0;
   for (let i = 0; i < n; i++) {

@@ -261,6 +261,39 @@ Deno.test("a dimension the residual hardly moves with gets a longer length scale
   assert.ok(Math.abs(unseen.mean - step(8)) < 0.15, `m = 8 at 2560 × 640: ${unseen.mean}`);
 });
 
+Deno.test("a few shapes leave the length scales unsure: the correction mixes the likely models, and their disagreement widens it", () => {
+  const rng = seededRng(11);
+  const shapes = [[1, 256, 256], [8, 1024, 4096], [64, 4096, 1024], [16, 512, 2048], [
+    256,
+    512,
+    512,
+  ], [
+    8,
+    2048,
+    512,
+  ]];
+  const points: ShapePoint[] = shapes.map(([m, k, n]) => ({
+    features: [m!, k!, n!],
+    residual: effect(m!, k!, n!) + 0.05 * gaussian(rng),
+    noiseVar: 0.0025,
+  }));
+  const model = fitShapeModel(points)!;
+  const members = model.members!;
+  assert.ok(members.length > 1, `${members.length} members`);
+  const weights = members.map((m) => m.weight);
+  assert.ok(Math.abs(weights.reduce((a, b) => a + b, 0) - 1) < 1e-12);
+  assert.ok(weights.every((w, i) => i === 0 || w <= weights[i - 1]!), "the likeliest first");
+  // Their mixture: the weighted mean, and a variance of at least their weighted variances.
+  const at = [32, 2048, 2048];
+  const mixed = correctionAt(model, at);
+  const each = members.map(({ model: m }) => correctionAt(m, at));
+  const mean = each.reduce((s, c, i) => s + weights[i]! * c.mean, 0);
+  const within = each.reduce((s, c, i) => s + weights[i]! * c.sd * c.sd, 0);
+  assert.ok(Math.abs(mixed.mean - mean) < 1e-12);
+  assert.ok(mixed.sd * mixed.sd >= within - 1e-12, `${mixed.sd} against ${Math.sqrt(within)}`);
+  assert.ok(Math.max(...each.map((c) => c.mean)) - Math.min(...each.map((c) => c.mean)) > 0.01);
+});
+
 /**
  * The synthetic wasm matmul with its tuning runner-up measured too: on squares it runs ×1.085
  * the tuned variant (the tuning table's 97.1 against 89.5 ms), but it keeps its pace at small m,
