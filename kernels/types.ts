@@ -291,8 +291,9 @@ export interface WasmImpl {
   /**
    * The length of the dimension `parts` cuts and how much of it one part takes (the last part
    * takes the rest): `{ total: n, per: 65536 }` for a reduction's blocks. A `wasm-mt` run is as
-   * long as its busiest thread, so a sum of 70 001 (a full block and 4 465 elements) takes as
-   * long as one of 131 072 (see `models/_imbalance.ts`). Absent: parts are taken as equal.
+   * long as its busiest thread, so a sum of 70 001 (a full block and 4 465 elements) takes about
+   * as long as its full block on one thread and the wake of the other (see
+   * `models/_imbalance.ts`). Absent: parts are taken as equal.
    */
   partLength?(shape: Shape, variant: Variant): { readonly total: number; readonly per: number };
   /**

@@ -8,9 +8,11 @@
  * each measurement's share out before correcting the fit along the axis, and a prediction puts it
  * back for the shape asked about, as it does a row's alignment (`_alignment.ts`); for
  * one-dimensional ops only (elementwise, reductions), since the shape model learns a matrix op's
- * row count from measured shapes. It prices the busiest thread's work, not when the others wake:
- * the sum of 70 001 took 5.1–7.8 µs in twelve truths, and is predicted at about the time of two
- * full blocks, which is the slow end.
+ * row count from measured shapes. The even share's time right above the switch from one part to
+ * two is measured, not drawn across it: calibrate measures each such series at a block and a
+ * quarter (`calibrate/bends.ts` `threadWakePoints`). Without that point the sum of 70 001 (4.4–5.7
+ * µs in eleven truths) was predicted 22–48 % slow, at about the time of two full blocks; with it,
+ * 8–32 % slow in three truths of two calibrations (the second ran its threads slower throughout).
  *
  * ```ts
  * import { imbalanceLn } from "./_imbalance.ts";
