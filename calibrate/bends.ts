@@ -248,21 +248,21 @@ const PAST_LAUNCH = 4;
 
 /**
  * The geometric midpoints of the gaps where a series' rate (bytes per ms) steps between two
- * neighbouring sizes (or that span ×{@linkcode WIDE_CHEAP_GAP} or more), the largest step
- * first, at most `perSeries` per series, for elementwise ops and reductions, past the series'
- * launch and where the midpoint should run in at most {@linkcode CHEAP_STEP_RUN_MS} (on WebGPU,
+ * neighbouring sizes (or that span ×{@linkcode WIDE_CHEAP_GAP} or more), the largest step first, at
+ * most `perSeries` per series, for elementwise ops and reductions, past the series' launch and
+ * where the midpoint should run in at most {@linkcode CHEAP_STEP_RUN_MS} (on WebGPU,
  * device-resident only, and a wide gap there needs only its upper end past the launch, which is
- * tens of microseconds of a device's run). On lavapipe a
- * device-resident `sum` measured at 29 193, 588 493 and 2.6·10⁶ elements (0.15, 1.45 and 4.4 ms)
- * ran 2.8 ms at a held-out 900 000, predicted 2.0, and 5·10⁶ at 5.2, predicted 8.7: its rate
- * climbs from 1.6 to 4.8 GB/s above a million elements. A cache level is a cliff in the rate a few tens of percent of a
- * size wide, and the grid's steps (×4.5 in elements) are wider than it: on a 2-vCPU Intel Xeon
- * VM a one-thread wasm `dot` streamed 60–72 GB/s up to 400 kB of operands and 27–30 GB/s from
- * 800 kB, measured at 52 kB and 1 MB only, and a held-out `dot` of 50 001 elements was predicted
- * 62–80 % slow, a `sum` of 70 001 26–46 %, in four calibrations. No point is off the line
- * through its neighbours there ({@linkcode bendPoints} asks nothing), but the rate between them
- * says the cliff is somewhere inside; each call halves the gaps it finds, so a caller that
- * measures them and asks again narrows the cliff down.
+ * tens of microseconds of a device's run). On lavapipe a device-resident `sum` measured at 29 193,
+ * 588 493 and 2.6·10⁶ elements (0.15, 1.45 and 4.4 ms) ran 2.8 ms at a held-out 900 000, predicted
+ * 2.0, and 5·10⁶ at 5.2, predicted 8.7: its rate climbs from 1.6 to 4.8 GB/s above a million
+ * elements. A cache level is a cliff in the rate a few tens of percent of a size wide, and the
+ * grid's steps (×4.5 in elements) are wider than it: on a 2-vCPU Intel Xeon VM a one-thread wasm
+ * `dot` streamed 60–72 GB/s up to 400 kB of operands and 27–30 GB/s from 800 kB, measured at 52 kB
+ * and 1 MB only, and a held-out `dot` of 50 001 elements was predicted 62–80 % slow, a `sum` of
+ * 70 001 26–46 %, in four calibrations. No point is off the line through its neighbours there
+ * ({@linkcode bendPoints} asks nothing), but the rate between them says the cliff is somewhere
+ * inside; each call halves the gaps it finds, so a caller that measures them and asks again narrows
+ * the cliff down.
  *
  * @param measurements Raw measurements (any op; only `op` and `dtype`'s ok on-axis CPU and
  * WebGPU device-resident ones are read).
