@@ -710,3 +710,28 @@ Deno.test("a late job's end-to-end WebGPU series climbs between the device-resid
     );
   }
 });
+
+Deno.test("a series whose next grid size would run over the cap climbs half a grid step when that fits", () => {
+  const { clock, plan, planner } = defaultPlanner("matmul", ["webgpu"]);
+  const matmul = getOp("matmul");
+  // Device-resident: 40 µs of dispatch, then 512³ in a fifth of the cap: 1024³ runs 1.6 caps,
+  // 724³ 0.57. End to end: a sync and the bytes at 1 GB/s on top.
+  const perFlop = plan.maxCaseMs / 5 / matmul.flops({ m: 512, k: 512, n: 512 });
+  const kernelMs = (r: MeasureRequest) => 0.04 + matmul.flops(r.shape) * perFlop;
+  drive(
+    planner,
+    (r) =>
+      r.residency === "device-resident"
+        ? kernelMs(r)
+        : 11 + kernelMs(r) + matmul.bytes(r.shape, "f32") / 1e6,
+    clock,
+    transferFigures(1, 11),
+  );
+  assert.ok(!plan.jobs[0]!.sizes.includes(724));
+  const resident = planner.measurements.filter((m) =>
+    m.state === "ok" && m.residency === "device-resident" && !m.offAxis
+  );
+  assert.ok(resident.some((m) => m.size === 724), "half a step above 512");
+  assert.ok(resident.every((m) => m.size < 1024), "nothing a whole step above");
+  assert.ok(resident.every((m) => m.state === "ok" && m.wall.median <= plan.maxCaseMs));
+});
