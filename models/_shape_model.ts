@@ -194,7 +194,7 @@ const MIX_MEMBERS = 12;
  * 1.4–2.8 with k and n at 5.6–11.2 −12.3 to −13.6; 32 × 2048 × 2048 came out ×2.40 its
  * square-shape time from the one and ×1.76–1.98 from the others, ×1.84 from their mixture (its
  * truth ran ×1.61). The likely models together say what the shapes say, and their spread widens
- * the interval where they disagree. Offline, re-predicting the `bench:regret` truths of 20
+ * the interval where they disagree. Offline, re-predicting 19 `bench:regret` truths of 16
  * calibrations of that VM: matmul with m ∈ {1, 8, 64} and gemv with rows ≠ cols within ±25 % in
  * 82.8 % of cases (82.0 % with the best model of the search one dimension at a time), 90 %
  * intervals covering 89.5 % (89.1 %) at a median width of ×1.57 (×1.55).
