@@ -224,10 +224,11 @@ export function streamingMidpoints(
  */
 export const CHEAP_STEP_RUN_MS = 5;
 /**
- * Fewest sizes a WebGPU series has for {@linkcode rateStepMidpoints} to fill it: the grid's
- * variant, not the ones the variant search timed at its anchors.
+ * Fewest sizes a series has for {@linkcode rateStepMidpoints} (on WebGPU) and
+ * {@linkcode threadWakePoints} to add to it: the grid's variant, not the ones the variant search
+ * timed at its anchors.
  */
-const MIN_DEVICE_SERIES_SIZES = 4;
+const MIN_GRID_SERIES_SIZES = 4;
 /**
  * A gap is split when its ends' rates differ by more than this factor beyond their medians' own
  * intervals: interpolating across a step of ×1.2 can be 10–20 % off inside it.
@@ -304,7 +305,7 @@ export function rateStepMidpoints(
   for (const [key, bySize] of series) {
     const [backend, residency, variant] = key.split("|") as [Backend, Residency, string];
     const device = backend === "webgpu";
-    if (device && bySize.size < MIN_DEVICE_SERIES_SIZES) continue;
+    if (device && bySize.size < MIN_GRID_SERIES_SIZES) continue;
     const sizes = [...bySize.keys()].sort((a, b) => a - b);
     const shortest = Math.min(...[...bySize.values()].map((p) => p.ms));
     const steps: BendPoint[] = [];
@@ -325,9 +326,6 @@ export function rateStepMidpoints(
   }
   return found.sort((a, b) => b.miss - a.miss);
 }
-
-/** Fewest sizes a series has for {@linkcode threadWakePoints} to add to it: the grid's variant. */
-const MIN_WAKE_SERIES_SIZES = 4;
 
 /**
  * Where each `wasm-mt` series of a one-dimensional op (elementwise ops, reductions) first wakes a
@@ -366,7 +364,7 @@ export function threadWakePoints(
   const series = fastestBySize(measurements, op, dtype, (m) => m.backend === "wasm-mt");
   const found: BendPoint[] = [];
   for (const [key, bySize] of series) {
-    if (bySize.size < MIN_WAKE_SERIES_SIZES) continue;
+    if (bySize.size < MIN_GRID_SERIES_SIZES) continue;
     const [backend, residency, id] = key.split("|") as [Backend, Residency, string];
     const variant = impl.variants.find((v) => variantId(v) === id);
     if (variant === undefined) continue;

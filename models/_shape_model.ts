@@ -149,19 +149,17 @@ export function fitShapeModel(
     if (solved === null) return null;
     const { alpha, inverse } = solved;
     let score = 0;
-    const z = new Float64Array(learned.length);
     const errors = new Float64Array(learned.length);
     const variances = new Float64Array(learned.length);
     learned.forEach((i, j) => {
       const looVar = 1 / inverse[i * n + i]!;
       const looError = alpha[i]! * looVar;
       score += 0.5 * Math.log(looVar) + (looError * looError) / (2 * looVar);
-      z[j] = Math.abs(looError) / Math.sqrt(looVar);
       errors[j] = looError;
       variances[j] = looVar;
     });
     const model = { x, dims, n, alpha, inverse, lengthScales, signalVar, nuggetVar, level, range };
-    const c = { score, z, errors, variances, model: { ...model, multiplier: 0 } };
+    const c = { score, errors, variances, model: { ...model, multiplier: 0 } };
     tried.push(c);
     return c;
   };
@@ -207,21 +205,21 @@ function mixture(best: Candidate, tried: readonly Candidate[], level: number): S
     seen.add(key);
     return true;
   }).slice(0, MIX_MEMBERS);
-  if (close.length <= 1) return { ...best.model, multiplier: conformalMultiplier(best.z, level) };
   const raw = close.map((c) => Math.exp(best.score - c.score));
   const total = raw.reduce((a, b) => a + b, 0);
   const weights = raw.map((w) => w / total);
-  const m = close[0]!.errors.length;
-  const z = new Float64Array(m);
-  for (let j = 0; j < m; j++) {
+  // Each learned point's left-out error over the mixture's spread there: its mean error over the
+  // root of its members' variances and the spread of their errors.
+  const z = close[0]!.errors.map((_, j) => {
     let mean = 0;
     let second = 0;
     close.forEach((c, h) => {
       mean += weights[h]! * c.errors[j]!;
       second += weights[h]! * (c.variances[j]! + c.errors[j]! ** 2);
     });
-    z[j] = Math.abs(mean) / Math.sqrt(Math.max(second - mean * mean, 1e-12));
-  }
+    return Math.abs(mean) / Math.sqrt(Math.max(second - mean * mean, 1e-12));
+  });
+  if (close.length === 1) return { ...best.model, multiplier: conformalMultiplier(z, level) };
   return {
     ...close[0]!.model,
     multiplier: conformalMultiplier(z, level),
@@ -232,7 +230,6 @@ function mixture(best: Candidate, tried: readonly Candidate[], level: number): S
 /** A model with its leave-one-out score (lower is better) and errors. */
 interface Candidate {
   readonly score: number;
-  readonly z: Float64Array;
   /** Each learned point's leave-one-out error (ln), and its predictive variance. */
   readonly errors: Float64Array;
   readonly variances: Float64Array;
