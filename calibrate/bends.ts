@@ -19,6 +19,7 @@ import {
   variantId,
 } from "../kernels/types.ts";
 import type { Measurement } from "../core/schema.ts";
+import { STREAMED_FROM_BYTES } from "./runners/_cpu.ts";
 
 /**
  * One extra size to measure, on the series whose bend asked for it.
@@ -379,6 +380,107 @@ export function threadWakePoints(
     found.push({ size, backend, residency, variant: id, miss: 0 });
   }
   return found;
+}
+
+/**
+ * Sizes this many times under and over the CPU runners' switch to streamed operands
+ * ({@linkcode STREAMED_FROM_BYTES}) are measured on either side of it.
+ */
+const CACHE_EDGE = 1.1;
+/** A side of the switch is covered already by a measured size within this factor of it. */
+const CACHE_EDGE_COVERED = 1.3;
+/** Ops whose flops per byte grow less than this much across the grid are bound by their bytes. */
+const BYTE_BOUND_INTENSITY_GROWTH = 1.5;
+
+/**
+ * Where each CPU series of a byte-bound op (elementwise ops, reductions, softmax, gemv) meets the
+ * runners' switch to streamed operands: a size just under {@linkcode STREAMED_FROM_BYTES} a run and
+ * one just over. Under it a run's four operand copies stay in the caches, over it every run reads
+ * its operands from memory (`runners/_cpu.ts`), and the time per byte steps there: wasm gemv f32
+ * 1000² ran at 27–28 GB/s and 1024² at 9–9.4. Interpolating across the step from grid sizes ×2
+ * apart misprices everything between them; with a size beside each side of it, only sizes within
+ * 10 % of the switch are. Nothing on a side where a size within ×1.3 of the switch is measured,
+ * or for a series that does not reach across it.
+ *
+ * @param measurements Raw measurements (any op; only `op` and `dtype`'s ok on-axis CPU ones are read).
+ * @param op The op.
+ * @param dtype The dtype.
+ * @returns Up to two sizes per series (`miss` 0: nothing bent).
+ * @example
+ * ```ts
+ * import { cacheEdgePoints } from "./bends.ts";
+ * import { getOp } from "../kernels/catalog.ts";
+ * import type { Measurement } from "../core/schema.ts";
+ * const sum = getOp("sum");
+ * const at = (size: number) =>
+ *   ({ op: "sum", dtype: "f32", backend: "wasm", residency: "end-to-end",
+ *      variant: "accs=4,fma=false", state: "ok", size,
+ *      bytes: sum.bytes(sum.axis.shape(size), "f32"),
+ *      wall: { median: size * 5e-8, relCi: 0.02 } }) as unknown as Measurement;
+ * const series = [16, 6502, 29193, 131072, 588493, 2640000].map(at);
+ * console.log(cacheEdgePoints(series, sum, "f32").map((p) => p.size)); // [953312, 1153432]
+ * ```
+ */
+export function cacheEdgePoints(
+  measurements: readonly Measurement[],
+  op: OpSpec,
+  dtype: Dtype,
+): BendPoint[] {
+  const bytesAt = (size: number) => op.bytes(op.axis.shape(size), dtype);
+  const intensity = (size: number) => op.flops(op.axis.shape(size)) / bytesAt(size);
+  const edge = sizeWithBytes(op, bytesAt, STREAMED_FROM_BYTES);
+  if (edge === null) return [];
+  if (
+    intensity(edge) >
+      BYTE_BOUND_INTENSITY_GROWTH * intensity(Math.max(op.axis.min, Math.round(edge / 16)))
+  ) {
+    return [];
+  }
+  const series = fastestBySize(
+    measurements,
+    op,
+    dtype,
+    (m) => m.backend !== "webgpu" && m.residency === "end-to-end",
+  );
+  const found: BendPoint[] = [];
+  for (const [key, bySize] of series) {
+    if (bySize.size < MIN_GRID_SERIES_SIZES) continue;
+    const [backend, residency, variant] = key.split("|") as [Backend, Residency, string];
+    const bytes = [...bySize.values()].map((p) => p.bytes);
+    if (
+      !bytes.some((b) => b < STREAMED_FROM_BYTES) || !bytes.some((b) => b >= STREAMED_FROM_BYTES)
+    ) {
+      continue;
+    }
+    const under = sizeWithBytes(op, bytesAt, STREAMED_FROM_BYTES / CACHE_EDGE);
+    const over = sizeWithBytes(op, bytesAt, STREAMED_FROM_BYTES * CACHE_EDGE);
+    const covered = (lo: number, hi: number) => bytes.some((b) => b >= lo && b < hi);
+    const T = STREAMED_FROM_BYTES;
+    if (under !== null && bytesAt(under) < T && !covered(T / CACHE_EDGE_COVERED, T)) {
+      found.push({ size: under, backend, residency, variant, miss: 0 });
+    }
+    if (over !== null && bytesAt(over) >= T && !covered(T, T * CACHE_EDGE_COVERED)) {
+      found.push({ size: over, backend, residency, variant, miss: 0 });
+    }
+  }
+  return found;
+}
+
+/** The grid-rounded axis size whose run moves about `target` bytes; null outside the axis. */
+function sizeWithBytes(
+  op: OpSpec,
+  bytesAt: (size: number) => number,
+  target: number,
+): number | null {
+  let lo = op.axis.min;
+  let hi = op.axis.max;
+  if (bytesAt(lo) > target || bytesAt(hi) < target) return null;
+  while (hi - lo > 1) {
+    const mid = Math.floor((lo + hi) / 2);
+    if (bytesAt(mid) < target) lo = mid;
+    else hi = mid;
+  }
+  return roundSize(hi, op);
 }
 
 /** Neighbours closer than this ratio get no midpoint: a grid step (×2.24 by default) is halved once. */

@@ -20,6 +20,7 @@ import { nextRefinementSizes } from "./analyze.ts";
 import {
   type BendPoint,
   bendPoints,
+  cacheEdgePoints,
   rateStepMidpoints,
   streamingMidpoints,
   threadWakePoints,
@@ -271,17 +272,21 @@ function* bendSteps(state: PlanState, job: CalibrationJob, backends: readonly Ba
 const STEP_FILL_ROUNDS = 2;
 
 /**
- * Where a wasm-mt series of a one-dimensional op first wakes a worker (`threadWakePoints`); and
- * where a CPU or WebGPU device-resident series' rate steps between two neighbouring sizes (a
- * cache level, a device filling up), the midpoint of the gap, twice over (`rateStepMidpoints`),
- * as many per series and round as the plan has bend points. Only cheap runs (five milliseconds
+ * Where a wasm-mt series of a one-dimensional op first wakes a worker (`threadWakePoints`), and
+ * either side of where a CPU series of a byte-bound op starts streaming its operands
+ * (`cacheEdgePoints`); then where a CPU or WebGPU device-resident series' rate steps between two
+ * neighbouring sizes (a cache level, a device filling up), the midpoint of the gap, twice over
+ * (`rateStepMidpoints`), as many per series and round as the plan has bend points. Only cheap runs (five milliseconds
  * or less) are asked for, so the job's deadline does not hold them back: a job whose WebGPU
  * climbs took its grid time still gets them, for a few seconds.
  */
 function* stepFills(state: PlanState, job: CalibrationJob, backends: readonly Backend[]): Steps {
   const { op, dtype } = job;
   if (state.plan.bendPoints <= 0) return;
-  yield* measurePoints(state, job, backends, threadWakePoints(state.measurements, op, dtype));
+  yield* measurePoints(state, job, backends, [
+    ...threadWakePoints(state.measurements, op, dtype),
+    ...cacheEdgePoints(state.measurements, op, dtype),
+  ]);
   for (let round = 0; round < STEP_FILL_ROUNDS; round++) {
     const points = rateStepMidpoints(state.measurements, op, dtype, state.plan.bendPoints);
     if (!(yield* measurePoints(state, job, backends, points))) return;

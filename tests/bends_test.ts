@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import {
   bendPoints,
+  cacheEdgePoints,
   CHEAP_STEP_RUN_MS,
   rateStepMidpoints,
   streamingMidpoints,
@@ -332,4 +333,43 @@ Deno.test("threadWakePoints() asks each wasm-mt series of a 1-D op for the first
   assert.deepEqual(threadWakePoints(few, sum, "f32"), []);
   const gemv = series("gemv", "wasm-mt", [16, 228, 512, 1149, 2580], "default");
   assert.deepEqual(threadWakePoints(gemv, getOp("gemv"), "f32"), []);
+});
+
+Deno.test("cacheEdgePoints() asks each CPU series of a byte-bound op for a size on either side of the switch to streamed operands", () => {
+  const sum = getOp("sum");
+  const series = (backend: string, sizes: number[], residency = "end-to-end") =>
+    sizes.map((size) => ({
+      ...at({ size, ms: size * 5e-8, backend, residency, variant: "accs=4,fma=false" }),
+      op: "sum",
+      bytes: sum.bytes(sum.axis.shape(size), "f32"),
+    } as Measurement));
+  const grid = [16, 6502, 29193, 131072, 588493, 2640000];
+  const points = cacheEdgePoints(series("wasm", grid), sum, "f32");
+  const mib = (size: number) => sum.bytes(sum.axis.shape(size), "f32") / 2 ** 20;
+  assert.equal(points.length, 2);
+  const [under, over] = points.map((p) => p.size);
+  assert.ok(mib(under!) < 4 && mib(under!) > 3.5, `${mib(under!)} MiB`);
+  assert.ok(mib(over!) >= 4 && mib(over!) < 4.5, `${mib(over!)} MiB`);
+  assert.deepEqual(points[0], {
+    size: under,
+    backend: "wasm",
+    residency: "end-to-end",
+    variant: "accs=4,fma=false",
+    miss: 0,
+  });
+  // A side measured already within ×1.3 of the switch gets nothing.
+  assert.deepEqual(
+    cacheEdgePoints(series("js", [...grid, 1_000_000]), sum, "f32").map((p) => p.size),
+    [over],
+  );
+  // Not a series that stays on one side, not WebGPU, not a square matmul (bound by its flops).
+  assert.deepEqual(cacheEdgePoints(series("wasm", grid.slice(0, 5)), sum, "f32"), []);
+  assert.deepEqual(cacheEdgePoints(series("webgpu", grid), sum, "f32"), []);
+  const matmul = getOp("matmul");
+  const squares = [16, 64, 256, 512, 1024].map((size) => ({
+    ...at({ size, ms: size ** 3 * 1e-8, variant: "default" }),
+    op: "matmul",
+    bytes: matmul.bytes(matmul.axis.shape(size), "f32"),
+  } as Measurement));
+  assert.deepEqual(cacheEdgePoints(squares, matmul, "f32"), []);
 });

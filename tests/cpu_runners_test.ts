@@ -9,7 +9,7 @@ import { createJsRunner } from "../calibrate/runners/js.ts";
 import { createWasmRunner } from "../calibrate/runners/wasm.ts";
 import { createWasmMtRunner } from "../calibrate/runners/wasm_mt.ts";
 import { verifyOutput } from "../calibrate/verify.ts";
-import { rotationCopies } from "../calibrate/runners/_cpu.ts";
+import { rotation, rotationCopies } from "../calibrate/runners/_cpu.ts";
 
 const DIMS = [1, 7, 33, 64, 129];
 
@@ -159,6 +159,32 @@ Deno.test("wasm-mt runner keeps two prepared kernels apart in its shared memory"
   }
 });
 
+Deno.test("variants prepared on the same streamed operands share their copies and outlive each other's dispose", async () => {
+  const runner = createWasmRunner();
+  try {
+    const shape = { n: 600_000 }; // 7.2 MB a run: streamed
+    const inputs = add.inputs(shape, "f32", seededRng(3));
+    const reference = add.reference(shape, "f32", inputs);
+    const prepare = (unroll: number) =>
+      runner.prepare(add, shape, "f32", { unroll }, inputs, "end-to-end");
+    const check = async (p: Awaited<ReturnType<typeof prepare>>) => {
+      const v = verifyOutput(await p.output(), reference, add.tolerance(shape, "f32"));
+      assert.ok(v.ok, v.message);
+    };
+    const first = await prepare(1);
+    const second = await prepare(4);
+    first.dispose();
+    await second.time(3);
+    await check(second);
+    second.dispose();
+    const third = await prepare(4);
+    await check(third);
+    third.dispose();
+  } finally {
+    await runner.close();
+  }
+});
+
 Deno.test("wasm-mt runner refuses a prepared kernel after dispose", async () => {
   const runner = createWasmMtRunner({ threads: 2 });
   try {
@@ -182,16 +208,25 @@ Deno.test("createWasmMtRunner() rejects a thread count of 0", () => {
   assert.throws(() => createWasmMtRunner({ threads: 0 }), RangeError);
 });
 
-Deno.test("the operand copies a CPU run rotates through span more bytes for larger operands, and from 16 MiB up, more than a last-level cache holds", () => {
+Deno.test("a CPU run moving under 4 MiB rotates through four copies; from 4 MiB up a copy returns only after 128 MiB of others", () => {
   const MiB = 2 ** 20;
-  const span = (bytes: number) => bytes * rotationCopies(bytes);
-  // Up to 16 MiB, four copies: the span grows with the operands.
-  for (const bytes of [1024, MiB, 9 * MiB, 15.9 * MiB]) assert.equal(span(bytes), 4 * bytes);
-  // From 16 MiB to 64 MiB, 64–128 MiB: beyond the 27–47 MB the VMs here kept cached. (One copy
-  // from 16 MiB up made 27 MB operands cached and 9 MB ones not.)
-  for (let bytes = 16 * MiB; bytes < 64 * MiB; bytes += 0.7 * MiB) {
-    assert.ok(span(bytes) >= 64 * MiB && span(bytes) < 128 * MiB, `${bytes / MiB} MiB`);
+  for (const bytes of [1024, MiB, 3.99 * MiB]) assert.equal(rotationCopies(bytes, bytes), 4);
+  // The reuse distance: the other copies read between two reads of one copy.
+  const reuse = (bytes: number) => (rotationCopies(bytes, bytes) - 1) * bytes;
+  for (let bytes = 4 * MiB; bytes < 256 * MiB; bytes *= 1.07) {
+    assert.ok(reuse(bytes) >= 128 * MiB, `${(bytes / MiB).toFixed(1)} MiB`);
+    assert.ok(bytes * rotationCopies(bytes, bytes) < 520 * MiB, `${(bytes / MiB).toFixed(1)} MiB`);
   }
-  // Beyond, the operands alone.
-  assert.equal(span(300 * MiB), 300 * MiB);
+  // An operand set beyond the span is its own: one copy.
+  assert.equal(rotationCopies(300 * MiB, 300 * MiB), 1);
+  // What decides is the bytes the run moves (the models' axis), not the operands alone.
+  assert.equal(rotationCopies(5 * MiB, 3 * MiB), Math.ceil(256 / 3));
+});
+
+Deno.test("rotation() carries on across batches, so a sample never starts on the copy just read", () => {
+  const next = rotation(3);
+  const warmUp = [next(), next()];
+  const batch = [next(), next(), next()];
+  assert.deepEqual(warmUp, [0, 1]);
+  assert.deepEqual(batch, [2, 0, 1]);
 });

@@ -342,7 +342,12 @@ Deno.test("a late job still fills a few gaps on its cheap CPU series", () => {
       planner.measurements.filter((m) => m.backend === "wasm").map((m) => m.size)
     })`,
   );
-  assert.ok(filled.size <= 4 + plan.jobs[0]!.anchors.length, `at most a few: ${[...filled]}`);
+  // A few midpoints, and a size on either side of the switch to streamed operands.
+  const edges = 2;
+  assert.ok(
+    filled.size <= 4 + edges + plan.jobs[0]!.anchors.length,
+    `at most a few: ${[...filled]}`,
+  );
 });
 
 Deno.test("a job past its deadline still fills a wide gap whose ends run at the same rate", () => {

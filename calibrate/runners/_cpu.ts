@@ -8,16 +8,23 @@ import type { Backend, Dtype, HostArray, OpInputs, OpSpec } from "../../kernels/
 import { UnsupportedError } from "../runner.ts";
 
 /**
- * Rotation aims for at least this many bytes across all copies, so they spill out of L2 and the
- * last-level cache: the 2-vCPU VMs measured here kept 27–47 MB of operands in theirs, by the
- * host's state. (At a 32 MB target, with one copy from 16 MB up, wasm read gemv f32 1500²
- * (9 MB, four copies) at 10–12 GB/s and 2580² (27 MB, one copy) at 26: the time per byte fell
- * where the operands grew, and 1500² was predicted 50–60 % fast from the sizes around it.)
+ * Runs that move fewer bytes than this rotate through {@linkcode CACHED_COPIES} copies of their
+ * operands (at most 16 MiB together, which the 2-vCPU VMs measured here keep in their caches
+ * whatever the host does); runs from this size up rotate through copies spanning
+ * {@linkcode STREAMED_SPAN_BYTES}, so every run streams its operands from memory.
+ *
+ * Between the two lies the share of a last-level cache that other guests also use: these VMs
+ * (480 MiB of L3 on the host) kept 27–64 MiB of a guest's data there by the host's state, read
+ * it at ~30 GB/s on one thread and ~15 from memory. Copies spanning 16–80 MB (the old 64 MiB
+ * target, four copies at most) left wasm gemv f32 from 1500² up at 9–12 or 20–26 GB/s by the
+ * sample, run and host: 3000² at 11–25 GB/s on one thread and 19–52 on two, in one process.
+ * Spanning 256 MiB, every size from 1024² up ran at 9–12 and 16–22.
  */
-const ROTATE_TARGET_BYTES = 64 * 1024 * 1024;
-
-/** Most copies of the operands a runner keeps. */
-const MAX_COPIES = 4;
+export const STREAMED_FROM_BYTES = 4 * 1024 * 1024;
+/** Copies of the operands a run under {@linkcode STREAMED_FROM_BYTES} rotates through. */
+const CACHED_COPIES = 4;
+/** Bytes the operand copies of a streamed run span together, at least (beyond any guest's L3 share). */
+const STREAMED_SPAN_BYTES = 256 * 1024 * 1024;
 
 /**
  * Throws {@linkcode UnsupportedError} when a CPU backend cannot run `op` in `dtype`.
@@ -47,26 +54,50 @@ export function assertCpuDtype(backend: Backend, op: OpSpec, dtype: Dtype): void
 }
 
 /**
- * How many copies of the operands to keep and rotate between runs: enough for
- * {@linkcode ROTATE_TARGET_BYTES} together, at most {@linkcode MAX_COPIES}. The bytes a run's
- * copies span never fall as the operands grow, except between 64 and 128 MB, all of it beyond
- * the cache: four times the operands up to 16 MB, then 64–128 MB, then the operands alone.
+ * How many copies of the operands to keep and rotate between runs: {@linkcode CACHED_COPIES} for
+ * a run that moves fewer than {@linkcode STREAMED_FROM_BYTES}, else enough copies to span
+ * {@linkcode STREAMED_SPAN_BYTES} (one copy from there up). Taken in turn
+ * ({@linkcode rotation}), a copy comes back after the others have all been read: at least
+ * 128 MiB later for a streamed run.
  *
- * @param inputBytes Bytes of all operands of one run.
- * @returns The number of copies, 1 to 4.
+ * @param runBytes Bytes one run moves (the op's `bytes(shape, dtype)`, as the models count them,
+ *   so that the switch sits at one size on the models' axis for every op).
+ * @param operandBytes Bytes of all operands of one run.
+ * @returns The number of copies.
  * @example
  * ```ts
  * import { rotationCopies } from "./_cpu.ts";
- * console.log(rotationCopies(1024)); // 4
- * console.log(rotationCopies(24 * 1024 * 1024)); // 3
- * console.log(rotationCopies(64 * 1024 * 1024)); // 1
+ * console.log(rotationCopies(1536, 1024)); // 4
+ * console.log(rotationCopies(36e6, 36e6)); // 8
+ * console.log(rotationCopies(300e6, 300e6)); // 1
  * ```
  */
-export function rotationCopies(inputBytes: number): number {
-  return Math.min(
-    MAX_COPIES,
-    Math.max(1, Math.ceil(ROTATE_TARGET_BYTES / Math.max(1, inputBytes))),
-  );
+export function rotationCopies(runBytes: number, operandBytes: number): number {
+  if (runBytes < STREAMED_FROM_BYTES) return CACHED_COPIES;
+  return Math.max(1, Math.ceil(STREAMED_SPAN_BYTES / Math.max(1, operandBytes)));
+}
+
+/**
+ * Hands out copy numbers in turn, carrying on across batches: the first run of a batch reads the
+ * copy after the one the last batch (or the untimed pass before it) read last, so no sample starts
+ * on operands a run just left in the cache.
+ *
+ * @param copies How many copies there are.
+ * @returns The next copy's number, 0 to `copies − 1`, on each call.
+ * @example
+ * ```ts
+ * import { rotation } from "./_cpu.ts";
+ * const next = rotation(3);
+ * console.log([next(), next(), next(), next()]); // [0, 1, 2, 0]
+ * ```
+ */
+export function rotation(copies: number): () => number {
+  let next = 0;
+  return () => {
+    const copy = next;
+    next = (next + 1) % copies;
+    return copy;
+  };
 }
 
 /**

@@ -7,7 +7,7 @@
  */
 import type { Dtype, OpInputs, OpSpec, Shape, Variant } from "../../kernels/types.ts";
 import { type Prepared, UnsupportedError } from "../runner.ts";
-import { assertCpuDtype, bytesOf, inputBytes, rotationCopies, settle } from "./_cpu.ts";
+import { assertCpuDtype, bytesOf, inputBytes, rotation, rotationCopies, settle } from "./_cpu.ts";
 import { align, type WasmArena } from "./_wasm_arena.ts";
 import { compileWat } from "./_wasm_module.ts";
 
@@ -77,25 +77,14 @@ export async function prepareWasm(
   const kernel = await executor.load(module);
   const compileMs = performance.now() - start;
 
-  const copies = rotationCopies(inputBytes(inputs));
-  const copyBytes = inputs.arrays.reduce((sum, a) => sum + align(a.byteLength), 0);
+  const copies = rotationCopies(op.bytes(shape, dtype), inputBytes(inputs));
   const arena = executor.arena;
+  const laid = layOut(arena, inputs, copies);
   const outputSlots = Math.max(inputs.outputLength, impl.outputSlots?.(shape, variant) ?? 0);
-  const base = arena.alloc(copies * copyBytes + outputSlots * 4);
-  const ptrs: number[][] = [];
-  let at = base;
-  const bytes = new Uint8Array(arena.memory.buffer);
-  for (let c = 0; c < copies; c++) {
-    ptrs.push(inputs.arrays.map((a) => {
-      const ptr = at;
-      bytes.set(bytesOf(a), ptr);
-      at += align(a.byteLength);
-      return ptr;
-    }));
-  }
-  const outPtr = at;
+  const outPtr = arena.alloc(outputSlots * 4);
+  const nextCopy = rotation(copies);
   const ranges = kernel.split(impl.parts(shape, variant), impl.packsPerCall === true);
-  const args = ptrs.map((p) =>
+  const args = laid.ptrs.map((p) =>
     ranges.map(([s, e]) => (s < e ? impl.args(shape, p, outPtr, s, e, variant, dtype) : null))
   );
 
@@ -128,13 +117,14 @@ export async function prepareWasm(
       settle(() => {
         live();
         const begin = performance.now();
-        for (let r = 0; r < reps; r++) runOnce(r % copies);
+        for (let r = 0; r < reps; r++) runOnce(nextCopy());
         return { wallMs: performance.now() - begin };
       }),
     dispose: () => {
       if (disposed) return;
       disposed = true;
       arena.release();
+      laid.release();
     },
   };
 }
@@ -161,4 +151,55 @@ export async function instantiateRun(
     throw new TypeError("Cannot use the kernel: its module exports no run()");
   }
   return run as (...args: number[]) => unknown;
+}
+
+/** Operand copies laid out in an arena, and how many prepared kernels use them. */
+interface LaidOut {
+  /** Each copy's operand addresses, in the order of `inputs.arrays`. */
+  readonly ptrs: readonly (readonly number[])[];
+  users: number;
+}
+
+const laidOutIn = new WeakMap<WasmArena, Map<OpInputs, LaidOut>>();
+
+/**
+ * Lays `copies` copies of the operands out in `arena`, or shares the copies laid out already for
+ * the same operands: a call's variants of one shape run on one set, so a streamed set (256 MiB)
+ * is written once per shape, not once per variant.
+ */
+function layOut(
+  arena: WasmArena,
+  inputs: OpInputs,
+  copies: number,
+): { readonly ptrs: readonly (readonly number[])[]; release(): void } {
+  let byInputs = laidOutIn.get(arena);
+  if (!byInputs) laidOutIn.set(arena, byInputs = new Map());
+  let entry = byInputs.get(inputs);
+  if (!entry || entry.ptrs.length !== copies) {
+    const copyBytes = inputs.arrays.reduce((sum, a) => sum + align(a.byteLength), 0);
+    let at = arena.alloc(copies * copyBytes);
+    const bytes = new Uint8Array(arena.memory.buffer);
+    const ptrs = Array.from({ length: copies }, () =>
+      inputs.arrays.map((a) => {
+        const ptr = at;
+        bytes.set(bytesOf(a), ptr);
+        at += align(a.byteLength);
+        return ptr;
+      }));
+    entry = { ptrs, users: 0 };
+    byInputs.set(inputs, entry);
+  }
+  const shared = entry;
+  shared.users++;
+  let released = false;
+  return {
+    ptrs: shared.ptrs,
+    release: () => {
+      if (released) return;
+      released = true;
+      if (--shared.users > 0) return;
+      if (byInputs.get(inputs) === shared) byInputs.delete(inputs);
+      arena.release();
+    },
+  };
 }

@@ -14,7 +14,7 @@ import type {
   Variant,
 } from "../../kernels/types.ts";
 import { type Prepared, type Runner, UnsupportedError } from "../runner.ts";
-import { assertCpuDtype, inputBytes, rotationCopies, settle } from "./_cpu.ts";
+import { assertCpuDtype, inputBytes, rotation, rotationCopies, settle } from "./_cpu.ts";
 
 /**
  * Creates the runner for backend `"js"`. Residency is ignored: a CPU backend is always end-to-end.
@@ -56,9 +56,8 @@ function prepareJs(
   const reason = impl.unsupported?.(shape, dtype, variant);
   if (reason) throw new UnsupportedError(reason);
   primeFeedback(op, dtype, variant, impl);
-  const copies: (readonly HostArray[])[] = [inputs.arrays];
-  const count = rotationCopies(inputBytes(inputs));
-  for (let c = 1; c < count; c++) copies.push(inputs.arrays.map((a) => a.slice()));
+  let copies = copiesOf(inputs, rotationCopies(op.bytes(shape, dtype), inputBytes(inputs)));
+  const nextCopy = rotation(copies.length);
   let out: Float32Array | null = new Float32Array(inputs.outputLength);
   const live = (): Float32Array => {
     if (!out) throw new TypeError(`Cannot run ${op.name} on js: the prepared kernel was disposed`);
@@ -78,14 +77,29 @@ function prepareJs(
       settle(() => {
         const o = live();
         const start = performance.now();
-        for (let r = 0; r < reps; r++) impl.run(copies[r % copies.length]!, o, shape, variant);
+        for (let r = 0; r < reps; r++) impl.run(copies[nextCopy()]!, o, shape, variant);
         return { wallMs: performance.now() - start };
       }),
     dispose: () => {
       out = null;
-      copies.length = 0;
+      copies = [];
     },
   };
+}
+
+const copiesByInputs = new WeakMap<OpInputs, readonly (readonly HostArray[])[]>();
+
+/**
+ * `count` copies of the operands (the first the operands themselves), shared by every variant
+ * prepared on the same operands while they live: a streamed set spans 256 MiB.
+ */
+function copiesOf(inputs: OpInputs, count: number): readonly (readonly HostArray[])[] {
+  const known = copiesByInputs.get(inputs);
+  if (known?.length === count) return known;
+  const copies = [inputs.arrays];
+  for (let c = 1; c < count; c++) copies.push(inputs.arrays.map((a) => a.slice()));
+  copiesByInputs.set(inputs, copies);
+  return copies;
 }
 
 /** Small odd sizes whose runs reach every branch of a kernel: its main loop and its tails. */
