@@ -19,7 +19,7 @@ import {
   variantId,
 } from "../kernels/types.ts";
 import type { Measurement } from "../core/schema.ts";
-import { STREAMED_FROM_BYTES } from "./runners/_cpu.ts";
+import { STREAMED_FROM_BYTES } from "../core/operand_rotation.ts";
 
 /**
  * One extra size to measure, on the series whose bend asked for it.

@@ -34,6 +34,7 @@ import {
 import { imbalanceLn } from "./_imbalance.ts";
 import { fitTilePenalty, NO_TILE_COST, tileLn, type TileModel } from "./_tiles.ts";
 import { correctionAt, type ResidualCurve, residualCurve } from "./_residuals.ts";
+import { STREAMED_FROM_BYTES } from "../core/operand_rotation.ts";
 import { correctionMean, fitShapeModel, type ShapeModel, type ShapePoint } from "./_shape_model.ts";
 
 /** Relative distance within which a measured shape counts as "this shape". */
@@ -368,7 +369,14 @@ function buildSeries(
   for (const f of fits) {
     axis.set(
       f.variant,
-      axisModelOf(f, byVariant.get(f.variant) ?? [], alignmentOf, imbalanceOf, utilisationOf),
+      axisModelOf(
+        f,
+        byVariant.get(f.variant) ?? [],
+        alignmentOf,
+        imbalanceOf,
+        utilisationOf,
+        backend === "webgpu" ? [] : CPU_REGIME_BREAKS,
+      ),
     );
   }
   const offAxis = [...byVariant.values()].flat().filter((p) => !p.onAxis);
@@ -459,6 +467,13 @@ function utilisationFor(op: OpSpec): BackendSeries["utilisationOf"] {
 }
 
 /**
+ * Run sizes, bytes, where a CPU series changes regime by how it was measured: runs from
+ * {@linkcode STREAMED_FROM_BYTES} up stream their operands from memory, smaller ones read them from
+ * the caches (`calibrate/runners/_cpu.ts`), so a correction is never interpolated across it.
+ */
+const CPU_REGIME_BREAKS: readonly number[] = [STREAMED_FROM_BYTES];
+
+/**
  * A fitted variant's axis model: its alignment offsets (when its op streams rows on a backend
  * that has them), then its residuals along the axis with each point's offset, and on wasm-mt
  * its threads' uneven share, taken out.
@@ -469,6 +484,7 @@ function axisModelOf(
   alignmentOf: BackendSeries["alignmentOf"],
   imbalanceOf: BackendSeries["imbalanceOf"],
   utilisationOf: BackendSeries["utilisationOf"],
+  breaks: readonly number[],
 ): AxisModel {
   const model = compileFit(f);
   const utilisation = (p: MeasuredPoint) => utilisationOf?.(p.shape, f.variant) ?? 1;
@@ -477,6 +493,7 @@ function axisModelOf(
   const whole = residualCurve(
     onAxis.filter((p) => utilisation(p) >= FULL_TILES),
     (p) => compiledMs(model, p.flops, p.bytes),
+    breaks,
   );
   const tiles = fitTilePenalty(onAxis.map((p) => ({
     ms: p.ms,
@@ -500,7 +517,7 @@ function axisModelOf(
       (imbalanceOf?.(p.shape, f.variant) ?? 0) + tileLn(tiles, utilisation(p));
     return ln === 0 ? fitMs : alignedMs(fitMs, model.t0, ln);
   };
-  const residuals = residualCurve(points.filter((p) => p.onAxis), aligned);
+  const residuals = residualCurve(points.filter((p) => p.onAxis), aligned, breaks);
   return { model, residuals, alignment, tiles, aligned };
 }
 

@@ -35,8 +35,16 @@ export interface ResidualCurve {
   readonly looMape: number | null;
   /** The worst of those leave-one-out errors; null under 3 sizes. */
   readonly looMax: number | null;
-  /** Each size's leave-one-out error, aligned with `x`; NaN at the two ends (nothing to test). */
+  /**
+   * Each size's leave-one-out error, aligned with `x`; NaN at the two ends, and for a size with no
+   * neighbour on its side of a break (nothing to test).
+   */
   readonly looErrors: Float64Array;
+  /**
+   * ln(bytes) where the measurements change regime by construction (the CPU runners' switch to
+   * streamed operands), ascending: a correction is never interpolated across one.
+   */
+  readonly breaks: Float64Array;
 }
 
 /** A measured point as the correction needs it. */
@@ -71,6 +79,7 @@ export const UNSURE_RESIDUAL = 0.25;
 export function residualCurve<P extends ResidualPoint>(
   points: readonly P[],
   model: (p: P) => number,
+  breakBytes: readonly number[] = [],
 ): ResidualCurve {
   const byX = new Map<number, number[]>();
   for (const p of points) {
@@ -88,24 +97,34 @@ export function residualCurve<P extends ResidualPoint>(
     const list = byX.get(k)!;
     return list.reduce((s, v) => s + v, 0) / list.length;
   });
+  const breaks = Float64Array.from(breakBytes.map(Math.log)).sort();
   let looMape: number | null = null;
   let looMax: number | null = null;
   const looErrors = new Float64Array(x.length).fill(NaN);
   if (x.length >= 3) {
     let sum = 0;
     let max = 0;
+    let tested = 0;
     for (let i = 1; i < x.length - 1; i++) {
-      const w = (x[i]! - x[i - 1]!) / (x[i + 1]! - x[i - 1]!);
+      const side = segmentOf(breaks, x[i]!);
+      const before = segmentOf(breaks, x[i - 1]!) === side;
+      const after = segmentOf(breaks, x[i + 1]!) === side;
+      if (!before && !after) continue;
+      // With a neighbour on one side only, the prediction there carries that neighbour's level.
+      const w = !before ? 1 : !after ? 0 : (x[i]! - x[i - 1]!) / (x[i + 1]! - x[i - 1]!);
       const predicted = r[i - 1]! + w * (r[i + 1]! - r[i - 1]!);
       const error = Math.abs(Math.expm1(predicted - r[i]!));
       looErrors[i] = error;
       sum += error;
+      tested++;
       if (error > max) max = error;
     }
-    looMape = sum / (x.length - 2);
-    looMax = max;
+    if (tested > 0) {
+      looMape = sum / tested;
+      looMax = max;
+    }
   }
-  return { x, r, looMape, looMax, looErrors };
+  return { x, r, looMape, looMax, looErrors, breaks };
 }
 
 /**
@@ -146,24 +165,30 @@ export function localLooError(curve: ResidualCurve, bytes: number, floor = 0): n
   const { x, looErrors } = curve;
   const n = x.length;
   if (n < 3) return null;
-  const tested = Array.from({ length: n - 2 }, (_, k) => k + 1);
+  const tested = Array.from({ length: n - 2 }, (_, k) => k + 1)
+    .filter((i) => !Number.isNaN(looErrors[i]!));
+  if (tested.length === 0) return null;
   const lx = Math.log(bytes);
-  const below = tested.filter((i) => x[i]! <= lx);
-  const above = tested.filter((i) => x[i]! > lx);
+  // The sizes on the query's side of a break, or all of them when it has none.
+  const [start, end] = sideOf(curve, lx);
+  const first = x[start]!;
+  const last = x[end - 1]!;
+  const mine = tested.filter((i) => i >= start && i < end);
+  const below = mine.filter((i) => x[i]! <= lx);
+  const above = mine.filter((i) => x[i]! > lx);
   // Beyond the measured range, the two sizes tested nearest its end; within it, the nearest
   // tested size on each side that has one.
-  const inside = lx >= x[0]! && lx <= x[n - 1]!;
-  const near = lx < x[0]!
-    ? above.slice(0, 2)
-    : lx > x[n - 1]!
-    ? below.slice(-2)
-    : [...below.slice(-1), ...above.slice(0, 1)];
+  const inside = lx >= first && lx <= last;
+  const near = lx < first ? above.slice(0, 2) : lx > last ? below.slice(-2) : [
+    ...below.slice(-1),
+    ...above.slice(0, 1),
+  ];
   const errors = tested.map((i) => looErrors[i]!).sort((a, b) => a - b);
   const medianError = (errors[(errors.length - 1) >> 1]! + errors[errors.length >> 1]!) / 2;
   const gapOf = (i: number) => Math.min(x[i]! - x[i - 1]!, x[i + 1]! - x[i]!);
   const gaps = tested.map(gapOf).sort((a, b) => a - b);
   const medianGap = (gaps[(gaps.length - 1) >> 1]! + gaps[gaps.length >> 1]!) / 2;
-  const distance = inside ? nearestDistance(x, lx) : Infinity;
+  const distance = inside ? nearestDistance(x.subarray(start, end), lx) : Infinity;
   const scale = (gap: number) => Math.sqrt(Math.min(1, distance / gap));
   return Math.max(
     medianError,
@@ -172,11 +197,33 @@ export function localLooError(curve: ResidualCurve, bytes: number, floor = 0): n
   );
 }
 
-/** Distance from `lx` to the nearest of the ascending `x`, which hold it between their ends. */
+/** Distance from `lx` to the nearest of `x`. */
 function nearestDistance(x: Float64Array, lx: number): number {
-  let hi = 1;
-  while (hi < x.length - 1 && x[hi]! < lx) hi++;
-  return Math.min(lx - x[hi - 1]!, x[hi]! - lx);
+  let best = Infinity;
+  for (const v of x) best = Math.min(best, Math.abs(v - lx));
+  return best;
+}
+
+/** How many of the ascending `breaks` lie at or below `lx`: which side of them it is on. */
+function segmentOf(breaks: Float64Array, lx: number): number {
+  let k = 0;
+  while (k < breaks.length && breaks[k]! <= lx) k++;
+  return k;
+}
+
+/**
+ * The index range `[start, end)` of the curve's sizes on the same side of every break as `lx`;
+ * the whole curve when none is.
+ */
+function sideOf(curve: ResidualCurve, lx: number): [number, number] {
+  const { x, breaks } = curve;
+  if (breaks.length === 0) return [0, x.length];
+  const side = segmentOf(breaks, lx);
+  let start = 0;
+  while (start < x.length && segmentOf(breaks, x[start]!) < side) start++;
+  let end = start;
+  while (end < x.length && segmentOf(breaks, x[end]!) === side) end++;
+  return end > start ? [start, end] : [0, x.length];
 }
 
 /**
@@ -195,13 +242,13 @@ function nearestDistance(x: Float64Array, lx: number): number {
  */
 export function correctionAt(curve: ResidualCurve, bytes: number): number {
   const { x, r } = curve;
-  const n = x.length;
-  if (n === 0) return 1;
+  if (x.length === 0) return 1;
   const lx = Math.log(bytes);
-  if (!(lx > x[0]!)) return Math.exp(r[0]!);
-  if (lx >= x[n - 1]!) return Math.exp(r[n - 1]!);
-  let lo = 0;
-  let hi = n - 1;
+  const [start, end] = sideOf(curve, lx);
+  if (!(lx > x[start]!)) return Math.exp(r[start]!);
+  if (lx >= x[end - 1]!) return Math.exp(r[end - 1]!);
+  let lo = start;
+  let hi = end - 1;
   while (hi - lo > 1) {
     const mid = (lo + hi) >>> 1;
     if (x[mid]! <= lx) lo = mid;

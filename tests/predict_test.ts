@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { STREAMED_FROM_BYTES } from "../core/operand_rotation.ts";
 import { costMs, modelMs, paramsFromRates, predictMs, smoothMax } from "../core/costmodel.ts";
 import { compiledMs, compileFit } from "../models/_index.ts";
 import { localLooError, residualCurve } from "../models/_residuals.ts";
@@ -159,6 +160,24 @@ Deno.test("predictTime() follows a cache step the single-bandwidth fit misses", 
     const uncorrected = compiledMs(compileFit(fit), n, 12 * n);
     assert.ok(Math.abs(t.ms / truth(n) - 1) < 0.05, `n=${n}: ${t.ms} vs ${truth(n)}`);
     assert.ok(Math.abs(uncorrected / truth(n) - 1) > 0.3, `the fit alone is off at n=${n}`);
+  }
+});
+
+Deno.test("predictTime() keeps a CPU series' cached and streamed sizes apart at the runners' switch", () => {
+  // Runs from 4 MiB up stream their operands (calibrate/runners/_cpu.ts): 3× slower per byte.
+  const edge = STREAMED_FROM_BYTES / 12;
+  const truth = (n: number) => 0.001 + (12 * n) / (12 * n < STREAMED_FROM_BYTES ? 30e6 : 10e6);
+  const sizes = [1e3, 16e3, 64e3, 256e3, Math.floor(edge / 1.1), Math.ceil(edge * 1.1), 1e6, 4e6];
+  const { report } = withWasmAdd(sizes, truth, {
+    t0Us: 1,
+    gflops: null,
+    gbps: 15,
+    sizeRange: [1e3, 4e6],
+  });
+  // Just either side of the switch, between the two sizes measured beside it.
+  for (const n of [Math.floor(edge / 1.03), Math.ceil(edge * 1.03)]) {
+    const t = predictTime(report, { op: "add", shape: { n }, dtype: "f32", backend: "wasm" });
+    assert.ok(Math.abs(t.ms / truth(n) - 1) < 0.05, `n=${n}: ${t.ms} vs ${truth(n)}`);
   }
 });
 

@@ -81,6 +81,32 @@ Deno.test("checkConsistency() names the edited crossover and what the measuremen
   assert.ok(findings.some((f) => f.path.startsWith("thresholds[")), "the threshold too");
 });
 
+Deno.test("checkConsistency() flags a fit that misses its measurements by more than 2× and by more than it says", () => {
+  const fitFindings = (edit: (f: { gbps: number | null; rmsLogError: number }) => void) => {
+    const report = syntheticReport();
+    const i = report.fits.findIndex((f) => f.gbps !== null && f.gflops === null);
+    const fit = structuredClone(report.fits[i]!);
+    edit(fit);
+    report.fits[i] = fit;
+    return checkConsistency(report).filter((f) => f.path === `fits[${i}]`);
+  };
+  assert.deepEqual(fitFindings(() => {}), []);
+  // Three times the bandwidth claimed, a 2 % fit: a contradiction.
+  const [finding] = fitFindings((f) => {
+    f.gbps! *= 3;
+    f.rmsLogError = 0.02;
+  });
+  assert.match(finding?.message ?? "", /faster than the report measured it/);
+  // The same miss owned up to (a one-bandwidth fit across cache regimes): none.
+  assert.deepEqual(
+    fitFindings((f) => {
+      f.gbps! *= 3;
+      f.rmsLogError = 0.9;
+    }),
+    [],
+  );
+});
+
 Deno.test("a self-contradicting report loads with its sha256 pin but warns before a selector is fooled", async () => {
   const report = syntheticReport();
   editedGpuCrossover(report);

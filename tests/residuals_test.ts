@@ -101,3 +101,28 @@ Deno.test("localLooError() shrinks with the distance to the nearest measured siz
   assert.ok(localLooError(c, 1e3, 0.3)! < 1e-12, "a floor shrinks with it");
   assert.ok(Math.abs(localLooError(c, 10 ** 1.5, 1)! - Math.sqrt(0.5)) < 1e-9);
 });
+
+Deno.test("across a break the correction holds each side's level instead of interpolating", () => {
+  // 3× slower per byte from 4 MiB up, where the CPU runners stream their operands.
+  const MiB = 2 ** 20;
+  const points = [0.5, 1, 2, 3.8, 4.2, 8, 16].map((m) => ({ bytes: m * MiB, ms: m < 4 ? 1 : 3 }));
+  const smooth = residualCurve(points, flat);
+  const broken = residualCurve(points, flat, [4 * MiB]);
+  // Between 3.8 and 4.2 MiB: interpolated, the middle; with the break, the side's own level.
+  assert.ok(correctionAt(smooth, 3.9 * MiB) > 1.2);
+  assert.ok(Math.abs(correctionAt(broken, 3.9 * MiB) - 1) < 1e-12);
+  assert.ok(Math.abs(correctionAt(broken, 4 * MiB) - 3) < 1e-12);
+  // Leaving out a size next to the break, its own side's neighbour predicts it: no error.
+  assert.ok(broken.looMax! < 1e-12, `${broken.looErrors}`);
+  assert.ok(smooth.looMax! > 1);
+  // So an interval near the break is as narrow as its side's scatter, not the step.
+  assert.ok(localLooError(broken, 3.9 * MiB)! < 1e-12);
+  assert.ok(localLooError(smooth, 3.9 * MiB)! > 0.5);
+});
+
+Deno.test("a side of a break without measured sizes takes the nearest side's", () => {
+  const points = [1, 2, 3].map((bytes) => ({ bytes, ms: bytes }));
+  const c = residualCurve(points, flat, [10]);
+  assert.ok(Math.abs(correctionAt(c, 100) - 3) < 1e-12);
+  assert.ok(Math.abs(correctionAt(c, 2) - 2) < 1e-12);
+});

@@ -6,21 +6,8 @@
  */
 import type { Backend, Dtype, HostArray, OpInputs, OpSpec } from "../../kernels/types.ts";
 import { UnsupportedError } from "../runner.ts";
+import { STREAMED_FROM_BYTES } from "../../core/operand_rotation.ts";
 
-/**
- * Runs that move fewer bytes than this rotate through {@linkcode CACHED_COPIES} copies of their
- * operands (at most 16 MiB together, which the 2-vCPU VMs measured here keep in their caches
- * whatever the host does); runs from this size up rotate through copies spanning
- * {@linkcode STREAMED_SPAN_BYTES}, so every run streams its operands from memory.
- *
- * Between the two lies the share of a last-level cache that other guests also use: these VMs
- * (480 MiB of L3 on the host) kept 27–64 MiB of a guest's data there by the host's state, read
- * it at ~30 GB/s on one thread and ~15 from memory. Copies spanning 16–80 MB (the old 64 MiB
- * target, four copies at most) left wasm gemv f32 from 1500² up at 9–12 or 20–26 GB/s by the
- * sample, run and host: 3000² at 11–25 GB/s on one thread and 19–52 on two, in one process.
- * Spanning 256 MiB, every size from 1024² up ran at 9–12 and 16–22.
- */
-export const STREAMED_FROM_BYTES = 4 * 1024 * 1024;
 /** Copies of the operands a run under {@linkcode STREAMED_FROM_BYTES} rotates through. */
 const CACHED_COPIES = 4;
 /** Bytes the operand copies of a streamed run span together, at least (beyond any guest's L3 share). */

@@ -326,6 +326,7 @@ class WebGpuCase implements Prepared {
   readonly #what: string;
   #disposed = false;
   #verifications = 0;
+  #rotation = 0;
 
   constructor(
     readonly gpu: GpuHandle,
@@ -382,13 +383,24 @@ class WebGpuCase implements Prepared {
     return this.parts.buffers.operandSets.length;
   }
 
+  /**
+   * The next operand copy to run on, carrying on across batches: a batch starts on the copy after
+   * the one the last batch ended on, never on operands a run just left in a cache.
+   */
+  #nextCopy(): number {
+    const copy = this.#rotation;
+    this.#rotation = (copy + 1) % this.#copies;
+    return copy;
+  }
+
   /** Each rep uploads its operands, dispatches in its own pass and reads the output back. */
   async #timeEndToEnd(reps: number): Promise<BatchTiming> {
     const started = performance.now();
     for (let r = 0; r < reps; r++) {
-      this.#upload(r % this.#copies);
+      const copy = this.#nextCopy();
+      this.#upload(copy);
       const encoder = this.#device.createCommandEncoder();
-      this.#dispatch(encoder, r % this.#copies, this.#timestamps?.writes(r));
+      this.#dispatch(encoder, copy, this.#timestamps?.writes(r));
       await this.#readOutput(encoder, `end-to-end run ${r + 1} of ${reps}`);
     }
     const wallMs = performance.now() - started;
@@ -413,7 +425,7 @@ class WebGpuCase implements Prepared {
       timestamps ? { timestampWrites: timestamps.batchWrites() } : {},
     );
     for (let r = 0; r < reps; r++) {
-      recordDispatch(pass, compiled, groups[r % this.#copies]!, this.program.workgroups);
+      recordDispatch(pass, compiled, groups[this.#nextCopy()]!, this.program.workgroups);
     }
     pass.end();
     if (timestamps) timestamps.resolve(encoder, 1);

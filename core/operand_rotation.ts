@@ -1,0 +1,28 @@
+/**
+ * How gpucal's CPU runners hold a run's operands, which the models need to know: where a series
+ * changes regime by construction, not by the hardware alone (`calibrate/runners/_cpu.ts` rotates
+ * the copies; `models/_index.ts` never interpolates a correction across the switch).
+ *
+ * @example
+ * ```ts
+ * import { STREAMED_FROM_BYTES } from "./operand_rotation.ts";
+ * console.log(STREAMED_FROM_BYTES / 2 ** 20); // 4
+ * ```
+ *
+ * @module
+ */
+
+/**
+ * Runs that move fewer bytes than this rotate through four copies of their operands (at most
+ * 16 MiB together, which the 2-vCPU VMs measured here keep in their caches whatever the host
+ * does); runs from this size up rotate through copies spanning 256 MiB, so every run streams its
+ * operands from memory.
+ *
+ * Between the two lies the share of a last-level cache that other guests also use: these VMs
+ * (480 MiB of L3 on the host) kept 27–64 MiB of a guest's data there by the host's state, read
+ * it at ~30 GB/s on one thread and ~15 from memory. Copies spanning 16–80 MB (the old 64 MiB
+ * target, four copies at most) left wasm gemv f32 from 1500² up at 9–12 or 20–26 GB/s by the
+ * sample, run and host: 3000² at 11–25 GB/s on one thread and 19–52 on two, in one process.
+ * Spanning 256 MiB, every size from 1024² up ran at 9–12 and 16–22.
+ */
+export const STREAMED_FROM_BYTES = 4 * 1024 * 1024;
