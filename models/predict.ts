@@ -24,10 +24,10 @@ import {
   type Variant,
   variantFromId,
 } from "../kernels/types.ts";
-import type { ProvenanceTag, Report, Tuning } from "../core/schema.ts";
+import type { CostFit, ProvenanceTag, Report, Tuning } from "../core/schema.ts";
 import { normalQuantile } from "../core/numeric.ts";
 import { correctionAt, DEFAULT_LEVEL } from "./_shape_model.ts";
-import { localLooError } from "./_residuals.ts";
+import { localLooError, type ResidualCurve } from "./_residuals.ts";
 import { checkReach } from "./_bounds.ts";
 import { slowestTransfer } from "./_transfers.ts";
 import {
@@ -371,7 +371,7 @@ function describe(
       )
       : 0;
     const fitError = f.cvMaxError ?? f.cvMape ?? Math.expm1(2 * f.rmsLogError);
-    const fitFloor = Math.min(f.cvMape ?? fitError, FIT_FLOOR_CAP);
+    const fitFloor = Math.min(floorError(f, p.residuals) ?? fitError, FIT_FLOOR_CAP);
     const localError = p.residuals === null ? null : localLooError(p.residuals, bytes, fitFloor);
     const corrected = localError !== null;
     // Corrected by its residuals, the prediction is the measured curve between measured sizes:
@@ -460,6 +460,19 @@ function describe(
       `${table.op.axis.unit} (no fit; accuracy unvalidated, interval ×${factor} either way)` +
       driftNote,
   };
+}
+
+/**
+ * The held-out error a prediction between measured sizes claims at least: the fit's, or, where the
+ * series crosses a regime break of the measurements (a CPU series' switch to streamed operands,
+ * `core/operand_rotation.ts`), the corrected curve's own. One formula cannot follow that step (a
+ * wasm dot fit held out at 85 % across it), while its residuals carry the prediction on each side
+ * and their leave-one-out errors, taken within each side, say how well.
+ */
+function floorError(f: CostFit, residuals: ResidualCurve | null): number | null {
+  const crosses = residuals !== null && residuals.x.length > 0 &&
+    residuals.breaks.some((b) => b > residuals.x[0]! && b < residuals.x.at(-1)!);
+  return crosses && residuals.looMape !== null ? residuals.looMape : f.cvMape;
 }
 
 /**

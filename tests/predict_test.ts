@@ -168,16 +168,26 @@ Deno.test("predictTime() keeps a CPU series' cached and streamed sizes apart at 
   const edge = STREAMED_FROM_BYTES / 12;
   const truth = (n: number) => 0.001 + (12 * n) / (12 * n < STREAMED_FROM_BYTES ? 30e6 : 10e6);
   const sizes = [1e3, 16e3, 64e3, 256e3, Math.floor(edge / 1.1), Math.ceil(edge * 1.1), 1e6, 4e6];
+  // One bandwidth across the step: held out, it misses by half (what calibrate's fit says).
   const { report } = withWasmAdd(sizes, truth, {
     t0Us: 1,
     gflops: null,
     gbps: 15,
     sizeRange: [1e3, 4e6],
+    cvMape: 0.5,
   });
-  // Just either side of the switch, between the two sizes measured beside it.
-  for (const n of [Math.floor(edge / 1.03), Math.ceil(edge * 1.03)]) {
-    const t = predictTime(report, { op: "add", shape: { n }, dtype: "f32", backend: "wasm" });
+  // Just either side of the switch, between the two sizes measured beside it, and between grid
+  // sizes on either side: the prediction follows its side, and its interval claims the corrected
+  // curve's held-out error (here nil), not the one formula's.
+  for (const n of [Math.floor(edge / 1.03), Math.ceil(edge * 1.03), 40e3, 2e6]) {
+    const t = predictTime(steady(report), {
+      op: "add",
+      shape: { n },
+      dtype: "f32",
+      backend: "wasm",
+    });
     assert.ok(Math.abs(t.ms / truth(n) - 1) < 0.05, `n=${n}: ${t.ms} vs ${truth(n)}`);
+    assert.ok(t.interval[1] / t.interval[0] < 1.2, `n=${n}: ${t.interval}`);
   }
 });
 
