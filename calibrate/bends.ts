@@ -393,16 +393,18 @@ const CACHE_EDGE_COVERED = 1.3;
 const BYTE_BOUND_INTENSITY_GROWTH = 1.5;
 
 /**
- * Where each CPU series of a byte-bound op (elementwise ops, reductions, softmax, gemv) meets the
- * runners' switch to streamed operands: a size just under {@linkcode STREAMED_FROM_BYTES} a run and
- * one just over. Under it a run's four operand copies stay in the caches, over it every run reads
- * its operands from memory (`runners/_cpu.ts`), and the time per byte steps there: wasm gemv f32
+ * Where each CPU or device-resident series of a byte-bound op (elementwise ops, reductions,
+ * softmax, gemv) meets the runners' switch to streamed operands: a size just under
+ * {@linkcode STREAMED_FROM_BYTES} a run and one just over. Under it a run's few operand copies stay
+ * in the caches, over it every run reads its operands from memory (`runners/_cpu.ts`,
+ * `runners/webgpu.ts`), and the time per byte steps there: wasm gemv f32
  * 1000² ran at 27–28 GB/s and 1024² at 9–9.4. Interpolating across the step from grid sizes ×2
  * apart misprices everything between them; with a size beside each side of it, only sizes within
  * 10 % of the switch are. Nothing on a side where a size within ×1.3 of the switch is measured,
  * or for a series that does not reach across it.
  *
- * @param measurements Raw measurements (any op; only `op` and `dtype`'s ok on-axis CPU ones are read).
+ * @param measurements Raw measurements (any op; only `op` and `dtype`'s ok on-axis CPU and
+ *   device-resident ones are read).
  * @param op The op.
  * @param dtype The dtype.
  * @returns Up to two sizes per series (`miss` 0: nothing bent).
@@ -440,7 +442,7 @@ export function cacheEdgePoints(
     measurements,
     op,
     dtype,
-    (m) => m.backend !== "webgpu" && m.residency === "end-to-end",
+    (m) => (m.backend === "webgpu") === (m.residency === "device-resident"),
   );
   const found: BendPoint[] = [];
   for (const [key, bySize] of series) {

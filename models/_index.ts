@@ -375,7 +375,7 @@ function buildSeries(
         alignmentOf,
         imbalanceOf,
         utilisationOf,
-        backend === "webgpu" ? [] : CPU_REGIME_BREAKS,
+        backend === "webgpu" && residency === "end-to-end" ? [] : REGIME_BREAKS,
       ),
     );
   }
@@ -467,11 +467,12 @@ function utilisationFor(op: OpSpec): BackendSeries["utilisationOf"] {
 }
 
 /**
- * Run sizes, bytes, where a CPU series changes regime by how it was measured: runs from
- * {@linkcode STREAMED_FROM_BYTES} up stream their operands from memory, smaller ones read them from
- * the caches (`calibrate/runners/_cpu.ts`), so a correction is never interpolated across it.
+ * Run sizes, bytes, where a series changes regime by how it was measured: CPU and device-resident
+ * runs from {@linkcode STREAMED_FROM_BYTES} up stream their operands from memory, smaller ones read
+ * them from the caches (`calibrate/runners/_cpu.ts`, `calibrate/runners/webgpu.ts`), so a
+ * correction is never interpolated across it. (End to end, every run uploads its operands afresh.)
  */
-const CPU_REGIME_BREAKS: readonly number[] = [STREAMED_FROM_BYTES];
+const REGIME_BREAKS: readonly number[] = [STREAMED_FROM_BYTES];
 
 /**
  * A fitted variant's axis model: its alignment offsets (when its op streams rows on a backend

@@ -325,4 +325,8 @@ Deno.test("an op that streams its operands (gemv) is timed with copies spanning 
     4,
     "a runner's own span wins",
   );
+  // Device-resident runs moving 4 MiB or more span 256 MiB, any op; smaller ones keep the rule.
+  const large = 60e6;
+  assert.ok(operandCopies(getOp("add"), large, settings, true) * large >= 256 * 2 ** 20);
+  assert.equal(operandCopies(getOp("add"), large, settings, false), 1);
 });
