@@ -383,7 +383,7 @@ export function threadWakePoints(
 }
 
 /**
- * Sizes this many times under and over the CPU runners' switch to streamed operands
+ * Sizes this many times under and over the runners' switch to streamed operands
  * ({@linkcode STREAMED_FROM_BYTES}) are measured on either side of it.
  */
 const CACHE_EDGE = 1.1;
@@ -397,11 +397,11 @@ const BYTE_BOUND_INTENSITY_GROWTH = 1.5;
  * softmax, gemv) meets the runners' switch to streamed operands: a size just under
  * {@linkcode STREAMED_FROM_BYTES} a run and one just over. Under it a run's few operand copies stay
  * in the caches, over it every run reads its operands from memory (`runners/_cpu.ts`,
- * `runners/webgpu.ts`), and the time per byte steps there: wasm gemv f32
- * 1000² ran at 27–28 GB/s and 1024² at 9–9.4. Interpolating across the step from grid sizes ×2
- * apart misprices everything between them; with a size beside each side of it, only sizes within
- * 10 % of the switch are. Nothing on a side where a size within ×1.3 of the switch is measured,
- * or for a series that does not reach across it.
+ * `runners/webgpu.ts`), and the time per byte steps there: wasm gemv f32 1000² ran at 27–28 GB/s
+ * and 1024² at 9–9.4. Interpolating across the step from grid sizes ×2 apart misprices everything
+ * between them; with a size beside each side of it, only sizes within 10 % of the switch are.
+ * Nothing on a side where a size within ×1.3 of the switch is measured, or for a series that does
+ * not reach across it.
  *
  * @param measurements Raw measurements (any op; only `op` and `dtype`'s ok on-axis CPU and
  *   device-resident ones are read).
@@ -420,7 +420,7 @@ const BYTE_BOUND_INTENSITY_GROWTH = 1.5;
  *      bytes: sum.bytes(sum.axis.shape(size), "f32"),
  *      wall: { median: size * 5e-8, relCi: 0.02 } }) as unknown as Measurement;
  * const series = [16, 6502, 29193, 131072, 588493, 2640000].map(at);
- * console.log(cacheEdgePoints(series, sum, "f32").map((p) => p.size)); // [953312, 1153432]
+ * console.log(cacheEdgePoints(series, sum, "f32").map((p) => p.size)); // [953248, 1153432]
  * ```
  */
 export function cacheEdgePoints(
