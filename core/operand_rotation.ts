@@ -1,22 +1,23 @@
 /**
- * How gpucal's CPU runners hold a run's operands, which the models need to know: where a series
- * changes regime by construction, not by the hardware alone (`calibrate/runners/_cpu.ts` rotates
- * the copies; `models/_index.ts` never interpolates a correction across the switch).
+ * How gpucal's runners hold a run's operands (CPU runs, and WebGPU device-resident ones), which the
+ * models need to know: where a series changes regime by construction, not by the hardware alone
+ * (`calibrate/runners/_cpu.ts` and `calibrate/runners/webgpu.ts` rotate the copies;
+ * `models/_index.ts` never interpolates a correction across the switch).
  *
  * @example
  * ```ts
- * import { STREAMED_FROM_BYTES } from "./operand_rotation.ts";
- * console.log(STREAMED_FROM_BYTES / 2 ** 20); // 4
+ * import { COLD_SPAN_BYTES, STREAMED_FROM_BYTES } from "./operand_rotation.ts";
+ * console.log(STREAMED_FROM_BYTES / 2 ** 20, COLD_SPAN_BYTES / 2 ** 20); // 4 256
  * ```
  *
  * @module
  */
 
 /**
- * Runs that move fewer bytes than this rotate through four copies of their operands (at most
- * 16 MiB together, which the 2-vCPU VMs measured here keep in their caches whatever the host
- * does); runs from this size up rotate through copies spanning 256 MiB, so every run streams its
- * operands from memory.
+ * Runs that move fewer bytes than this rotate through a few copies of their operands (four on a
+ * CPU: at most 16 MiB together, which the 2-vCPU VMs measured here keep in their caches whatever
+ * the host does); runs from this size up rotate through copies spanning
+ * {@linkcode COLD_SPAN_BYTES}, so every run streams its operands from memory.
  *
  * Between the two lies the share of a last-level cache that other guests also use: these VMs
  * (480 MiB of L3 on the host) kept 27–64 MiB of a guest's data there by the host's state, read
@@ -26,3 +27,9 @@
  * Spanning 256 MiB, every size from 1024² up ran at 9–12 and 16–22.
  */
 export const STREAMED_FROM_BYTES = 4 * 1024 * 1024;
+
+/**
+ * Bytes the operand copies of a run from {@linkcode STREAMED_FROM_BYTES} up span together, at
+ * least: beyond any guest's share of the host's last-level cache, so each run reads from memory.
+ */
+export const COLD_SPAN_BYTES = 256 * 2 ** 20;

@@ -6,12 +6,10 @@
  */
 import type { Backend, Dtype, HostArray, OpInputs, OpSpec } from "../../kernels/types.ts";
 import { UnsupportedError } from "../runner.ts";
-import { STREAMED_FROM_BYTES } from "../../core/operand_rotation.ts";
+import { COLD_SPAN_BYTES, STREAMED_FROM_BYTES } from "../../core/operand_rotation.ts";
 
 /** Copies of the operands a run under {@linkcode STREAMED_FROM_BYTES} rotates through. */
 const CACHED_COPIES = 4;
-/** Bytes the operand copies of a streamed run span together, at least (beyond any guest's L3 share). */
-const STREAMED_SPAN_BYTES = 256 * 1024 * 1024;
 
 /**
  * Throws {@linkcode UnsupportedError} when a CPU backend cannot run `op` in `dtype`.
@@ -43,7 +41,7 @@ export function assertCpuDtype(backend: Backend, op: OpSpec, dtype: Dtype): void
 /**
  * How many copies of the operands to keep and rotate between runs: {@linkcode CACHED_COPIES} for
  * a run that moves fewer than {@linkcode STREAMED_FROM_BYTES}, else enough copies to span
- * {@linkcode STREAMED_SPAN_BYTES} (one copy from there up). Taken in turn
+ * {@linkcode COLD_SPAN_BYTES} (one copy from there up). Taken in turn
  * ({@linkcode rotation}), a copy comes back after the others have all been read: at least
  * 128 MiB later for a streamed run.
  *
@@ -61,7 +59,7 @@ export function assertCpuDtype(backend: Backend, op: OpSpec, dtype: Dtype): void
  */
 export function rotationCopies(runBytes: number, operandBytes: number): number {
   if (runBytes < STREAMED_FROM_BYTES) return CACHED_COPIES;
-  return Math.max(1, Math.ceil(STREAMED_SPAN_BYTES / Math.max(1, operandBytes)));
+  return Math.max(1, Math.ceil(COLD_SPAN_BYTES / Math.max(1, operandBytes)));
 }
 
 /**

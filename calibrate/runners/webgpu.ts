@@ -32,7 +32,7 @@ import {
 } from "./gpu.ts";
 import { type BatchTiming, type Prepared, type Runner, UnsupportedError } from "../runner.ts";
 import { withWatchdog } from "./_watchdog.ts";
-import { STREAMED_FROM_BYTES } from "../../core/operand_rotation.ts";
+import { COLD_SPAN_BYTES, STREAMED_FROM_BYTES } from "../../core/operand_rotation.ts";
 
 /**
  * Options of {@linkcode createWebGpuRunner}.
@@ -73,12 +73,6 @@ export const DEFAULT_ROTATION_COPIES = 3;
  * over +9 %, up to +52 %.)
  */
 export const STREAMED_SPAN_BYTES = 64 * 2 ** 20;
-
-/**
- * Bytes a device-resident run moving {@linkcode STREAMED_FROM_BYTES} or more rotates through: beyond
- * any guest's share of the host's last-level cache (see `core/operand_rotation.ts`).
- */
-export const RESIDENT_STREAMED_SPAN_BYTES = 256 * 2 ** 20;
 
 /** Most operand copies `rotationSpanBytes` makes (a tiny operand would otherwise need thousands). */
 export const MAX_ROTATION_COPIES = 256;
@@ -556,7 +550,7 @@ function toFloat32(bytes: ArrayBuffer, length: number, dtype: Dtype): Float32Arr
 /**
  * How many copies of one case's operands the runner rotates through: {@linkcode rotatedCopies},
  * spanning {@linkcode STREAMED_SPAN_BYTES} for an op that streams its operands when the runner
- * sets no span of its own, and, device-resident, {@linkcode RESIDENT_STREAMED_SPAN_BYTES} for a
+ * sets no span of its own, and, device-resident, {@linkcode COLD_SPAN_BYTES} for a
  * run moving {@linkcode STREAMED_FROM_BYTES} or more (as the CPU runners do): a software adapter's
  * device memory is the host's, whose last-level cache other guests share. Spanning 64 MiB (or one
  * copy of 60 MB), lavapipe's device-resident gemv f32 of 9 MB was predicted 18–42 % fast against
@@ -586,11 +580,7 @@ export function operandCopies(
   streamed = false,
 ): number {
   if (settings.rotationSpanBytes !== null) return rotatedCopies(operandBytes, settings);
-  const span = streamed
-    ? RESIDENT_STREAMED_SPAN_BYTES
-    : op.streamsOperands
-    ? STREAMED_SPAN_BYTES
-    : null;
+  const span = streamed ? COLD_SPAN_BYTES : op.streamsOperands ? STREAMED_SPAN_BYTES : null;
   return rotatedCopies(
     operandBytes,
     span === null ? settings : { ...settings, rotationSpanBytes: span },
