@@ -444,25 +444,32 @@ export function cacheEdgePoints(
     dtype,
     (m) => (m.backend === "webgpu") === (m.residency === "device-resident"),
   );
+  const edgeBytes = STREAMED_FROM_BYTES;
+  // The sizes either side are the same for every series; each series asks for those it lacks.
+  const under = sizeWithBytes(op, bytesAt, edgeBytes / CACHE_EDGE);
+  const over = sizeWithBytes(op, bytesAt, edgeBytes * CACHE_EDGE);
+  const sides = [
+    {
+      size: under !== null && bytesAt(under) < edgeBytes ? under : null,
+      lo: edgeBytes / CACHE_EDGE_COVERED,
+      hi: edgeBytes,
+    },
+    {
+      size: over !== null && bytesAt(over) >= edgeBytes ? over : null,
+      lo: edgeBytes,
+      hi: edgeBytes * CACHE_EDGE_COVERED,
+    },
+  ];
   const found: BendPoint[] = [];
   for (const [key, bySize] of series) {
     if (bySize.size < MIN_GRID_SERIES_SIZES) continue;
     const [backend, residency, variant] = key.split("|") as [Backend, Residency, string];
     const bytes = [...bySize.values()].map((p) => p.bytes);
-    if (
-      !bytes.some((b) => b < STREAMED_FROM_BYTES) || !bytes.some((b) => b >= STREAMED_FROM_BYTES)
-    ) {
-      continue;
-    }
-    const under = sizeWithBytes(op, bytesAt, STREAMED_FROM_BYTES / CACHE_EDGE);
-    const over = sizeWithBytes(op, bytesAt, STREAMED_FROM_BYTES * CACHE_EDGE);
-    const covered = (lo: number, hi: number) => bytes.some((b) => b >= lo && b < hi);
-    const T = STREAMED_FROM_BYTES;
-    if (under !== null && bytesAt(under) < T && !covered(T / CACHE_EDGE_COVERED, T)) {
-      found.push({ size: under, backend, residency, variant, miss: 0 });
-    }
-    if (over !== null && bytesAt(over) >= T && !covered(T, T * CACHE_EDGE_COVERED)) {
-      found.push({ size: over, backend, residency, variant, miss: 0 });
+    if (!bytes.some((b) => b < edgeBytes) || !bytes.some((b) => b >= edgeBytes)) continue;
+    for (const { size, lo, hi } of sides) {
+      if (size !== null && !bytes.some((b) => b >= lo && b < hi)) {
+        found.push({ size, backend, residency, variant, miss: 0 });
+      }
     }
   }
   return found;

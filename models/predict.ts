@@ -464,8 +464,8 @@ function describe(
 
 /**
  * The held-out error a prediction between measured sizes claims at least: the fit's, or, where the
- * series crosses a regime break of the measurements (a CPU series' switch to streamed operands,
- * `core/operand_rotation.ts`), the corrected curve's own. One formula cannot follow that step (a
+ * series crosses a regime break of the measurements (a CPU or device-resident series' switch to
+ * streamed operands, `core/operand_rotation.ts`), the corrected curve's own. One formula cannot follow that step (a
  * wasm dot fit held out at 85 % across it), while its residuals carry the prediction on each side
  * and their leave-one-out errors, taken within each side, say how well.
  */
