@@ -23,8 +23,12 @@ const MATMUL_QUICK: readonly Shape[] = [
 
 /**
  * After the quick set, a decode-sized matmul whose B outgrows the caches the first one fits in
- * (16 MB against 4 MB in f32): at m = 1 a tiled kernel streams B and packs it, and the time per
- * byte changes with where B lives. Then each small m the other way round: m = 8 with k > n and a
+ * (8 MB against 4 MB in f32) and whose rows are narrow (n = 512): at m = 1 a kernel streams B,
+ * and the time per byte changes with where B lives and with how long its rows are. On the 2-vCPU
+ * Intel Xeon VM one-thread wasm streamed 1 × k × n at 6.4–6.6 GFLOP/s with n ≥ 1024, 5.0–5.5 at
+ * n = 768 and 4.5–4.9 at n = 512 (k = 2048–4096, one process); with every m = 1 shape at
+ * n ≥ 1024, 1 × 3072 × 768 was predicted 19–23 % fast in five calibrations, outside its 90 %
+ * interval each time. Then each small m the other way round: m = 8 with k > n and a
  * B that fits the caches, m = 1 with n > k. A transformer runs both (its up projections widen,
  * its down projections narrow), and with only one of them measured at a given m, a shape the
  * other way round took that one's efficiency: matmul 8 × 2560 × 640 was predicted 22–126 %
@@ -38,7 +42,7 @@ const MATMUL_QUICK: readonly Shape[] = [
  */
 const MATMUL: readonly Shape[] = [
   ...MATMUL_QUICK,
-  { m: 1, k: 4096, n: 1024 },
+  { m: 1, k: 4096, n: 512 },
   { m: 8, k: 2048, n: 512 },
   { m: 1, k: 1024, n: 4096 },
   { m: 256, k: 512, n: 512 },

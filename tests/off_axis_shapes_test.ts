@@ -35,3 +35,13 @@ Deno.test("a default run's sure gemv shapes take rows ≠ cols both ways round a
     );
   }
 });
+
+Deno.test("a default run's sure decode shapes (m = 1) take narrow and wide rows of B", () => {
+  const sure = offAxisShapes(matmul, "f32", "default").slice(
+    0,
+    sureOffAxisShapes(matmul, "default"),
+  );
+  const ns = sure.filter((s) => s.m === 1).map((s) => s.n!);
+  assert.ok(Math.min(...ns) <= 512, `narrowest m = 1 shape has n = ${Math.min(...ns)}`);
+  assert.ok(Math.max(...ns) >= 4096, `widest m = 1 shape has n = ${Math.max(...ns)}`);
+});

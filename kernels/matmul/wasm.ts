@@ -86,37 +86,38 @@ function advance(p: Params, rows: number, steps: number): string {
 function microKernel(p: Params, rows: number, tile: number): string {
   const vecs = p.nr / 4;
   const accs = range(rows).flatMap((r) => range(vecs).map((v) => `$c${r}_${v}`));
+  // Vector v of row r's tile into C: stored on the first block of k, added to C after it.
+  const update = (r: number, v: number) =>
+    `(if (local.get $first)
+       (then (v128.store $m offset=${v * 16} (local.get $cr) (local.get $c${r}_${v})))
+       (else (v128.store $m offset=${v * 16} (local.get $cr)
+         (f32x4.add (v128.load $m offset=${v * 16} (local.get $cr)) (local.get $c${r}_${v})))))`;
   const store = (full: boolean) =>
     range(rows).map((r) => {
       const row =
         `(local.set $cr (i32.add (local.get $c) (i32.mul (local.get $ldc) (i32.const ${r}))))`;
-      if (full) {
-        return row + range(vecs).map((v) =>
-          `(if (local.get $first)
-             (then (v128.store $m offset=${v * 16} (local.get $cr) (local.get $c${r}_${v})))
-             (else (v128.store $m offset=${v * 16} (local.get $cr)
-               (f32x4.add (v128.load $m offset=${
-            v * 16
-          } (local.get $cr)) (local.get $c${r}_${v})))))`
-        ).join("\n");
-      }
-      // A partial tile goes through scratch so any column count (n % 4 != 0 included) works.
+      if (full) return row + range(vecs).map((v) => update(r, v)).join("\n");
+      // A partial tile stores its whole vectors directly and the columns of its last, partial
+      // vector through scratch, so any column count (n % 4 != 0 included) works.
       return row + range(vecs).map((v) =>
-        `(v128.store $s offset=${
-          tile + (r * p.nr + v * 4) * 4
-        } (i32.const 0) (local.get $c${r}_${v}))`
-      ).join("\n") + `
-        (local.set $j (i32.const 0))
-        (block $cols${r} (loop $col${r}
-          (br_if $cols${r} (i32.ge_u (local.get $j) (local.get $w)))
-          (local.set $x (f32.load $s offset=${tile + r * p.nr * 4}
-            (i32.shl (local.get $j) (i32.const 2))))
-          (local.set $y (i32.add (local.get $cr) (i32.shl (local.get $j) (i32.const 2))))
-          (if (i32.eqz (local.get $first))
-            (then (local.set $x (f32.add (local.get $x) (f32.load $m (local.get $y))))))
-          (f32.store $m (local.get $y) (local.get $x))
-          (local.set $j (i32.add (local.get $j) (i32.const 1)))
-          (br $col${r})))`;
+        `(if (i32.ge_u (local.get $w) (i32.const ${(v + 1) * 4}))
+          (then ${update(r, v)})
+          (else (if (i32.gt_u (local.get $w) (i32.const ${v * 4}))
+            (then
+              (v128.store $s offset=${tile + (r * p.nr + v * 4) * 4} (i32.const 0)
+                (local.get $c${r}_${v}))
+              (local.set $j (i32.const ${v * 4}))
+              (block $cols${r}_${v} (loop $col${r}_${v}
+                (br_if $cols${r}_${v} (i32.ge_u (local.get $j) (local.get $w)))
+                (local.set $x (f32.load $s offset=${tile + r * p.nr * 4}
+                  (i32.shl (local.get $j) (i32.const 2))))
+                (local.set $y (i32.add (local.get $cr) (i32.shl (local.get $j) (i32.const 2))))
+                (if (i32.eqz (local.get $first))
+                  (then (local.set $x (f32.add (local.get $x) (f32.load $m (local.get $y))))))
+                (f32.store $m (local.get $y) (local.get $x))
+                (local.set $j (i32.add (local.get $j) (i32.const 1)))
+                (br $col${r}_${v})))))))`
+      ).join("\n");
     }).join("\n");
   return `
   (func $mk${rows} (param $a i32) (param $lda i32) (param $bp i32) (param $kc i32)
@@ -163,6 +164,22 @@ const PANEL_PAD = 64;
  */
 function pack(p: Params): string {
   const vecs = p.nr / 4;
+  // Vector v of the last, partial panel's row: copied whole while B's row has its four columns,
+  // else zeroed and its remaining columns copied one by one.
+  const partialSlice = (v: number) => `
+          (if (i32.le_u (i32.add (local.get $j0) (i32.const ${(v + 1) * 4})) (local.get $nc))
+            (then (v128.store $s offset=${v * 16} (local.get $q) (v128.load $m offset=${v * 16}
+              (i32.add (local.get $src) (i32.shl (local.get $j0) (i32.const 2))))))
+            (else
+              (v128.store $s offset=${v * 16} (local.get $q) (v128.const i32x4 0 0 0 0))
+              (local.set $j (i32.add (local.get $j0) (i32.const ${v * 4})))
+              (block $tail_done${v} (loop $tail${v}
+                (br_if $tail_done${v} (i32.ge_u (local.get $j) (local.get $nc)))
+                (f32.store $s (i32.add (local.get $q) (i32.shl (i32.sub (local.get $j) (local.get $j0))
+                  (i32.const 2)))
+                  (f32.load $m (i32.add (local.get $src) (i32.shl (local.get $j) (i32.const 2)))))
+                (local.set $j (i32.add (local.get $j) (i32.const 1)))
+                (br $tail${v})))))`;
   return `
   (func $pack (param $b i32) (param $ldb i32) (param $kc i32) (param $nc i32)
     (local $ps i32) (local $full i32) (local $row i32) (local $rowEnd i32) (local $src i32)
@@ -190,15 +207,7 @@ function pack(p: Params): string {
         (br $full_loop)))
       (if (i32.lt_u (local.get $j0) (local.get $nc))
         (then
-          (local.set $j (i32.const 0))
-          (loop $col
-            (f32.store $s (i32.add (local.get $q) (i32.shl (local.get $j) (i32.const 2)))
-              (if (result f32) (i32.lt_u (i32.add (local.get $j0) (local.get $j)) (local.get $nc))
-                (then (f32.load $m (i32.add (local.get $src)
-                  (i32.shl (i32.add (local.get $j0) (local.get $j)) (i32.const 2)))))
-                (else (f32.const 0))))
-            (local.set $j (i32.add (local.get $j) (i32.const 1)))
-            (br_if $col (i32.lt_u (local.get $j) (i32.const ${p.nr}))))))
+          ${range(vecs).map((v) => partialSlice(v)).join("\n")}))
       (local.set $src (i32.add (local.get $src) (local.get $ldb)))
       (local.set $row (i32.add (local.get $row) (i32.const ${p.nr * 4})))
       (br $rows))))`;
