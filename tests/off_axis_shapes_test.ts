@@ -45,3 +45,14 @@ Deno.test("a default run's sure decode shapes (m = 1) take narrow and wide rows 
   assert.ok(Math.min(...ns) <= 512, `narrowest m = 1 shape has n = ${Math.min(...ns)}`);
   assert.ok(Math.max(...ns) >= 4096, `widest m = 1 shape has n = ${Math.max(...ns)}`);
 });
+
+Deno.test("a default run's sure softmax shapes take many rows both short and long", () => {
+  const softmax = getOp("softmax");
+  const sure = offAxisShapes(softmax, "f32", "default").slice(
+    0,
+    sureOffAxisShapes(softmax, "default"),
+  );
+  const many = sure.filter((s) => s.rows! >= 128).map((s) => s.cols!);
+  assert.ok(Math.min(...many) <= 1024, `many rows at ${many.join(", ")} columns`);
+  assert.ok(Math.max(...many) >= 4096, `many rows at ${many.join(", ")} columns`);
+});

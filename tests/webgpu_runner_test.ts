@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { type GpuHandle, openGpu } from "../calibrate/device.ts";
 import { UnsupportedError } from "../calibrate/runner.ts";
 import { withWatchdog } from "../calibrate/runners/_watchdog.ts";
+import { SharedCopies } from "../calibrate/runners/_gpu_operands.ts";
 import {
   createWebGpuRunner,
   MAX_ROTATION_COPIES,
@@ -304,6 +305,62 @@ Deno.test({
       /reopen/,
     );
   },
+});
+
+Deno.test({
+  name: "device-resident variants on the same streamed operands share one set of copies",
+  ignore: !hasAdapter,
+  fn: () =>
+    withGpu((gpu) => {
+      const shared = new SharedCopies(gpu.device);
+      const inputs = add.inputs({ n: 64 }, "f32", seededRng(2));
+      const make = (r: Parameters<Parameters<SharedCopies["acquire"]>[2]>[0]) =>
+        [0, 1, 2].map(() => [r.buffer(256, GPUBufferUsage.STORAGE)]);
+      const first = shared.acquire(inputs, 3, make);
+      const second = shared.acquire(inputs, 3, make);
+      assert.ok(first.fresh && !second.fresh);
+      assert.equal(second.sets, first.sets);
+      assert.ok(shared.acquire(add.inputs({ n: 64 }, "f32", seededRng(3)), 3, make).fresh);
+      first.release();
+      first.release(); // twice counts once
+      const third = shared.acquire(inputs, 3, make);
+      assert.ok(!third.fresh, "a holder is left: the copies stay");
+      second.release();
+      third.release();
+      assert.ok(
+        shared.acquire(inputs, 3, make).fresh,
+        "the last holder gone, copies are made anew",
+      );
+      return Promise.resolve();
+    }),
+});
+
+Deno.test({
+  name: "device-resident variants sharing streamed copies stay right after each other's dispose",
+  ignore: !hasAdapter,
+  fn: () =>
+    withGpu(async (gpu) => {
+      const runner = createWebGpuRunner(gpu);
+      const shape = { n: 400_000 }; // 4.8 MB a run: streamed
+      const inputs = add.inputs(shape, "f32", seededRng(4));
+      const reference = add.reference(shape, "f32", inputs);
+      const prepare = (variant: { wg: number; ept: number }) =>
+        runner.prepare(add, shape, "f32", variant, inputs, "device-resident");
+      const check = async (p: Awaited<ReturnType<typeof prepare>>) => {
+        const err = relativeError(await p.output(), reference);
+        assert.ok(err <= add.tolerance(shape, "f32"), `relative error ${err}`);
+      };
+      const first = await prepare({ wg: 64, ept: 1 });
+      const second = await prepare({ wg: 256, ept: 4 });
+      first.dispose();
+      await second.time(3);
+      await check(second);
+      second.dispose();
+      const third = await prepare({ wg: 64, ept: 4 });
+      await check(third);
+      third.dispose();
+      await runner.close();
+    }),
 });
 
 Deno.test("withWatchdog() rejects a synchronisation that never finishes", async () => {

@@ -32,6 +32,7 @@ import {
 } from "./gpu.ts";
 import { type BatchTiming, type Prepared, type Runner, UnsupportedError } from "../runner.ts";
 import { withWatchdog } from "./_watchdog.ts";
+import { type OperandLease, SharedCopies } from "./_gpu_operands.ts";
 import { COLD_SPAN_BYTES, STREAMED_FROM_BYTES } from "../../core/operand_rotation.ts";
 
 /**
@@ -119,12 +120,13 @@ export function createWebGpuRunner(gpu: GpuHandle, options: WebGpuRunnerOptions 
     rotationSpanBytes: options.rotationSpanBytes ?? null,
   };
   const live = new Set<Prepared>();
+  const shared = new SharedCopies(gpu.device);
   return {
     backend: "webgpu",
     async prepare(op, shape, dtype, variant, inputs, residency) {
       const prepared = await prepareWebGpu(
         gpu,
-        settings,
+        { ...settings, shared },
         op,
         shape,
         dtype,
@@ -157,6 +159,8 @@ interface Settings {
   readonly rotateBelowBytes: number;
   readonly rotationCopies: number;
   readonly rotationSpanBytes: number | null;
+  /** Streamed device-resident operand copies, shared by the variants of a case. */
+  readonly shared: SharedCopies;
 }
 
 /** A case's device buffers: operand copies, output, readback, uniforms and scratch. */
@@ -165,6 +169,8 @@ interface CaseBuffers {
   readonly uploads: readonly Uint8Array<ArrayBuffer>[];
   /** One set of operand buffers per rotated copy. */
   readonly operandSets: readonly (readonly GPUBuffer[])[];
+  /** The hold on `operandSets`: the case's own, or shared with its variants when streamed. */
+  readonly operands: OperandLease;
   readonly output: GPUBuffer;
   readonly outBytes: number;
   readonly readback: Readback;
@@ -196,8 +202,9 @@ async function prepareWebGpu(
   }
   const program = supportedProgram(gpu.device, op, shape, dtype, variant, inputs);
   const resources = new GpuResources(gpu.device);
+  let buffers: CaseBuffers | undefined;
   try {
-    const buffers = await allocateCase(
+    buffers = await allocateCase(
       resources,
       op,
       shape,
@@ -216,6 +223,7 @@ async function prepareWebGpu(
     });
   } catch (e) {
     resources.destroy();
+    buffers?.operands.release();
     throw e;
   }
 }
@@ -263,16 +271,23 @@ async function allocateCase(
   const streamed = residency === "device-resident" && op.bytes(shape, dtype) >= STREAMED_FROM_BYTES;
   const copies = operandCopies(op, operandBytes, settings, streamed);
   const outBytes = alignBytes(inputs.outputLength * (dtype === "f16" ? 2 : 4), 4);
-  device.pushErrorScope("out-of-memory");
-  const buffers: CaseBuffers = {
-    uploads,
-    operandSets: Array.from(
+  const makeSets = (owner: GpuResources) =>
+    Array.from(
       { length: copies },
       () =>
         uploads.map((u) =>
-          resources.buffer(u.byteLength, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST)
+          owner.buffer(u.byteLength, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST)
         ),
-    ),
+    );
+  device.pushErrorScope("out-of-memory");
+  // Streamed device-resident copies are the same data for every variant: one set serves them all.
+  const operands = streamed
+    ? settings.shared.acquire(inputs, copies, makeSets)
+    : { sets: makeSets(resources), fresh: true, release: () => {} };
+  const buffers: CaseBuffers = {
+    uploads,
+    operandSets: operands.sets,
+    operands,
     output: resources.buffer(
       outBytes,
       GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST,
@@ -286,12 +301,15 @@ async function allocateCase(
   };
   const oom = await device.popErrorScope();
   if (oom) {
+    operands.release();
     throw new UnsupportedError(
       `Out of device memory for ${op.name} at ${JSON.stringify(shape)}: ${oom.message}`,
     );
   }
-  for (const set of buffers.operandSets) {
-    set.forEach((buffer, i) => resources.upload(buffer, uploads[i]!));
+  if (operands.fresh) {
+    for (const set of buffers.operandSets) {
+      set.forEach((buffer, i) => resources.upload(buffer, uploads[i]!));
+    }
   }
   return buffers;
 }
@@ -389,6 +407,7 @@ class WebGpuCase implements Prepared {
   dispose(): void {
     this.#disposed = true;
     this.parts.resources.destroy();
+    this.parts.buffers.operands.release();
   }
 
   get #copies(): number {
