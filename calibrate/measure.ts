@@ -308,26 +308,31 @@ async function warmUp(c: LiveCase, minBatchMs: number): Promise<void> {
 
 /**
  * Most runs of the untimed pass before a CPU sample: a batch of this many runs touches every
- * operand copy the CPU runners rotate through (they keep at most four).
+ * operand copy the CPU runners hold in cache (four).
  */
 const REWARM_RUNS = 4;
 /** A CPU run at least this long is its own warm-up: its cold start is a small part of it. */
 const REWARM_BELOW_MS = 20;
 
 /**
- * Runs a CPU case untimed before its sample, over the operand copies the timed batch will use, so
- * that every sample starts from the same warm state. Interleaved with other cases, a sample
- * otherwise started from whatever the host left in the caches since the case last ran: on a
- * 2-vCPU VM (Intel Xeon, 2 MiB L2 per core, an L3 shared with other guests), wasm gemv q8
+ * Runs a CPU case untimed before its sample, over the operand copies the timed batch will use
+ * (`Prepared.warm`), so that every sample starts from the same warm state. Interleaved with other
+ * cases, a sample otherwise started from whatever the host left in the caches since the case last
+ * ran: on a 2-vCPU VM (Intel Xeon, 2 MiB L2 per core, an L3 shared with other guests), wasm gemv q8
  * 1024 × 3000 ran 0.49–0.53 ms alone and 1.31–1.38 ms in most windows interleaved with WebGPU,
  * the first two runs after any 30 ms of other work, sleep or a spin loop alike, taking 0.7–2.0 ms
- * against 0.4–0.6 warm. A pause of 1–3 ms left it warm. (The host's own state still moves such a
- * case between the two speeds for whole windows, this pass or not.)
+ * against 0.4–0.6 warm. A pause of 1–3 ms left it warm. The pass must read the batch's own
+ * copies: a batch of two runs that went on to the two copies after the pass's read them cold, and
+ * interleaved with a WebGPU end-to-end case that case ran at 2.6–2.7 GB/s in every window of a
+ * process, 6.4–6.6 GB/s beside CPU cases alone.
  */
 async function rewarm(c: LiveCase): Promise<void> {
   if (!CPU_BACKENDS.includes(c.identity.backend) || c.runMs >= REWARM_BELOW_MS) return;
-  const t = await c.prepared.time(Math.min(c.reps, REWARM_RUNS));
-  c.elapsedMs += t.wallMs;
+  const runs = Math.min(c.reps, REWARM_RUNS);
+  const started = performance.now();
+  if (c.prepared.warm) await c.prepared.warm(runs);
+  else await c.prepared.time(runs);
+  c.elapsedMs += performance.now() - started;
 }
 
 /**

@@ -70,6 +70,13 @@ export interface Prepared {
    * when they would otherwise stay in cache.
    */
   time(reps: number): Promise<BatchTiming>;
+  /**
+   * Runs `reps` times untimed, so that the next `time(reps)` starts warm (CPU runners). Where a
+   * case's operand copies stay in the caches, these runs read the very copies that batch will read,
+   * in its order; where they stream from memory, the runs go on through other copies and leave the
+   * batch's own cold. Without it, a caller warms with an untimed `time()`.
+   */
+  warm?(reps: number): Promise<void>;
   /** Release buffers, memory and workers. Safe to call twice. */
   dispose(): void;
 }

@@ -224,9 +224,55 @@ Deno.test("a CPU run moving under 4 MiB rotates through four copies; from 4 MiB 
 });
 
 Deno.test("rotation() carries on across batches, so a sample never starts on the copy just read", () => {
-  const next = rotation(3);
-  const warmUp = [next(), next()];
-  const batch = [next(), next(), next()];
+  const copies = rotation(3);
+  const warmUp = [copies.next(), copies.next()];
+  const batch = [copies.next(), copies.next(), copies.next()];
   assert.deepEqual(warmUp, [0, 1]);
   assert.deepEqual(batch, [2, 0, 1]);
+  copies.back(4);
+  assert.deepEqual(
+    [copies.next(), copies.next()],
+    [1, 2],
+    "back(4) goes round: the last four read 1, 2, 0, 1",
+  );
+});
+
+Deno.test("warm() reads the copies the next batch reads when they stay in cache, other copies when they stream", async () => {
+  const read: unknown[] = [];
+  const js = add.impls.js!;
+  const spy: OpSpec = {
+    ...add,
+    impls: {
+      js: {
+        ...js,
+        run: (arrays, out, shape, v) => (read.push(arrays[0]), js.run(arrays, out, shape, v)),
+      },
+    },
+  };
+  const runner = createJsRunner();
+  try {
+    for (const [n, cached] of [[50_000, true], [600_000, false]] as const) {
+      const shape = { n }; // 0.6 MB a run: held in cache; 7.2 MB: streamed
+      const variant = js.variants[0]!;
+      const prepared = await runner.prepare(
+        spy,
+        shape,
+        "f32",
+        variant,
+        add.inputs(shape, "f32", seededRng(9)),
+        "end-to-end",
+      );
+      await prepared.time(1);
+      read.length = 0;
+      await prepared.warm!(2);
+      const warmed = read.splice(0);
+      await prepared.time(2);
+      const timed = read.splice(0);
+      assert.equal(warmed.length, 2);
+      assert.equal(warmed.every((a, i) => a === timed[i]), cached, `n = ${n}`);
+      prepared.dispose();
+    }
+  } finally {
+    await runner.close();
+  }
 });

@@ -58,31 +58,71 @@ export function assertCpuDtype(backend: Backend, op: OpSpec, dtype: Dtype): void
  * ```
  */
 export function rotationCopies(runBytes: number, operandBytes: number): number {
-  if (runBytes < STREAMED_FROM_BYTES) return CACHED_COPIES;
+  if (heldInCache(runBytes)) return CACHED_COPIES;
   return Math.max(1, Math.ceil(COLD_SPAN_BYTES / Math.max(1, operandBytes)));
 }
 
 /**
- * Hands out copy numbers in turn, carrying on across batches: the first run of a batch reads the
- * copy after the one the last batch (or the untimed pass before it) read last, so no sample starts
- * on operands a run just left in the cache.
+ * Copy numbers handed out in turn, carrying on across batches: the first run of a batch reads the
+ * copy after the one the last batch read last, so no sample starts on operands a run just left in
+ * the cache.
  *
- * @param copies How many copies there are.
- * @returns The next copy's number, 0 to `copies − 1`, on each call.
  * @example
  * ```ts
  * import { rotation } from "./_cpu.ts";
- * const next = rotation(3);
- * console.log([next(), next(), next(), next()]); // [0, 1, 2, 0]
+ * const copies = rotation(3);
+ * console.log([copies.next(), copies.next(), copies.next(), copies.next()]); // [0, 1, 2, 0]
  * ```
  */
-export function rotation(copies: number): () => number {
+export interface Rotation {
+  /** The next copy's number, 0 to `copies − 1`. */
+  next(): number;
+  /** Steps back `runs` copies: the next runs read again what the last `runs` read, in order. */
+  back(runs: number): void;
+}
+
+/**
+ * A {@linkcode Rotation} over `copies` copies, from copy 0.
+ *
+ * @param copies How many copies there are.
+ * @returns The rotation.
+ * @example
+ * ```ts
+ * import { rotation } from "./_cpu.ts";
+ * const copies = rotation(4);
+ * const warm = [copies.next(), copies.next()];
+ * copies.back(2);
+ * console.log(warm, [copies.next(), copies.next()]); // [ 0, 1 ] [ 0, 1 ]
+ * ```
+ */
+export function rotation(copies: number): Rotation {
   let next = 0;
-  return () => {
-    const copy = next;
-    next = (next + 1) % copies;
-    return copy;
+  return {
+    next: () => {
+      const copy = next;
+      next = (next + 1) % copies;
+      return copy;
+    },
+    back: (runs) => {
+      next = (((next - runs) % copies) + copies) % copies;
+    },
   };
+}
+
+/**
+ * Whether a run's operand copies stay in the caches between its runs ({@linkcode CACHED_COPIES}
+ * of them, under {@linkcode STREAMED_FROM_BYTES}) rather than stream from memory.
+ *
+ * @param runBytes Bytes one run moves (the op's `bytes(shape, dtype)`).
+ * @returns True under the switch.
+ * @example
+ * ```ts
+ * import { heldInCache } from "./_cpu.ts";
+ * console.log(heldInCache(2 ** 20), heldInCache(2 ** 23)); // true false
+ * ```
+ */
+export function heldInCache(runBytes: number): boolean {
+  return runBytes < STREAMED_FROM_BYTES;
 }
 
 /**

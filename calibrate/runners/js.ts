@@ -14,7 +14,14 @@ import type {
   Variant,
 } from "../../kernels/types.ts";
 import { type Prepared, type Runner, UnsupportedError } from "../runner.ts";
-import { assertCpuDtype, inputBytes, rotation, rotationCopies, settle } from "./_cpu.ts";
+import {
+  assertCpuDtype,
+  heldInCache,
+  inputBytes,
+  rotation,
+  rotationCopies,
+  settle,
+} from "./_cpu.ts";
 
 /**
  * Creates the runner for backend `"js"`. Residency is ignored: a CPU backend is always end-to-end.
@@ -57,7 +64,8 @@ function prepareJs(
   if (reason) throw new UnsupportedError(reason);
   primeFeedback(op, dtype, variant, impl);
   let copies = copiesOf(inputs, rotationCopies(op.bytes(shape, dtype), inputBytes(inputs)));
-  const nextCopy = rotation(copies.length);
+  const cursor = rotation(copies.length);
+  const cached = heldInCache(op.bytes(shape, dtype));
   let out: Float32Array | null = new Float32Array(inputs.outputLength);
   const live = (): Float32Array => {
     if (!out) throw new TypeError(`Cannot run ${op.name} on js: the prepared kernel was disposed`);
@@ -77,8 +85,14 @@ function prepareJs(
       settle(() => {
         const o = live();
         const start = performance.now();
-        for (let r = 0; r < reps; r++) impl.run(copies[nextCopy()]!, o, shape, variant);
+        for (let r = 0; r < reps; r++) impl.run(copies[cursor.next()]!, o, shape, variant);
         return { wallMs: performance.now() - start };
+      }),
+    warm: (reps) =>
+      settle(() => {
+        const o = live();
+        for (let r = 0; r < reps; r++) impl.run(copies[cursor.next()]!, o, shape, variant);
+        if (cached) cursor.back(reps);
       }),
     dispose: () => {
       out = null;
