@@ -159,11 +159,14 @@ export const STREAMING_MIDPOINT_BYTES = 2 ** 20;
 /**
  * The geometric midpoints between neighbouring grid sizes of every WebGPU device-resident series
  * of an op that streams its operands (a gemv's weights), from {@linkcode STREAMING_MIDPOINT_BYTES}
- * up, the smallest first, at most `perSeries` per series. There a device's rate depends on how the
- * rows fill its workgroups, not smoothly on size: on lavapipe a gemv f32 of 768² ran at 3.4–3.5
- * GB/s, below both 512² (3.9–4.2) and 1149² (4.6–5.3), the grid points around it, and a decode's
- * 768-wide projections were predicted 30 % fast; no bend shows at a grid point there, so
- * {@linkcode bendPoints} never asks for it.
+ * up, the smallest first, at most `perSeries` per series, where the midpoint should run in at most
+ * {@linkcode CHEAP_STEP_RUN_MS}. There a device's rate depends on how the rows fill its workgroups,
+ * not smoothly on size: on lavapipe a gemv f32 of 768² ran at 3.4–4.0 GB/s, below 512² (3.9–4.5),
+ * 704² (4.4) and 976² (5.6–6.5) around it, and a decode's 768-wide projections were predicted
+ * 20–35 % fast; no bend shows at a grid point there, so {@linkcode bendPoints} never asks for it.
+ * The gaps are the grid's: a size {@linkcode cacheEdgePoints} added beside the switch to streamed
+ * operands (976² in f32) does not split them, and a midpoint within ×1.1 of a measured size is
+ * measured already.
  *
  * @param measurements Raw measurements (any op; only `op` and `dtype`'s ok on-axis ones are read).
  * @param op The op.
@@ -189,25 +192,30 @@ export function streamingMidpoints(
   perSeries: number,
 ): BendPoint[] {
   if (op.streamsOperands !== true || perSeries <= 0) return [];
-  const series = new Map<string, Set<number>>();
+  const bytesAt = (size: number) => op.bytes(op.axis.shape(size), dtype);
+  const edges = [STREAMED_FROM_BYTES / CACHE_EDGE, STREAMED_FROM_BYTES * CACHE_EDGE].map((b) =>
+    sizeWithBytes(op, bytesAt, b)
+  );
+  const series = new Map<string, Map<number, number>>();
   for (const m of measurements) {
     if (
       m.op !== op.name || m.dtype !== dtype || m.state !== "ok" || m.offAxis ||
       m.backend !== "webgpu" || m.residency !== "device-resident"
     ) continue;
-    const sizes = series.get(m.variant) ?? new Set<number>();
-    series.set(m.variant, sizes.add(m.size));
+    const runs = series.get(m.variant) ?? new Map<number, number>();
+    series.set(m.variant, runs.set(m.size, Math.min(runs.get(m.size) ?? Infinity, m.wall.median)));
   }
   const found: BendPoint[] = [];
-  for (const [variant, set] of series) {
-    const sizes = [...set].sort((a, b) => a - b);
+  for (const [variant, runs] of series) {
+    const measured = (s: number) => [...runs.keys()].some((t) => t <= s * 1.1 && t >= s / 1.1);
+    const grid = [...runs.keys()].filter((s) => !edges.includes(s)).sort((a, b) => a - b);
     let taken = 0;
-    for (let i = 0; i + 1 < sizes.length && taken < perSeries; i++) {
-      const [lo, hi] = [sizes[i]!, sizes[i + 1]!];
-      if (op.bytes(op.axis.shape(lo), dtype) < STREAMING_MIDPOINT_BYTES) continue;
-      if (hi / lo < MIN_MIDPOINT_RATIO) continue;
+    for (let i = 0; i + 1 < grid.length && taken < perSeries; i++) {
+      const [lo, hi] = [grid[i]!, grid[i + 1]!];
+      if (bytesAt(lo) < STREAMING_MIDPOINT_BYTES || hi / lo < MIN_MIDPOINT_RATIO) continue;
+      if (Math.sqrt(runs.get(lo)! * runs.get(hi)!) > CHEAP_STEP_RUN_MS) continue;
       const size = roundSize(Math.sqrt(lo * hi), op);
-      if (size <= lo || size >= hi) continue;
+      if (size <= lo || size >= hi || measured(size)) continue;
       found.push({ size, backend: "webgpu", residency: "device-resident", variant, miss: 0 });
       taken++;
     }

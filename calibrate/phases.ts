@@ -254,27 +254,25 @@ function* refineSteps(
 }
 
 /**
- * Where a series bends between grid points, the midpoints on either side of the bend; and where
- * a device streams an op's operands, the grid's midpoints (`streamingMidpoints`), as many per
+ * Where a series bends between grid points, the midpoints on either side of the bend, as many per
  * series as the plan has bend points.
  */
 function* bendSteps(state: PlanState, job: CalibrationJob, backends: readonly Backend[]): Steps {
   const { op, dtype } = job;
   const max = state.plan.bendPoints;
   if (state.time.past(state.time.gridDeadline())) return;
-  yield* measurePoints(state, job, backends, [
-    ...bendPoints(state.measurements, op, dtype, { max }),
-    ...streamingMidpoints(state.measurements, op, dtype, max),
-  ]);
+  yield* measurePoints(state, job, backends, bendPoints(state.measurements, op, dtype, { max }));
 }
 
 /** Rounds of {@linkcode rateStepMidpoints} per job: each halves the gaps the one before left. */
 const STEP_FILL_ROUNDS = 2;
 
 /**
- * Where a wasm-mt series of a one-dimensional op first wakes a worker (`threadWakePoints`), and
+ * Where a wasm-mt series of a one-dimensional op first wakes a worker (`threadWakePoints`),
  * either side of where a CPU series of a byte-bound op starts streaming its operands
- * (`cacheEdgePoints`); then where a CPU or WebGPU device-resident series' rate steps between two
+ * (`cacheEdgePoints`), and, where a device streams an op's operands, the grid's midpoints
+ * (`streamingMidpoints`: in a default run the grid's own time had left them out of every gemv
+ * job, and a decode's 768-wide projections were priced from 512² and 976²); then where a CPU or WebGPU device-resident series' rate steps between two
  * neighbouring sizes (a cache level, a device filling up), the midpoint of the gap, twice over
  * (`rateStepMidpoints`), as many per series and round as the plan has bend points. Only cheap runs (five milliseconds
  * or less) are asked for, so the job's deadline does not hold them back: a job whose WebGPU
@@ -286,6 +284,7 @@ function* stepFills(state: PlanState, job: CalibrationJob, backends: readonly Ba
   yield* measurePoints(state, job, backends, [
     ...threadWakePoints(state.measurements, op, dtype),
     ...cacheEdgePoints(state.measurements, op, dtype),
+    ...streamingMidpoints(state.measurements, op, dtype, state.plan.bendPoints),
   ]);
   for (let round = 0; round < STEP_FILL_ROUNDS; round++) {
     const points = rateStepMidpoints(state.measurements, op, dtype, state.plan.bendPoints);

@@ -147,6 +147,16 @@ Deno.test("streamingMidpoints() asks for the grid's midpoints of a WebGPU device
   // Measured already: the steps around it are under ×2 and ask for nothing more.
   const filled = [...resident, { ...resident[3]!, size: 768 } as Measurement];
   assert.deepEqual(streamingMidpoints(filled, gemv, "f32", 1).map((p) => p.size), [1720]);
+  // The size beside the switch to streamed operands (976² in f32) is not a grid size: the grid's
+  // gap 512 → 1149 still gets its midpoint.
+  const edged = [...resident, { ...resident[3]!, size: 976 } as Measurement];
+  assert.deepEqual(streamingMidpoints(edged, gemv, "f32", 1).map((p) => p.size), [768]);
+  // Only cheap midpoints: at 100× the time per byte, 768² would run 15 ms.
+  const slow = [45, 102, 228, 512, 1149, 2580, 5793].map((size) => ({
+    ...at({ size, ms: size * size * 2.5e-5, backend: "webgpu", residency: "device-resident" }),
+    op: "gemv",
+  } as Measurement));
+  assert.deepEqual(streamingMidpoints(slow, gemv, "f32", 2).map((p) => p.size), []);
   // End to end the sync carries the time; the CPU's bends are bendPoints' business; add streams
   // nothing it reuses.
   assert.equal(streamingMidpoints(series("webgpu", "end-to-end"), gemv, "f32", 2).length, 0);
