@@ -162,8 +162,9 @@ export const STREAMING_MIDPOINT_BYTES = 2 ** 20;
  * up, the smallest first, at most `perSeries` per series, where the midpoint should run in at most
  * {@linkcode CHEAP_STEP_RUN_MS}. There a device's rate depends on how the rows fill its workgroups,
  * not smoothly on size: on lavapipe a gemv f32 of 768² ran at 3.4–4.0 GB/s, below 512² (3.9–4.5),
- * 704² (4.4) and 976² (5.6–6.5) around it, and a decode's 768-wide projections were predicted
- * 20–35 % fast; no bend shows at a grid point there, so {@linkcode bendPoints} never asks for it.
+ * 704² (4.4) and 976² (5.6–6.5) around it (each in one process), and a decode's 768-wide
+ * projections were predicted 30 % fast; no bend shows at a grid point there, so
+ * {@linkcode bendPoints} never asks for it.
  * The gaps are the grid's: a size {@linkcode cacheEdgePoints} added beside the switch to streamed
  * operands (976² in f32) does not split them, and a midpoint within ×1.1 of a measured size is
  * measured already.

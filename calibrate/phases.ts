@@ -272,10 +272,11 @@ const STEP_FILL_ROUNDS = 2;
  * either side of where a CPU series of a byte-bound op starts streaming its operands
  * (`cacheEdgePoints`), and, where a device streams an op's operands, the grid's midpoints
  * (`streamingMidpoints`: in a default run the grid's own time had left them out of every gemv
- * job, and a decode's 768-wide projections were priced from 512² and 976²); then where a CPU or WebGPU device-resident series' rate steps between two
- * neighbouring sizes (a cache level, a device filling up), the midpoint of the gap, twice over
- * (`rateStepMidpoints`), as many per series and round as the plan has bend points. Only cheap runs (five milliseconds
- * or less) are asked for, so the job's deadline does not hold them back: a job whose WebGPU
+ * job, and a decode's 768-wide projections were priced from 512² and 976²); then where a CPU or
+ * WebGPU device-resident series' rate steps between two neighbouring sizes (a cache level, a
+ * device filling up), the midpoint of the gap, twice over (`rateStepMidpoints`), as many per
+ * series and round as the plan has bend points. Only cheap runs (five milliseconds or less) are
+ * asked for, so the job's deadline does not hold them back: a job whose WebGPU
  * climbs took its grid time still gets them, for a few seconds.
  */
 function* stepFills(state: PlanState, job: CalibrationJob, backends: readonly Backend[]): Steps {
