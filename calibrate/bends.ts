@@ -150,9 +150,9 @@ export function bendPoints(
 }
 
 /**
- * Bytes from which a WebGPU device-resident series of an op that streams its operands gets the
- * grid's midpoints (a mebibyte of weights: a decode's projections, where the rate and not the
- * launch sets the time).
+ * Bytes in f32 from which a WebGPU device-resident series of an op that streams its operands gets
+ * the grid's midpoints (a mebibyte of f32 weights, 512²: a decode's projections, where the rate
+ * and not the launch sets the time; the same shapes in q8 or q4 are a quarter or an eighth of it).
  */
 export const STREAMING_MIDPOINT_BYTES = 2 ** 20;
 
@@ -166,8 +166,8 @@ export const STREAMING_MIDPOINT_BYTES = 2 ** 20;
  * projections were predicted 30 % fast; no bend shows at a grid point there, so
  * {@linkcode bendPoints} never asks for it.
  * The gaps are the grid's: a size {@linkcode cacheEdgePoints} added beside the switch to streamed
- * operands (976² in f32) does not split them, and a midpoint within ×1.1 of a measured size is
- * measured already.
+ * operands (976² in f32) does not split them; where a midpoint lies within ×1.1 of a measured size
+ * (q8's 1722² beside its 1840²), what that size left of the gap is split instead (512² to 1840²).
  *
  * @param measurements Raw measurements (any op; only `op` and `dtype`'s ok on-axis ones are read).
  * @param op The op.
@@ -208,17 +208,22 @@ export function streamingMidpoints(
   }
   const found: BendPoint[] = [];
   for (const [variant, runs] of series) {
-    const measured = (s: number) => [...runs.keys()].some((t) => t <= s * 1.1 && t >= s / 1.1);
-    const grid = [...runs.keys()].filter((s) => !edges.includes(s)).sort((a, b) => a - b);
-    let taken = 0;
-    for (let i = 0; i + 1 < grid.length && taken < perSeries; i++) {
-      const [lo, hi] = [grid[i]!, grid[i + 1]!];
-      if (bytesAt(lo) < STREAMING_MIDPOINT_BYTES || hi / lo < MIN_MIDPOINT_RATIO) continue;
-      if (Math.sqrt(runs.get(lo)! * runs.get(hi)!) > CHEAP_STEP_RUN_MS) continue;
+    const sizes = [...runs.keys()].sort((a, b) => a - b);
+    const measured = (s: number) => sizes.some((t) => t <= s * 1.1 && t >= s / 1.1);
+    // The grid's gaps first, then what the sizes beside the switch leave of them, smallest first.
+    const gaps = [...neighbours(sizes.filter((s) => !edges.includes(s))), ...neighbours(sizes)]
+      .sort(([a], [b]) => a - b);
+    const asked = new Set<number>();
+    for (const [lo, hi] of gaps) {
+      if (asked.size >= perSeries) break;
       const size = roundSize(Math.sqrt(lo * hi), op);
-      if (size <= lo || size >= hi || measured(size)) continue;
+      if (
+        hi / lo < MIN_MIDPOINT_RATIO || size <= lo || size >= hi || measured(size) ||
+        asked.has(size) || op.bytes(op.axis.shape(size), "f32") < STREAMING_MIDPOINT_BYTES ||
+        Math.sqrt(runs.get(lo)! * runs.get(hi)!) > CHEAP_STEP_RUN_MS
+      ) continue;
+      asked.add(size);
       found.push({ size, backend: "webgpu", residency: "device-resident", variant, miss: 0 });
-      taken++;
     }
   }
   return found;
@@ -499,6 +504,11 @@ function sizeWithBytes(
     else hi = mid;
   }
   return roundSize(hi, op);
+}
+
+/** Each size with the next, in order. */
+function neighbours(sizes: readonly number[]): [number, number][] {
+  return sizes.slice(1).map((hi, i) => [sizes[i]!, hi]);
 }
 
 /** Neighbours closer than this ratio get no midpoint: a grid step (×2.24 by default) is halved once. */

@@ -151,6 +151,18 @@ Deno.test("streamingMidpoints() asks for the grid's midpoints of a WebGPU device
   // gap 512 → 1149 still gets its midpoint.
   const edged = [...resident, { ...resident[3]!, size: 976 } as Measurement];
   assert.deepEqual(streamingMidpoints(edged, gemv, "f32", 1).map((p) => p.size), [768]);
+  // Quantized weights: the sizes beside the switch (q8's 1840² and 2024²) cover the grid's
+  // 512² → 5793² midpoint, so what 1840² left of the gap is split; q4's grid gap is split as is.
+  const quantized = (sizes: number[], dtype: string) =>
+    sizes.map((size) => ({
+      ...at({ size, ms: size * size * 6e-8, backend: "webgpu", residency: "device-resident" }),
+      op: "gemv",
+      dtype,
+    } as Measurement));
+  const q8 = quantized([102, 228, 512, 1840, 2024, 5793, 8192], "q8");
+  assert.deepEqual(streamingMidpoints(q8, gemv, "q8", 2).map((p) => p.size), [968, 3424]);
+  const q4 = quantized([102, 228, 512, 2580, 8192], "q4");
+  assert.deepEqual(streamingMidpoints(q4, gemv, "q4", 2).map((p) => p.size), [1152, 4600]);
   // Only cheap midpoints: at 100× the time per byte, 768² would run 15 ms.
   const slow = [45, 102, 228, 512, 1149, 2580, 5793].map((size) => ({
     ...at({ size, ms: size * size * 2.5e-5, backend: "webgpu", residency: "device-resident" }),
