@@ -194,9 +194,7 @@ export function streamingMidpoints(
 ): BendPoint[] {
   if (op.streamsOperands !== true || perSeries <= 0) return [];
   const bytesAt = (size: number) => op.bytes(op.axis.shape(size), dtype);
-  const edges = [STREAMED_FROM_BYTES / CACHE_EDGE, STREAMED_FROM_BYTES * CACHE_EDGE].map((b) =>
-    sizeWithBytes(op, bytesAt, b)
-  );
+  const edges = switchSides(op, bytesAt);
   const series = new Map<string, Map<number, number>>();
   for (const m of measurements) {
     if (
@@ -460,8 +458,7 @@ export function cacheEdgePoints(
   );
   const edgeBytes = STREAMED_FROM_BYTES;
   // The sizes either side are the same for every series; each series asks for those it lacks.
-  const under = sizeWithBytes(op, bytesAt, edgeBytes / CACHE_EDGE);
-  const over = sizeWithBytes(op, bytesAt, edgeBytes * CACHE_EDGE);
+  const [under, over] = switchSides(op, bytesAt);
   const sides = [
     {
       size: under !== null && bytesAt(under) < edgeBytes ? under : null,
@@ -487,6 +484,17 @@ export function cacheEdgePoints(
     }
   }
   return found;
+}
+
+/** The sizes just under and just over the switch to streamed operands; null outside the axis. */
+function switchSides(
+  op: OpSpec,
+  bytesAt: (size: number) => number,
+): [number | null, number | null] {
+  return [
+    sizeWithBytes(op, bytesAt, STREAMED_FROM_BYTES / CACHE_EDGE),
+    sizeWithBytes(op, bytesAt, STREAMED_FROM_BYTES * CACHE_EDGE),
+  ];
 }
 
 /** The grid-rounded axis size whose run moves about `target` bytes; null outside the axis. */

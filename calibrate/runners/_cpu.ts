@@ -110,6 +110,34 @@ export function rotation(copies: number): Rotation {
 }
 
 /**
+ * Runs `reps` untimed runs for a runner's `warm()`: on copies held in cache
+ * ({@linkcode heldInCache}) the cursor steps back after them, so the next batch reads the very
+ * copies just warmed; on streamed copies it goes on, and the batch's own stay cold.
+ *
+ * @param cursor The case's rotation.
+ * @param cached Whether its copies stay in the caches.
+ * @param reps Runs.
+ * @param run Runs the kernel once on a copy.
+ * @example
+ * ```ts
+ * import { rotation, warmRuns } from "./_cpu.ts";
+ * const cursor = rotation(4);
+ * const read: number[] = [];
+ * warmRuns(cursor, true, 2, (copy) => read.push(copy));
+ * console.log(read, cursor.next()); // [ 0, 1 ] 0
+ * ```
+ */
+export function warmRuns(
+  cursor: Rotation,
+  cached: boolean,
+  reps: number,
+  run: (copy: number) => void,
+): void {
+  for (let r = 0; r < reps; r++) run(cursor.next());
+  if (cached) cursor.back(reps);
+}
+
+/**
  * Whether a run's operand copies stay in the caches between its runs ({@linkcode CACHED_COPIES}
  * of them, under {@linkcode STREAMED_FROM_BYTES}) rather than stream from memory.
  *

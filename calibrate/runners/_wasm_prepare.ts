@@ -15,6 +15,7 @@ import {
   rotation,
   rotationCopies,
   settle,
+  warmRuns,
 } from "./_cpu.ts";
 import { align, type WasmArena } from "./_wasm_arena.ts";
 import { compileWat } from "./_wasm_module.ts";
@@ -132,8 +133,7 @@ export async function prepareWasm(
     warm: (reps) =>
       settle(() => {
         live();
-        for (let r = 0; r < reps; r++) runOnce(cursor.next());
-        if (cached) cursor.back(reps);
+        warmRuns(cursor, cached, reps, runOnce);
       }),
     dispose: () => {
       if (disposed) return;

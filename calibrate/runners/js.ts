@@ -21,6 +21,7 @@ import {
   rotation,
   rotationCopies,
   settle,
+  warmRuns,
 } from "./_cpu.ts";
 
 /**
@@ -91,8 +92,7 @@ function prepareJs(
     warm: (reps) =>
       settle(() => {
         const o = live();
-        for (let r = 0; r < reps; r++) impl.run(copies[cursor.next()]!, o, shape, variant);
-        if (cached) cursor.back(reps);
+        warmRuns(cursor, cached, reps, (copy) => impl.run(copies[copy]!, o, shape, variant));
       }),
     dispose: () => {
       out = null;
