@@ -307,8 +307,8 @@ async function warmUp(c: LiveCase, minBatchMs: number): Promise<void> {
 }
 
 /**
- * Most runs of the untimed pass before a CPU sample: a batch of this many runs touches every
- * operand copy the CPU runners hold in cache (four).
+ * Most runs of the untimed pass before a CPU sample: a batch of this many runs reads every
+ * operand copy the CPU runners hold in cache (two) twice.
  */
 const REWARM_RUNS = 4;
 /** A CPU run at least this long is its own warm-up: its cold start is a small part of it. */

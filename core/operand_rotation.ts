@@ -14,10 +14,10 @@
  */
 
 /**
- * Runs that move fewer bytes than this rotate through a few copies of their operands (four on a
- * CPU: at most 16 MiB together, which the 2-vCPU VMs measured here keep in their caches whatever
- * the host does); runs from this size up rotate through copies spanning
- * {@linkcode COLD_SPAN_BYTES}, so every run streams its operands from memory.
+ * Runs that move fewer bytes than this rotate through a few copies of their operands (two on a
+ * CPU: at most 8 MiB together, which one thread of the 2-vCPU VMs measured here keeps in its
+ * caches; four, up to 16 MiB, it often did not); runs from this size up rotate through copies
+ * spanning {@linkcode COLD_SPAN_BYTES}, so every run streams its operands from memory.
  *
  * Between the two lies the share of a last-level cache that other guests also use: these VMs
  * (480 MiB of L3 on the host) kept 27–64 MiB of a guest's data there by the host's state, read

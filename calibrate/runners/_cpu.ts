@@ -8,8 +8,15 @@ import type { Backend, Dtype, HostArray, OpInputs, OpSpec } from "../../kernels/
 import { UnsupportedError } from "../runner.ts";
 import { COLD_SPAN_BYTES, STREAMED_FROM_BYTES } from "../../core/operand_rotation.ts";
 
-/** Copies of the operands a run under {@linkcode STREAMED_FROM_BYTES} rotates through. */
-const CACHED_COPIES = 4;
+/**
+ * Copies of the operands a run under {@linkcode STREAMED_FROM_BYTES} rotates through: two, so a
+ * run never reads what the run just before it left in the nearest caches, and its copies span at
+ * most 8 MiB. Four (up to 16 MiB) were not held by one thread: in one process beside the other
+ * CPU backends, one-thread wasm gemv q8 1024 × 3000 ran at 2.8–3.0 GB/s in most rounds of three
+ * processes with four copies and 6.4–7.1 in every round with two; js sum of 950 000 at 2.6–3.1
+ * against 5.6–6.8 GB/s, wasm gemv q8 1149² at 2.8–3.0 against 5.9–6.6.
+ */
+const CACHED_COPIES = 2;
 
 /**
  * Throws {@linkcode UnsupportedError} when a CPU backend cannot run `op` in `dtype`.
@@ -52,7 +59,7 @@ export function assertCpuDtype(backend: Backend, op: OpSpec, dtype: Dtype): void
  * @example
  * ```ts
  * import { rotationCopies } from "./_cpu.ts";
- * console.log(rotationCopies(1536, 1024)); // 4
+ * console.log(rotationCopies(1536, 1024)); // 2
  * console.log(rotationCopies(36e6, 36e6)); // 8
  * console.log(rotationCopies(300e6, 300e6)); // 1
  * ```
