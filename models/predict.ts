@@ -29,7 +29,7 @@ import { normalQuantile } from "../core/numeric.ts";
 import { correctionAt, DEFAULT_LEVEL } from "./_shape_model.ts";
 import { localLooError, type ResidualCurve } from "./_residuals.ts";
 import { checkReach } from "./_bounds.ts";
-import { slowestTransfer } from "./_transfers.ts";
+import { slowestTransfer, typicalTransfer } from "./_transfers.ts";
 import {
   type BackendSeries,
   indexReport,
@@ -165,13 +165,19 @@ export function predictTime(report: Report, request: PredictRequest): TimePredic
 }
 
 /**
- * A WebGPU end-to-end prediction whose interval also reaches what the device-resident time, one
- * sync and the bytes at the report's measured upload rate give. Large uploads run at one of two
- * speeds here, by the process's memory history rather than by size: writeBuffer of 26 MiB took
- * 13 or 110–150 ms in one process, and gemv f32 2580² end-to-end ran 24 ms in a calibration and
- * 115–148 ms in a fresh process. When the two measured routes to the time disagree, the interval
- * says so rather than trusting the one the sweep happened to see. Up to the largest bytes the
- * series measured end to end, its own measurements say which speed the transfers ran at.
+ * A WebGPU end-to-end prediction beyond the largest bytes its series measured, built from what
+ * such a run is made of where its own fit only extrapolates: at least the device-resident time,
+ * one sync and the bytes at the median transfer rate of the report's own end-to-end runs. A fit
+ * through squares up to 512³ put matmul 1 × 1536 × 6144 (37.8 MB) at its kernel and sync alone,
+ * 26–31 ms against 37–42 measured in eight calibrations, the 38 MB upload left out.
+ *
+ * Its interval also reaches what the same parts give at the slowest rate measured. Large uploads
+ * run at one of two speeds here, by the process's memory history rather than by size: writeBuffer
+ * of 26 MiB took 13 or 110–150 ms in one process, and gemv f32 2580² end-to-end ran 24 ms in a
+ * calibration and 115–148 ms in a fresh process. When the two measured routes to the time
+ * disagree, the interval says so rather than trusting the one the sweep happened to see. Up to
+ * the largest bytes the series measured end to end, its own measurements say which speed the
+ * transfers ran at.
  */
 function reachingTransfers(
   report: Report,
@@ -184,6 +190,13 @@ function reachingTransfers(
   const systemGBps = report.system.uploadGBps.value;
   const syncMs = report.system.dispatchRoundTripMs.value;
   if (!(systemGBps && systemGBps > 0 && syncMs !== null)) return t;
+  let residentMs: number;
+  try {
+    residentMs = predictTime(report, { ...request, residency: "device-resident" }).ms;
+  } catch {
+    return t;
+  }
+  const raised = withTypicalTransfers(report, t, residentMs + syncMs, bytes);
   // The system figure times one buffer at whichever speed it got; the report's own end-to-end
   // runs may have met the slow speed elsewhere, and slower.
   const slowest = slowestTransfer(report);
@@ -193,23 +206,45 @@ function reachingTransfers(
     : `the slowest transfer rate of the report's own end-to-end runs (${
       uploadGBps.toPrecision(3)
     } GB/s, ${slowest!.at}; the upload figure says ${systemGBps.toPrecision(3)})`;
-  let residentMs: number;
-  try {
-    residentMs = predictTime(report, { ...request, residency: "device-resident" }).ms;
-  } catch {
-    return t;
-  }
   const viaTransfersMs = residentMs + syncMs + bytes / uploadGBps / 1e6;
-  const [lo, hi] = t.interval;
-  if (viaTransfersMs >= lo && viaTransfersMs <= hi) return t;
+  const [lo, hi] = raised.interval;
+  if (viaTransfersMs >= lo && viaTransfersMs <= hi) return raised;
   return {
-    ...t,
+    ...raised,
     interval: [Math.min(lo, viaTransfersMs), Math.max(hi, viaTransfersMs)],
-    source: `${t.source}; the device-resident time, one sync and ${
+    source: `${raised.source}; the device-resident time, one sync and ${
       (bytes / 1e6).toPrecision(3)
     } MB at ${rateSource} give ${
       viaTransfersMs.toPrecision(3)
     } ms instead (large uploads ran at either speed on this machine): the interval reaches it`,
+  };
+}
+
+/**
+ * `t` raised, interval and all, to `kernelAndSyncMs` and `bytes` at the median transfer rate of
+ * the report's own end-to-end runs, where that is more; `t` as it is otherwise, or without
+ * enough measured transfers to have a median.
+ */
+function withTypicalTransfers(
+  report: Report,
+  t: TimePrediction,
+  kernelAndSyncMs: number,
+  bytes: number,
+): TimePrediction {
+  const typical = typicalTransfer(report);
+  if (typical === null) return t;
+  const partsMs = kernelAndSyncMs + bytes / typical.gbps / 1e6;
+  if (partsMs <= t.ms) return t;
+  const factor = partsMs / t.ms;
+  return {
+    ...t,
+    ms: partsMs,
+    interval: [t.interval[0] * factor, t.interval[1] * factor],
+    source: `${t.source}; raised to the device-resident time, one sync and ${
+      (bytes / 1e6).toPrecision(3)
+    } MB at the median transfer rate of the report's own end-to-end runs (${
+      typical.gbps.toPrecision(3)
+    } GB/s, ${typical.at}): ${partsMs.toPrecision(3)} ms`,
   };
 }
 

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { MIN_TRANSFER_BYTES, slowestTransfer } from "../models/_transfers.ts";
+import { MIN_TRANSFER_BYTES, slowestTransfer, typicalTransfer } from "../models/_transfers.ts";
 import { predictTime } from "../models/predict.ts";
 import type { Measurement, Report } from "../core/schema.ts";
 import { syntheticReport } from "./_fixtures.ts";
@@ -66,4 +66,35 @@ Deno.test("a WebGPU end-to-end interval beyond the measured bytes reaches the sl
   assert.equal(b.ms, a.ms, "the point stays");
   assert.ok(b.interval[1] > 2 * a.interval[1], `${b.interval} vs ${a.interval}`);
   assert.match(b.source, /slowest transfer rate .* gemv f16 2200x2200/);
+});
+
+Deno.test("the typical transfer is the median of the report's own, and needs three of them", () => {
+  const base = syntheticReport();
+  const only = (...pairs: Measurement[][]) => syntheticReport({ measurements: pairs.flat() });
+  const a = pair(base, 1800, 1.5, 13); // 13 MB in 13 ms
+  const b = pair(base, 2000, 1.8, 40); // 16 MB in 40 ms: the median
+  const c = pair(base, 2200, 2.1, 120); // 19.4 MB in 120 ms
+  assert.equal(typicalTransfer(only(a, c)), null);
+  const typical = typicalTransfer(only(c, a, b));
+  assert.ok(typical !== null);
+  assert.equal(typical.at, "gemv f32 2000x2000");
+  assert.ok(Math.abs(typical.gbps - 4 * (2000 * 2000 + 4000) / 40 / 1e6) < 1e-9);
+});
+
+Deno.test("beyond its measured bytes, a WebGPU end-to-end time is at least its kernel, one sync and its bytes at the median transfer rate the report measured", () => {
+  const base = syntheticReport();
+  // Another series (gemv f16) moved its bytes slowly, more often than all else: the median is one.
+  const slow = Array.from({ length: 20 }, (_, i) => pair(base, 1800 + 20 * i, 2, 60, "f16")).flat();
+  const report = syntheticReport({ measurements: [...base.measurements, ...slow] });
+  const typical = typicalTransfer(report)!;
+  assert.match(typical.at, /^gemv f16/);
+  const request = { op: "gemv", shape: { rows: 6000, cols: 6000 }, dtype: "f32" } as const;
+  const kernelMs =
+    predictTime(report, { ...request, backend: "webgpu", residency: "device-resident" }).ms;
+  const syncMs = report.system.dispatchRoundTripMs.value!;
+  const partsMs = kernelMs + syncMs + 4 * (6000 * 6000 + 12000) / typical.gbps / 1e6;
+  const p = predictTime(report, { ...request, backend: "webgpu" });
+  assert.ok(Math.abs(p.ms / partsMs - 1) < 1e-9, `${p.ms} vs ${partsMs}`);
+  assert.ok(p.interval[0] < p.ms && p.ms < p.interval[1]);
+  assert.match(p.source, /median transfer rate of the report's own end-to-end runs .* gemv f16/);
 });
