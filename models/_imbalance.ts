@@ -6,9 +6,11 @@
  * so it took 7.5 µs where the report's curve, drawn between 29 193 (one block, run inline) and
  * 131 072 (two full blocks, 7.1 µs), said 3.6, and single-threaded wasm took 4.1. The index takes
  * each measurement's share out before correcting the fit along the axis, and a prediction puts it
- * back for the shape asked about, as it does a row's alignment (`_alignment.ts`); for
- * one-dimensional ops only (elementwise, reductions), since the shape model learns a matrix op's
- * row count from measured shapes. The even share's time right above the switch from one part to
+ * back for the shape asked about, as it does a row's alignment (`_alignment.ts`). A matrix op's
+ * shape model learns what is left of its row count from measured shapes, but not a switch between
+ * them: wasm-mt matmul 4 × 2048 × 2048 is one block of 4 rows on one thread, between m = 1 (split
+ * by columns) and m = 8 (two blocks), and without its share here it was predicted 41 % fast; with
+ * it, 16 % slow. The even share's time right above the switch from one part to
  * two is measured, not drawn across it: calibrate measures each such series at a block and a
  * quarter (`calibrate/bends.ts` `threadWakePoints`). Without that point the sum of 70 001 (4.4–5.7
  * µs in eleven truths) was predicted 22–48 % slow, at about the time of two full blocks; with it,
@@ -50,7 +52,10 @@ export function imbalanceLn(op: OpSpec, shape: Shape, variant: Variant, threads:
     return 0;
   }
   const ranges = chunkRanges(parts, chunksFor(threads, undefined, impl.packsPerCall === true));
-  if (ranges.length <= 1) return 0;
+  // One chunk of a reduction or an elementwise op is a small run, inline on the caller, which its
+  // fit draws as it is; one chunk of a matrix op (a matmul of 4 × 2048 × 2048 in one block of
+  // rows) can be long, and one thread does all of it.
+  if (ranges.length === 0 || (ranges.length === 1 && op.dims.length === 1)) return 0;
   const { total, per } = impl.partLength?.(shape, variant) ?? { total: parts, per: 1 };
   const busy = new Array<number>(threads).fill(0);
   for (const [start, end] of ranges) {

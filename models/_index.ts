@@ -357,13 +357,10 @@ function buildSeries(
   const alignmentOf = op.rowBytes === undefined || backend !== "webgpu"
     ? null
     : (shape: Shape) => alignmentClass(op.rowBytes!(shape, dtype), op.rowVectorBytes?.(dtype));
-  // Only along a one-dimensional op's length: a matrix op's row count is a dimension the shape
-  // model learns from measured shapes (m = 1, 8, 64), and an offset put on top of a correction
-  // learned with it counted the same rows twice (wasm-mt matmul 8 × 2560 × 640 came out ×1.5
-  // slow).
-  const imbalanceOf = backend === "wasm-mt" && op.dims.length === 1
-    ? imbalanceFor(op, report.machine.cores)
-    : null;
+  // Every op's: the shape model learns what its measured shapes (m = 1, 8, 64) leave over the
+  // fit with their uneven shares in it (`shapePoints`), so it does not count the same rows twice,
+  // and a switch between them (one block of rows on one thread) is not drawn across.
+  const imbalanceOf = backend === "wasm-mt" ? imbalanceFor(op, report.machine.cores) : null;
   const utilisationOf = backend === "webgpu" ? utilisationFor(op) : null;
   const axis = new Map<string, AxisModel>();
   for (const f of fits) {

@@ -28,6 +28,17 @@ Deno.test("threads claim chunks as they come free, so many parts share out evenl
   );
 });
 
+Deno.test("a matrix op whose rows make one block runs on one thread, however long it is", () => {
+  const matmul = getOp("matmul");
+  const variant = { mr: 4, nr: 8, kc: 256, nc: 512, fma: true };
+  // 4 rows at mr = 4: one block, so the second thread idles through 16.8 MB of B.
+  assert.ok(
+    Math.abs(imbalanceLn(matmul, { m: 4, k: 2048, n: 2048 }, variant, 2) - Math.log(2)) < 1e-12,
+  );
+  // Fewer rows than a block go by blocks of columns instead, and share out.
+  assert.equal(imbalanceLn(matmul, { m: 3, k: 2048, n: 2048 }, variant, 2), 0);
+});
+
 Deno.test("predictTime() prices wasm-mt at a full block and a sliver like two full blocks", () => {
   const report = syntheticReport();
   assert.equal(report.machine.cores, 2);
