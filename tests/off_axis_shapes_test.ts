@@ -11,6 +11,8 @@ Deno.test("a default run's sure matmul shapes span decode to prefill rows and bo
   );
   const ms = new Set(sure.map((s) => s.m));
   for (const m of [1, 8, 64]) assert.ok(ms.has(m), `no sure shape with m = ${m}`);
+  // A batch of a few rows: below wasm's mr = 6, and one block of its mr = 4.
+  assert.ok(sure.some((s) => s.m! > 1 && s.m! < 6), "no sure shape with 1 < m < 6");
   assert.ok(sure.some((s) => s.m! >= 128), "no sure shape at prefill rows");
   const ks = sure.map((s) => s.k!);
   assert.ok(Math.min(...ks) <= 512, `narrowest sure k is ${Math.min(...ks)}`);
