@@ -468,14 +468,19 @@ function describe(
             `an even share)`
           : "") +
         (doublings > 0 ? `, ${doublings.toFixed(1)} doublings beyond it` : "") +
-        (via === null ? "" : `; variant ${p.variant} has no fit of its own: ${via.from}'s ` +
-          `×${via.ratio.toPrecision(3)}, ` +
-          (via.shapeModel
-            ? `its ratio at these proportions, learned where it ran on and off the axis`
-            : `its ratio where it ran`) +
-          ` (${via.sizes.join(", ")} ${table.op.axis.unit}), assumed to hold here (±${
-            (100 * Math.expm1(variantHalf)).toFixed(0)
-          } %)`) +
+        (via === null
+          ? ""
+          : via.sizes.length === 0
+          ? `; variant ${p.variant} has no end-to-end fit of its own: ${via.from}'s time with ` +
+            `its device-resident kernel swapped for this variant's (×${via.ratio.toPrecision(3)})`
+          : `; variant ${p.variant} has no fit of its own: ${via.from}'s ` +
+            `×${via.ratio.toPrecision(3)}, ` +
+            (via.shapeModel
+              ? `its ratio at these proportions, learned where it ran on and off the axis`
+              : `its ratio where it ran`) +
+            ` (${via.sizes.join(", ")} ${table.op.axis.unit}), assumed to hold here (±${
+              (100 * Math.expm1(variantHalf)).toFixed(0)
+            } %)`) +
         (p.raisedTo === undefined
           ? ""
           : `; raised to the device-resident time (${

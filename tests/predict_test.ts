@@ -569,3 +569,39 @@ Deno.test("a variant without a fit is unsure only of the part of the time a vari
   assert.equal(resident.variant, scalar);
   assert.ok(lnWidth(resident) > 2 * Math.log(1.2), `${resident.interval}`);
 });
+
+Deno.test("an end-to-end variant without a fit swaps its device-resident kernel into a fitted variant's time, not a ratio of whole times", () => {
+  const base = syntheticReport();
+  const fitted = "tm=4,tn=4,vec4=true,wg=8x8";
+  const scalar = "tm=4,tn=4,vec4=false,wg=8x8";
+  type Ok = Extract<Report["measurements"][number], { state: "ok" }>;
+  const matmul = base.measurements.filter((m): m is Ok =>
+    m.state === "ok" && m.op === "matmul" && m.backend === "webgpu" && m.variant === fitted
+  );
+  const at = (residency: Ok["residency"], size: number) =>
+    matmul.find((m) => m.residency === residency && m.size === size)!;
+  const withMedian = (m: Ok, median: number): Ok => ({
+    ...m,
+    variant: scalar,
+    wall: { ...m.wall, median, ciHalfWidth: median * 0.01 },
+  });
+  // The scalar kernel runs 3× the vector one's time on the device, and end to end it was timed
+  // once, at 256³, where the transfers and sync are most of the time.
+  const kernels = [64, 128, 256, 512].map((n) =>
+    withMedian(at("device-resident", n), 3 * at("device-resident", n).wall.median)
+  );
+  const extraMs = 2 * at("device-resident", 256).wall.median;
+  const once = withMedian(at("end-to-end", 256), at("end-to-end", 256).wall.median + extraMs);
+  const report = syntheticReport({ measurements: [...base.measurements, ...kernels, once] });
+  const request = { op: "matmul", shape: { m: 16, k: 16, n: 16 }, dtype: "f32" } as const;
+  const vector = predictTime(report, { ...request, backend: "webgpu", variant: fitted });
+  const kernel = (variant: string) =>
+    predictTime(report, { ...request, backend: "webgpu", residency: "device-resident", variant })
+      .ms;
+  const expected = vector.ms + kernel(scalar) - kernel(fitted);
+  const p = predictTime(report, { ...request, backend: "webgpu", variant: scalar });
+  assert.ok(Math.abs(p.ms / expected - 1) < 0.01, `${p.ms} vs ${expected}`);
+  // The whole-time ratio at 256³ (×1.3) would have priced the sync as kernel.
+  assert.ok(p.ms < 1.05 * vector.ms, `${p.ms} vs ${vector.ms}`);
+  assert.match(p.source, /device-resident kernel swapped/);
+});
