@@ -166,10 +166,11 @@ export function predictTime(report: Report, request: PredictRequest): TimePredic
 
 /**
  * A WebGPU end-to-end prediction beyond the largest bytes its series measured, built from what
- * such a run is made of where its own fit only extrapolates: at least the device-resident time,
- * one sync and the bytes at the median transfer rate of the report's own end-to-end runs. A fit
- * through squares up to 512³ put matmul 1 × 1536 × 6144 (37.8 MB) at its kernel and sync alone,
- * 26–31 ms against 37–42 measured in eight calibrations, the 38 MB upload left out.
+ * such a run is made of where its own fit only extrapolates: the device-resident time, one sync
+ * and the bytes at the median transfer rate of the report's own end-to-end runs. A fit through
+ * squares up to 512³ put matmul 1 × 1536 × 6144 (37.8 MB) at its kernel and sync alone, 26–31 ms
+ * against 37–42 measured in eight calibrations, the 38 MB upload left out, and in others at 50
+ * ms.
  *
  * Its interval also reaches what the same parts give at the slowest rate measured. Large uploads
  * run at one of two speeds here, by the process's memory history rather than by size: writeBuffer
@@ -196,7 +197,7 @@ function reachingTransfers(
   } catch {
     return t;
   }
-  const raised = withTypicalTransfers(report, t, residentMs + syncMs, bytes);
+  const parts = atTypicalTransfers(report, t, residentMs + syncMs, bytes);
   // The system figure times one buffer at whichever speed it got; the report's own end-to-end
   // runs may have met the slow speed elsewhere, and slower.
   const slowest = slowestTransfer(report);
@@ -207,12 +208,12 @@ function reachingTransfers(
       uploadGBps.toPrecision(3)
     } GB/s, ${slowest!.at}; the upload figure says ${systemGBps.toPrecision(3)})`;
   const viaTransfersMs = residentMs + syncMs + bytes / uploadGBps / 1e6;
-  const [lo, hi] = raised.interval;
-  if (viaTransfersMs >= lo && viaTransfersMs <= hi) return raised;
+  const [lo, hi] = parts.interval;
+  if (viaTransfersMs >= lo && viaTransfersMs <= hi) return parts;
   return {
-    ...raised,
+    ...parts,
     interval: [Math.min(lo, viaTransfersMs), Math.max(hi, viaTransfersMs)],
-    source: `${raised.source}; the device-resident time, one sync and ${
+    source: `${parts.source}; the device-resident time, one sync and ${
       (bytes / 1e6).toPrecision(3)
     } MB at ${rateSource} give ${
       viaTransfersMs.toPrecision(3)
@@ -221,11 +222,11 @@ function reachingTransfers(
 }
 
 /**
- * `t` raised, interval and all, to `kernelAndSyncMs` and `bytes` at the median transfer rate of
- * the report's own end-to-end runs, where that is more; `t` as it is otherwise, or without
- * enough measured transfers to have a median.
+ * `t` moved, interval and all, to `kernelAndSyncMs` and `bytes` at the median transfer rate of
+ * the report's own end-to-end runs; `t` as it is without enough measured transfers to have a
+ * median.
  */
-function withTypicalTransfers(
+function atTypicalTransfers(
   report: Report,
   t: TimePrediction,
   kernelAndSyncMs: number,
@@ -234,17 +235,17 @@ function withTypicalTransfers(
   const typical = typicalTransfer(report);
   if (typical === null) return t;
   const partsMs = kernelAndSyncMs + bytes / typical.gbps / 1e6;
-  if (partsMs <= t.ms) return t;
   const factor = partsMs / t.ms;
   return {
     ...t,
     ms: partsMs,
     interval: [t.interval[0] * factor, t.interval[1] * factor],
-    source: `${t.source}; raised to the device-resident time, one sync and ${
-      (bytes / 1e6).toPrecision(3)
-    } MB at the median transfer rate of the report's own end-to-end runs (${
-      typical.gbps.toPrecision(3)
-    } GB/s, ${typical.at}): ${partsMs.toPrecision(3)} ms`,
+    source: `${t.source}; beyond the bytes its series measured, built from its parts instead: ` +
+      `the device-resident time, one sync and ${
+        (bytes / 1e6).toPrecision(3)
+      } MB at the median transfer rate of the report's own end-to-end runs (${
+        typical.gbps.toPrecision(3)
+      } GB/s, ${typical.at}): ${partsMs.toPrecision(3)} ms`,
   };
 }
 
