@@ -160,7 +160,7 @@ export function predictTime(report: Report, request: PredictRequest): TimePredic
   }
   const t = describe(table, s, p, shape, flops, bytes, driftOf(report, request, p.ms));
   return request.backend === "webgpu" && residency === "end-to-end"
-    ? reachingTransfers(report, request, t, bytes, largestMeasuredBytes(s))
+    ? beyondMeasuredBytes(report, request, t, bytes, largestMeasuredBytes(s))
     : t;
 }
 
@@ -180,7 +180,7 @@ export function predictTime(report: Report, request: PredictRequest): TimePredic
  * the largest bytes the series measured end to end, its own measurements say which speed the
  * transfers ran at.
  */
-function reachingTransfers(
+function beyondMeasuredBytes(
   report: Report,
   request: PredictRequest,
   t: TimePrediction,
