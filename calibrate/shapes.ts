@@ -41,7 +41,13 @@ const MATMUL_QUICK: readonly Shape[] = [
  * where a kernel changes how it works: wasm's micro-tiles of mr = 6 rows run fewer rows by
  * columns, as m = 1, and tiles of 4 rows make one block, which wasm-mt cannot split. With
  * m = 1 and m = 8 alone to learn from, the shape model put wasm matmul 4 × 2048 × 2048 43 %
- * slow, between the two. A default run measures at least the first nine of this list.
+ * slow, between the two. Then a decode shape as deep as it is wide (1 × 4096 × 4096), so that
+ * two m = 1 shapes differ in k alone and two in n alone: a kernel streams B at a speed set by
+ * its row length (n), not by its depth, and with the depths and widths of the first three tied
+ * together the shape model gave each of them half the weight: one-thread wasm 1 × 8192 × 2048 and
+ * 1 × 4096 × 4096 came out 32–40 % slow (12.6 GB/s measured, 9.6 predicted), and with the shape
+ * measured 10–22 %. Then two rows the other way round from m = 4 (k > n), as a batched decode
+ * runs its down projection. A default run measures at least the first eleven of this list.
  */
 const MATMUL: readonly Shape[] = [
   ...MATMUL_QUICK,
@@ -51,6 +57,8 @@ const MATMUL: readonly Shape[] = [
   { m: 256, k: 512, n: 512 },
   { m: 4, k: 1024, n: 4096 },
   { m: 16, k: 512, n: 2048 },
+  { m: 1, k: 4096, n: 4096 },
+  { m: 2, k: 4096, n: 1024 },
   { m: 64, k: 1024, n: 4096 },
   { m: 8, k: 4096, n: 1024 },
   { m: 16, k: 2048, n: 512 },
@@ -128,7 +136,7 @@ interface OffAxisSet {
 }
 
 const BY_OP: Readonly<Record<string, OffAxisSet>> = {
-  matmul: { quick: MATMUL_QUICK, full: MATMUL, sure: 9 },
+  matmul: { quick: MATMUL_QUICK, full: MATMUL, sure: 11 },
   // The quick pair, the pair at a quarter of the width, the three twins and the streaming size.
   gemv: { quick: GEMV_QUICK, full: GEMV, sure: 8 },
   softmax: { quick: SOFTMAX_QUICK, full: SOFTMAX, sure: 5 },

@@ -58,3 +58,32 @@ Deno.test("a default run's sure softmax shapes take many rows both short and lon
   assert.ok(Math.min(...many) <= 1024, `many rows at ${many.join(", ")} columns`);
   assert.ok(Math.max(...many) >= 4096, `many rows at ${many.join(", ")} columns`);
 });
+
+Deno.test("a default run's sure decode shapes tell B's depth from its row length", () => {
+  const sure = offAxisShapes(matmul, "f32", "default").slice(
+    0,
+    sureOffAxisShapes(matmul, "default"),
+  );
+  const decode = sure.filter((s) => s.m === 1);
+  const pairs = decode.flatMap((a) => decode.map((b) => [a, b] as const)).filter(([a, b]) =>
+    a !== b
+  );
+  assert.ok(
+    pairs.some(([a, b]) => a.k === b.k && a.n !== b.n),
+    "no two m = 1 shapes differ in n alone",
+  );
+  assert.ok(
+    pairs.some(([a, b]) => a.n === b.n && a.k !== b.k),
+    "no two m = 1 shapes differ in k alone",
+  );
+});
+
+Deno.test("a default run's sure few-row shapes (1 < m < 6) run k < n and k > n", () => {
+  const sure = offAxisShapes(matmul, "f32", "default").slice(
+    0,
+    sureOffAxisShapes(matmul, "default"),
+  );
+  const few = sure.filter((s) => s.m! > 1 && s.m! < 6);
+  assert.ok(few.some((s) => s.k! < s.n!), "no few-row shape widening (k < n)");
+  assert.ok(few.some((s) => s.k! > s.n!), "no few-row shape narrowing (k > n)");
+});
