@@ -69,3 +69,48 @@ export function imbalanceLn(op: OpSpec, shape: Shape, variant: Variant, threads:
   const ratio = threads * Math.max(...busy) / total;
   return ratio > 1 ? Math.log(ratio) : 0;
 }
+
+/** Largest axis size searched for a one-dimensional op's first run on more than one thread. */
+const MAX_INLINE_SEARCH = 2 ** 31;
+
+/**
+ * The smallest axis size at which a one-dimensional op's `wasm-mt` run leaves the caller: from
+ * it up, the run is cut into chunks the threads share; below it, one chunk runs inline on one
+ * thread at one thread's speed. A curve drawn across the switch puts an inline run between the
+ * two: wasm-mt dot of 50 001 (one 65 536-element part, inline) was predicted 5–39 % fast in
+ * fourteen truths, drawn toward 81 920 (two parts on two threads). Null for an op of more than
+ * one dimension, one without a WebAssembly kernel, or a single thread.
+ *
+ * @param op The op.
+ * @param variant The WebAssembly variant's parameters.
+ * @param threads Threads in all, the caller included.
+ * @returns The first size run on more than one thread, or null.
+ * @example
+ * ```ts
+ * import { firstSharedSize } from "./_imbalance.ts";
+ * import { getOp } from "../kernels/catalog.ts";
+ * console.log(firstSharedSize(getOp("dot"), { accs: 8, fma: true }, 2)); // 65537
+ * ```
+ */
+export function firstSharedSize(op: OpSpec, variant: Variant, threads: number): number | null {
+  const impl = op.impls.wasm;
+  if (impl === undefined || op.dims.length !== 1 || !(threads > 1)) return null;
+  const shared = (size: number): boolean => {
+    try {
+      const parts = impl.parts(op.axis.shape(size), variant);
+      return chunkRanges(parts, chunksFor(threads, undefined, impl.packsPerCall === true))
+        .length > 1;
+    } catch {
+      return false;
+    }
+  };
+  if (!shared(MAX_INLINE_SEARCH)) return null;
+  let lo = 1;
+  let hi = MAX_INLINE_SEARCH;
+  while (hi - lo > 1) {
+    const mid = Math.floor((lo + hi) / 2);
+    if (shared(mid)) hi = mid;
+    else lo = mid;
+  }
+  return shared(lo) ? lo : hi;
+}

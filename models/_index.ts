@@ -31,7 +31,7 @@ import {
   fitAlignment,
   offsetAt,
 } from "./_alignment.ts";
-import { imbalanceLn } from "./_imbalance.ts";
+import { firstSharedSize, imbalanceLn } from "./_imbalance.ts";
 import { fitTilePenalty, NO_TILE_COST, tileLn, type TileModel } from "./_tiles.ts";
 import { correctionAt, type ResidualCurve, residualCurve } from "./_residuals.ts";
 import { STREAMED_FROM_BYTES } from "../core/operand_rotation.ts";
@@ -372,7 +372,7 @@ function buildSeries(
         alignmentOf,
         imbalanceOf,
         utilisationOf,
-        backend === "webgpu" && residency === "end-to-end" ? [] : REGIME_BREAKS,
+        regimeBreaks(op, dtype, backend, residency, f.variant, report.machine.cores),
       ),
     );
   }
@@ -470,6 +470,26 @@ function utilisationFor(op: OpSpec): BackendSeries["utilisationOf"] {
  * correction is never interpolated across it. (End to end, every run uploads its operands afresh.)
  */
 const REGIME_BREAKS: readonly number[] = [STREAMED_FROM_BYTES];
+
+/**
+ * Where a fitted variant's series changes regime: {@linkcode REGIME_BREAKS} (none end to end on
+ * WebGPU), and on `wasm-mt` a one-dimensional op's first size shared between threads
+ * (`firstSharedSize` of `_imbalance.ts`): below it a run is one thread's.
+ */
+function regimeBreaks(
+  op: OpSpec,
+  dtype: Dtype,
+  backend: Backend,
+  residency: Residency,
+  variant: string,
+  threads: number,
+): readonly number[] {
+  if (backend === "webgpu" && residency === "end-to-end") return [];
+  if (backend !== "wasm-mt") return REGIME_BREAKS;
+  const shared = byVariantId((_, v) => firstSharedSize(op, v, threads), null)({}, variant);
+  if (shared === null) return REGIME_BREAKS;
+  return [...REGIME_BREAKS, op.bytes(op.axis.shape(shared), dtype)].sort((a, b) => a - b);
+}
 
 /**
  * A fitted variant's axis model: its alignment offsets (when its op streams rows on a backend

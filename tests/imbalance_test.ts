@@ -1,10 +1,11 @@
 import assert from "node:assert/strict";
-import { imbalanceLn } from "../models/_imbalance.ts";
+import { firstSharedSize, imbalanceLn } from "../models/_imbalance.ts";
 import { getOp } from "../kernels/catalog.ts";
 import { predictTime } from "../models/predict.ts";
 import { BLOCK } from "../kernels/reduce/wasm.ts";
 import { ELEMENTWISE_BLOCK } from "../kernels/elementwise/wasm.ts";
 import { syntheticReport } from "./_fixtures.ts";
+import { loadReport } from "../reports/load.ts";
 
 const sum = getOp("sum");
 const SUM_VARIANT = { accs: 4, fma: false };
@@ -56,4 +57,26 @@ Deno.test("predictTime() prices wasm-mt at a full block and a sliver like two fu
     backend: "wasm",
   });
   assert.doesNotMatch(wasm.source, /unevenly/);
+});
+
+Deno.test("a one-dimensional op leaves the caller at its second part, and only then", () => {
+  const variant = { accs: 8, fma: true };
+  assert.equal(firstSharedSize(getOp("dot"), variant, 2), BLOCK + 1);
+  assert.equal(firstSharedSize(getOp("dot"), variant, 1), null);
+  assert.equal(
+    firstSharedSize(getOp("matmul"), { mr: 6, nr: 8, kc: 256, nc: 512, fma: true }, 2),
+    null,
+  );
+});
+
+Deno.test("predictTime() prices a wasm-mt run of one part (inline) at one thread's time, not drawn toward two threads'", async () => {
+  const report = await loadReport(
+    new URL("../reports/llvmpipe-vulkan-x86_64-1f7ec986.json", import.meta.url).pathname,
+  );
+  // 50 001 elements are one part: the caller runs them alone, as wasm does. The dataset entry
+  // measured wasm-mt dot at 23 080 (inline) and 81 920 (two parts on two threads).
+  const at = (backend: "wasm" | "wasm-mt") =>
+    predictTime(report, { op: "dot", shape: { n: 50001 }, dtype: "f32", backend }).ms;
+  const ratio = at("wasm-mt") / at("wasm");
+  assert.ok(ratio > 0.9 && ratio < 1.1, `wasm-mt ÷ wasm at 50 001: ${ratio.toFixed(2)}`);
 });
