@@ -10,6 +10,7 @@
 import type { Dtype, HostArray, JsImpl, Shape, Variant } from "../types.ts";
 import { QUANT_GROUP_SIZE } from "../types.ts";
 import { gemvDims, groupsPerRow, q4RowBytes } from "./_layout.ts";
+import { loopBound } from "../_loop_bounds.ts";
 
 function unrollOf(variant: Variant): 1 | 4 {
   const u = variant.unroll ?? 4;
@@ -138,7 +139,8 @@ export const gemvJs: JsImpl = {
   unsupported: (_shape: Shape, dtype: Dtype) =>
     dtype === "f16" ? "gemv f16 is WebGPU only: use f32, q8 or q4 on the CPU" : null,
   run(ins, out, shape, variant) {
-    const { rows, cols } = gemvDims(shape);
+    const { rows } = gemvDims(shape);
+    const cols = loopBound(shape.cols!);
     const u = unrollOf(variant);
     const y = out.subarray(0, rows);
     const w = ins[0];

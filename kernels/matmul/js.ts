@@ -6,6 +6,7 @@
  * @module
  */
 import type { JsImpl, Shape, Variant } from "../types.ts";
+import { loopBound } from "../_loop_bounds.ts";
 
 function dims(shape: Shape): { m: number; k: number; n: number } {
   const { m, k, n } = shape;
@@ -79,7 +80,11 @@ function blockOf(variant: Variant): number {
 export const matmulJs: JsImpl = {
   variants: [{ loop: "blocked", block: 64 }, { loop: "blocked", block: 32 }, { loop: "naive" }],
   run: (ins, out, shape, variant) => {
-    const { m, k, n } = dims(shape);
+    // Through int32 locals, not an object: `{ m, k, n }` shares its map with every such shape,
+    // whose fields hold boxed doubles once any of them held one (`_loop_bounds.ts`).
+    const m = loopBound(dims(shape).m);
+    const k = loopBound(shape.k!);
+    const n = loopBound(shape.n!);
     const [a, b] = ins as readonly Float32Array[];
     if (variant.loop === "naive") naive(a!, b!, out, m, k, n);
     else if (variant.loop === "blocked") blocked(a!, b!, out, m, k, n, blockOf(variant));

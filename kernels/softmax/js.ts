@@ -6,6 +6,7 @@
  * @module
  */
 import type { JsImpl, Variant } from "../types.ts";
+import { loopBound } from "../_loop_bounds.ts";
 
 function recompute(variant: Variant): boolean {
   const r = variant.recompute;
@@ -34,8 +35,8 @@ export const softmaxJs: JsImpl = {
       throw new TypeError(`Softmax js needs a Float32Array operand, got ${x}`);
     }
     const again = recompute(variant);
-    const rows = shape.rows ?? 0;
-    const cols = shape.cols ?? 0;
+    const rows = loopBound(shape.rows ?? 0);
+    const cols = loopBound(shape.cols ?? 0);
     for (let r = 0; r < rows; r++) {
       const base = r * cols;
       const end = base + cols;
