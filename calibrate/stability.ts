@@ -277,16 +277,22 @@ function probeSeries(probes: readonly StabilityProbe[]): Map<Backend, number[]> 
 }
 
 /**
- * Per backend, the sample standard deviation of ln(median probe time) over runs of one machine:
- * how far a whole calibration moves from another. A backend probed in fewer than
- * {@linkcode MIN_RUNS} runs has none.
+ * Per backend, how far one calibration of a machine moves from the one before it: σ of ln(median
+ * probe time) from the differences between consecutive runs (√(Σ Δ² / 2(n − 1)), oldest first),
+ * so a level that changed once — a host that moved, or gpucal measuring the probe otherwise —
+ * counts as one step and not as a spread across every run. The standard deviation over all runs
+ * took such a step whole: one-thread wasm's probe ran 13.7–16.6 µs in thirteen runs of the 2-vCPU
+ * Intel Xeon VM and 10.6–11.9 in the two after its cached operands went from four copies to two,
+ * and σ rose from 0.07 to 0.10–0.13, widening every wasm interval (`bench:regret`'s median width
+ * ×1.52–1.55 against ×1.44–1.51 before), although consecutive runs moved as little as ever. A
+ * backend probed in fewer than {@linkcode MIN_RUNS} runs has none.
  *
- * @param runs Each run's median probe time per backend, ms.
+ * @param runs Each run's median probe time per backend, ms, oldest first.
  * @returns The spread per backend, rounded to 4 decimals.
  * @example
  * ```ts
  * import { betweenRunSigma } from "./stability.ts";
- * console.log(betweenRunSigma([{ wasm: 1 }, { wasm: Math.E }, { wasm: 1 }]).wasm?.toFixed(3)); // "0.577"
+ * console.log(betweenRunSigma([{ wasm: 1 }, { wasm: Math.E }, { wasm: 1 }]).wasm?.toFixed(3)); // "0.707"
  * ```
  */
 export function betweenRunSigma(
@@ -301,9 +307,9 @@ export function betweenRunSigma(
   const sigmas: Partial<Record<Backend, number>> = {};
   for (const [backend, xs] of logs) {
     if (xs.length < MIN_RUNS) continue;
-    const mean = xs.reduce((a, b) => a + b, 0) / xs.length;
-    const variance = xs.reduce((a, x) => a + (x - mean) ** 2, 0) / (xs.length - 1);
-    sigmas[backend] = Math.round(Math.sqrt(variance) * 1e4) / 1e4;
+    let squares = 0;
+    for (let i = 1; i < xs.length; i++) squares += (xs[i]! - xs[i - 1]!) ** 2;
+    sigmas[backend] = Math.round(Math.sqrt(squares / (2 * (xs.length - 1))) * 1e4) / 1e4;
   }
   return sigmas;
 }

@@ -862,9 +862,10 @@ export type StabilityInfo = {
    */
   earlierRuns?: EarlierRun[];
   /**
-   * Per backend, the standard deviation of ln(median probe time) between this run and the earlier
-   * ones: how far another calibration (or a program run later) of this machine moves as a whole,
-   * which drift within one run does not show. Present from three runs on.
+   * Per backend, the spread of ln(median probe time) between consecutive runs, this one and the
+   * earlier ones (√(Σ Δ² / 2(n − 1)), oldest first): how far another calibration (or a program run
+   * later) of this machine moves as a whole, which drift within one run does not show. Present
+   * from three runs on.
    */
   betweenRunSigma?: Partial<Record<Backend, number>>;
 };
@@ -884,7 +885,7 @@ export const StabilitySchema: z.ZodType<StabilityInfo> = named(
     betweenRunSigma: z.partialRecord(BackendSchema, nonNegative).exactOptional(),
   })),
   "Stability",
-  "Run-to-run drift: probe times of one fixed case per backend over the run, and per backend the standard deviation of ln(probe time) (driftSigma; 0.1 is about 10 %); the same for a host reference without gpucal's code timed beside each probe (hostMs, hostDriftSigma); the median probe times of earlier calibrations of this machine and, from three runs on, the standard deviation of ln(median probe time) between runs (betweenRunSigma)",
+  "Run-to-run drift: probe times of one fixed case per backend over the run, and per backend the standard deviation of ln(probe time) (driftSigma; 0.1 is about 10 %); the same for a host reference without gpucal's code timed beside each probe (hostMs, hostDriftSigma); the median probe times of earlier calibrations of this machine and, from three runs on, the spread of ln(median probe time) between consecutive runs, √(Σ Δ² / 2(n − 1)) (betweenRunSigma)",
 );
 
 /**

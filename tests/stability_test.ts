@@ -357,13 +357,25 @@ Deno.test("medianProbeMs() leaves out a backend whose probes read 0 ms", () => {
   assert.deepEqual(medianProbeMs(probes), { js: 0.04 });
 });
 
-Deno.test("betweenRunSigma() is the sample spread of ln(median) over runs, from 3 runs on", () => {
+Deno.test("betweenRunSigma() is the spread of ln(median) between consecutive runs, from 3 runs on", () => {
   const runs = [{ wasm: 1, js: 4 }, { wasm: 1.2, js: 4 }, { wasm: 1 / 1.2, js: 4 }];
   const sigma = betweenRunSigma(runs);
-  assert.ok(Math.abs(sigma.wasm! - Math.log(1.2)) < 1e-4, `wasm ${sigma.wasm}`);
+  // Steps of ln 1.2 and 2 ln 1.2: √((1 + 4) ln²1.2 / 4).
+  const expected = Math.sqrt(5 / 4) * Math.log(1.2);
+  assert.ok(Math.abs(sigma.wasm! - expected) < 1e-4, `wasm ${sigma.wasm}`);
   assert.equal(sigma.js, 0);
   assert.deepEqual(betweenRunSigma(runs.slice(0, 2)), {});
   assert.deepEqual(betweenRunSigma([{ wasm: 1 }, { js: 2 }, { wasm: 3 }]), {});
+});
+
+Deno.test("betweenRunSigma() counts a level that changed once as one step, and runs that alternate in full", () => {
+  // Twelve runs at one level, then three 25 % faster (the probe measured otherwise from then on).
+  const stepped = [...Array(12).fill(1), ...Array(3).fill(0.8)].map((wasm) => ({ wasm }));
+  const step = betweenRunSigma(stepped).wasm!;
+  assert.ok(Math.abs(step - Math.log(1.25) / Math.sqrt(28)) < 1e-4, `step ${step}`);
+  // The same fifteen levels alternating: every run moves from the one before.
+  const alternating = stepped.map((_, i) => ({ wasm: i % 2 === 0 ? 1 : 0.8 }));
+  assert.ok(betweenRunSigma(alternating).wasm! > 3 * step);
 });
 
 Deno.test("earlierRunsOf() carries the replaced report's runs and its own, for this machine only", () => {
@@ -387,7 +399,9 @@ Deno.test("earlierRunsOf() carries the replaced report's runs and its own, for t
   const third = earlierRunsOf([second], second.fingerprint);
   assert.deepEqual(third.map((r) => r.date), [first.provenance.date, "2026-01-16T10:30:00.000Z"]);
   const stability = summarizeStability(probesAround({ wasm: 0.01 / 1.2, js: 0.04 }), third);
-  assert.ok(Math.abs(stability.betweenRunSigma!.wasm! - Math.log(1.2)) < 0.02);
+  // Steps of ln 1.2 and 2 ln 1.2 between the three runs.
+  const expected = Math.sqrt(5 / 4) * Math.log(1.2);
+  assert.ok(Math.abs(stability.betweenRunSigma!.wasm! - expected) < 0.02);
   assert.ok(stability.betweenRunSigma!.js! < 0.01);
   assert.equal(ReportSchema.safeParse({ ...second, stability }).success, true);
 });
