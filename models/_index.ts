@@ -486,7 +486,12 @@ function regimeBreaks(
 ): readonly number[] {
   if (backend === "webgpu" && residency === "end-to-end") return [];
   if (backend !== "wasm-mt") return REGIME_BREAKS;
-  const shared = byVariantId((_, v) => firstSharedSize(op, v, threads), null)({}, variant);
+  let shared: number | null = null;
+  try {
+    shared = firstSharedSize(op, variantFromId(variant), threads);
+  } catch {
+    // A variant id the kernel cannot read: no switch known.
+  }
   if (shared === null) return REGIME_BREAKS;
   return [...REGIME_BREAKS, op.bytes(op.axis.shape(shared), dtype)].sort((a, b) => a - b);
 }

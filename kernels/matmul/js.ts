@@ -8,10 +8,14 @@
 import type { JsImpl, Shape, Variant } from "../types.ts";
 import { loopBound } from "../_loop_bounds.ts";
 
-function dims(shape: Shape): { m: number; k: number; n: number } {
+/**
+ * m, k and n as int32 loop bounds, in an array: an object with those names would share its map
+ * with every shape, whose fields hold boxed doubles once any of them held one (`_loop_bounds.ts`).
+ */
+function dims(shape: Shape): readonly [number, number, number] {
   const { m, k, n } = shape;
   if (!m || !k || !n) throw new RangeError(`matmul needs m, k and n, got ${JSON.stringify(shape)}`);
-  return { m, k, n };
+  return [loopBound(m), loopBound(k), loopBound(n)];
 }
 
 function naive(a: Float32Array, b: Float32Array, c: Float32Array, m: number, k: number, n: number) {
@@ -80,11 +84,7 @@ function blockOf(variant: Variant): number {
 export const matmulJs: JsImpl = {
   variants: [{ loop: "blocked", block: 64 }, { loop: "blocked", block: 32 }, { loop: "naive" }],
   run: (ins, out, shape, variant) => {
-    // Through int32 locals, not an object: `{ m, k, n }` shares its map with every such shape,
-    // whose fields hold boxed doubles once any of them held one (`_loop_bounds.ts`).
-    const m = loopBound(dims(shape).m);
-    const k = loopBound(shape.k!);
-    const n = loopBound(shape.n!);
+    const [m, k, n] = dims(shape);
     const [a, b] = ins as readonly Float32Array[];
     if (variant.loop === "naive") naive(a!, b!, out, m, k, n);
     else if (variant.loop === "blocked") blocked(a!, b!, out, m, k, n, blockOf(variant));
