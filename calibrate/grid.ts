@@ -40,6 +40,22 @@ export function residenciesFor(backend: Backend): Residency[] {
 }
 
 /**
+ * The residency whose times rank a backend's variants: its last (device-resident for WebGPU,
+ * where the kernels differ and the round trip does not).
+ *
+ * @param backend The backend.
+ * @returns The residency.
+ * @example
+ * ```ts
+ * import { screeningResidency } from "./grid.ts";
+ * console.log(screeningResidency("webgpu")); // "device-resident"
+ * ```
+ */
+export function screeningResidency(backend: Backend): Residency {
+  return residenciesFor(backend).at(-1)!;
+}
+
+/**
  * The first `keep` of the ranked variants that declare they can run this shape.
  *
  * @param op The op.

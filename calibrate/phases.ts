@@ -10,7 +10,6 @@ import {
   type Dtype,
   implOf,
   type OpSpec,
-  type Residency,
   type Shape,
   type Variant,
   variantId,
@@ -29,8 +28,9 @@ import { pooledResult, requestOf, UNSURE_REL_CI, windowsDisagree } from "./measu
 import type { CalibrationJob } from "./plan.ts";
 import { measurementKey, type PlanState, type Steps } from "./plan_state.ts";
 import type { MeasureRequest } from "../core/result.ts";
-import { gridSteps, residenciesFor, runnable } from "./grid.ts";
-import { offAxisShapes, sureOffAxisShapes } from "./shapes.ts";
+import { gridSteps, runnable, screeningResidency } from "./grid.ts";
+import { offAxisSteps } from "./off_axis_steps.ts";
+import { screen } from "./screen.ts";
 import { DEFAULT_STOPPING } from "../core/stats.ts";
 
 /** Series with at least this many sizes are measured again in later passes. */
@@ -101,6 +101,7 @@ function* variantSearch(
         state,
         op,
         candidates.map((v) => ({ op: op.name, shape, dtype, backend, variant: v, residency })),
+        state.time.searchDeadline(),
       );
       const ms = (j: number) => {
         const r = results[j];
@@ -110,37 +111,13 @@ function* variantSearch(
         .sort((a, b) => ms(a) - ms(b));
       if (order.length === 0) break;
       // The last anchor ranks every variant still in the race: the winner runs the grid, and
-      // the best few are screened again at the first cheap off-axis shape (`offAxisSteps`).
+      // every variant is screened again at the first cheap off-axis shapes (`offAxisSteps`).
       const keep = i < anchors.length - 1 ? SCREENED_VARIANTS : order.length;
       candidates = order.slice(0, keep).map((j) => candidates[j]!);
     }
     chosen.set(backend, [...candidates, ...variants.filter((v) => !candidates.includes(v))]);
   }
   return chosen;
-}
-
-/** Variants measured together in one screening batch, between looks at the clock. */
-const SCREEN_BATCH = 6;
-
-/**
- * Measures the variants of one anchor in batches; once the job's search share of its time is
- * spent, the rest are not tried (declared order puts each backend's default first, so it always
- * is). Returns per request its measurement, undefined for those not tried.
- */
-function* screen(
-  state: PlanState,
-  op: OpSpec,
-  requests: readonly MeasureRequest[],
-): Steps<(Measurement | undefined)[]> {
-  const out: (Measurement | undefined)[] = [];
-  // Without a time plan (thorough) every variant is screened in one interleaved batch.
-  const size = Number.isFinite(state.time.searchDeadline()) ? SCREEN_BATCH : requests.length;
-  for (let i = 0; i < requests.length; i += size) {
-    if (i > 0 && state.time.past(state.time.searchDeadline())) break;
-    const batch = requests.slice(i, i + size);
-    out.push(...(yield* state.measure(batch, op, state.plan.searchStopping)));
-  }
-  return out;
 }
 
 /**
@@ -398,140 +375,6 @@ function* measurePoints(
     op,
   );
   return true;
-}
-
-/**
- * The job's off-axis shapes (`shapes.ts`): each measured on every backend the job measured (its
- * best variant, each residency), interleaved per shape like the grid, within the job's time. A
- * backend that stopped growing because another dominates it at large sizes still runs them: a
- * matmul with m = 1 is another problem, and its predictions need it. A backend whose sweep says
- * one run at this shape's work would take over {@linkcode MAX_OFF_AXIS_RUN_MS} is left out.
- *
- * Which variant is fastest changes with the proportions, so where one run is cheap (under
- * {@linkcode RUNNER_UP_MAX_RUN_MS}) and the job is within its time, a second variant may run the
- * shape too: at a backend's first cheap shape (the list puts the most unlike the axis first) the
- * variant search's best few are screened, and when one of them beats the winner there, it runs
- * the cheap shapes after it. The models rank the variants measured at such shapes there
- * (`models/`). On a 2-vCPU EPYC VM, in
- * one process: the js matmul's plain loop and its blocks of 64 ran 256³ within 4 % of each other
- * and 1 × 1536 × 6144 ×1.39 apart; lavapipe's 16 × 8 register tiles, fastest at 256³, ran
- * 8 × 768 × 3072 ×1.37 slower than 16 × 16 tiles and 1 × 1536 × 6144 over ×1.2 slower than 4 × 8.
- */
-function* offAxisSteps(
-  state: PlanState,
-  job: CalibrationJob,
-  backends: readonly Backend[],
-  chosen: ReadonlyMap<Backend, Variant[]>,
-): Steps {
-  const { op, dtype } = job;
-  const shapes = offAxisShapes(op, dtype, state.plan.mode);
-  if (shapes.length === 0) return;
-  state.phase(`${op.name} ${dtype}: ${shapes.length} off-axis shapes`);
-  // The first few shapes are measured whatever the clock says (`shapes.ts` lists the most
-  // telling first).
-  const minimum = sureOffAxisShapes(op, state.plan.mode);
-  // Per backend, the second variant of its cheap shapes, once its first cheap shape screened it.
-  const second = new Map<Backend, Variant | null>();
-  for (const [i, shape] of shapes.entries()) {
-    if (i >= minimum && state.time.past(state.time.jobDeadline())) return;
-    // A second variant is measured within the job's time only, sure shape or not.
-    const inTime = state.plan.searchVariants && !state.time.past(state.time.jobDeadline());
-    const reqs: MeasureRequest[] = [];
-    const screened = new Set<Backend>();
-    for (const backend of backends) {
-      const ranked = chosen.get(backend);
-      for (const residency of residenciesFor(backend)) {
-        const ms = sweptRunMs(state.measurements, op, dtype, backend, residency, shape);
-        if (ms !== null && ms > MAX_OFF_AXIS_RUN_MS) continue;
-        const cheap = inTime && ms !== null && ms <= RUNNER_UP_MAX_RUN_MS;
-        let variants = runnable(op, backend, shape, dtype, ranked, 1);
-        if (cheap && !second.has(backend) && residency === screeningResidency(backend)) {
-          variants = runnable(op, backend, shape, dtype, ranked, SCREENED_VARIANTS);
-          screened.add(backend);
-        } else if (cheap && second.get(backend)) {
-          const pair = [ranked![0]!, second.get(backend)!];
-          variants = runnable(op, backend, shape, dtype, pair, 2);
-        }
-        for (const v of variants) {
-          reqs.push({ op: op.name, shape, dtype, backend, variant: v, residency });
-        }
-      }
-    }
-    state.progressTotal += reqs.length;
-    const results = yield* state.measure(reqs, op);
-    for (const backend of screened) {
-      second.set(backend, fastestBesides(chosen.get(backend)![0]!, backend, reqs, results));
-    }
-  }
-}
-
-/** The residency whose times rank a backend's variants: the variant search's. */
-function screeningResidency(backend: Backend): Residency {
-  return residenciesFor(backend).at(-1)!;
-}
-
-/**
- * The variant that ran fastest among `results` of `backend` in its screening residency when it
- * beat `winner` there; null when the winner was fastest (the squares' choice holds even at the
- * proportions least like them, and a second variant would cost time for nothing).
- */
-function fastestBesides(
-  winner: Variant,
-  backend: Backend,
-  reqs: readonly MeasureRequest[],
-  results: readonly (Measurement | undefined)[],
-): Variant | null {
-  const residency = screeningResidency(backend);
-  let best: Variant | null = null;
-  let bestMs = Infinity;
-  let winnerMs = Infinity;
-  for (const [i, req] of reqs.entries()) {
-    const r = results[i];
-    if (req.backend !== backend || req.residency !== residency || r?.state !== "ok") continue;
-    const variant = req.variant as Variant;
-    if (variantId(variant) === variantId(winner)) winnerMs = r.wall.median;
-    else if (r.wall.median < bestMs) {
-      best = variant;
-      bestMs = r.wall.median;
-    }
-  }
-  return bestMs < winnerMs ? best : null;
-}
-
-/** A run the sweep prices longer than this is not measured at an off-axis shape. */
-const MAX_OFF_AXIS_RUN_MS = 300;
-/**
- * A run the sweep prices longer than this is measured at an off-axis shape by its winner only: a
- * second variant is for the decode-sized shapes (m = 1 to 16), where the choice moved most.
- */
-const RUNNER_UP_MAX_RUN_MS = 25;
-
-/**
- * What the sweep says one run of `shape` costs on a backend: the on-axis measurement whose work is
- * nearest, scaled by work (flops, or bytes where they are the larger). Null before any.
- */
-function sweptRunMs(
-  measurements: readonly Measurement[],
-  op: OpSpec,
-  dtype: Dtype,
-  backend: Backend,
-  residency: Residency,
-  shape: Shape,
-): number | null {
-  const work = Math.max(op.flops(shape), op.bytes(shape, dtype));
-  let best: { distance: number; ms: number } | null = null;
-  for (const m of measurements) {
-    if (
-      m.state !== "ok" || m.offAxis || m.op !== op.name || m.dtype !== dtype ||
-      m.backend !== backend || m.residency !== residency
-    ) continue;
-    const w = Math.max(m.flops, m.bytes);
-    const distance = Math.abs(Math.log(work / w));
-    if (best === null || distance < best.distance) {
-      best = { distance, ms: m.wall.median * (work / w) };
-    }
-  }
-  return best?.ms ?? null;
 }
 
 /**

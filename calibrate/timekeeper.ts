@@ -112,7 +112,15 @@ export class TimeKeeper {
 
   /** Until when the current job's variant search may try more variants. */
   searchDeadline(): number {
-    return this.#jobStart + (this.#jobDeadline - this.#jobStart) * SEARCH_SHARE;
+    return this.#jobStart + this.searchSpanS();
+  }
+
+  /**
+   * How long the current job's variant search may take, s: its share of the job's slice (Infinity
+   * without a time plan). A second search, at a shape off the axis, gets as long again.
+   */
+  searchSpanS(): number {
+    return (this.#jobDeadline - this.#jobStart) * SEARCH_SHARE;
   }
 
   /** Until when the current job's grid, refinement and bends may measure. */

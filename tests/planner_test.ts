@@ -6,6 +6,7 @@ import { Planner } from "../calibrate/planner.ts";
 import type { MeasureRequest } from "../core/result.ts";
 import { DOMINATED_MIN_POINTS } from "../calibrate/decide.ts";
 import { missingSystemFigures } from "../calibrate/assemble.ts";
+import { offAxisShapes, sureOffAxisShapes } from "../calibrate/shapes.ts";
 import { drive, fakeResult } from "./_fake_runner.ts";
 
 /** A default-mode planner of one op in f32 on `backends`, with a clock the test moves. */
@@ -523,55 +524,99 @@ const jsMatmulTimes = (req: MeasureRequest) => {
   return 0.001 + (2 * m * k * n / 1e6) * factor * (!plain && m < 16 ? 2.5 : 1);
 };
 
-Deno.test("off the axis, cheap shapes also run the variant fastest at the first of them, not the squares' runner-up", () => {
+/** The off-axis measurements of a planner, by shape (as JSON) in the order measured. */
+function offAxisByShape(planner: Planner): Map<string, string[]> {
+  const byShape = new Map<string, string[]>();
+  for (const m of planner.measurements) {
+    if (!m.offAxis || m.state !== "ok") continue;
+    const key = JSON.stringify(m.shape);
+    byShape.set(key, [...(byShape.get(key) ?? []), m.variant]);
+  }
+  return byShape;
+}
+
+/** What the sweep prices one run of a shape at (ms): {@linkcode jsMatmulTimes}' squares' rate. */
+function blockedMs(shape: string): number {
+  const { m, k, n } = JSON.parse(shape);
+  return 2 * m * k * n / 1e6;
+}
+
+Deno.test("off the axis, a backend's first two cheap shapes screen its variants, and the cheap shapes after them also run the one that beat the winner", () => {
   const { clock, planner } = defaultPlanner("matmul", ["js"]);
   drive(planner, jsMatmulTimes, clock);
-  const off = planner.measurements.filter((m) => m.offAxis && m.state === "ok");
-  const shapes = [...new Set(off.map((m) => JSON.stringify(m.shape)))];
-  const variantsAt = (shape: string) =>
-    off.filter((m) => JSON.stringify(m.shape) === shape).map((m) => m.variant).sort();
-  const runMs = (shape: string) => {
-    const { m, k, n } = JSON.parse(shape);
-    return 2 * m * k * n / 1e6;
-  };
-  // The first shape (m = 1, 2 ms) screens the search's variants.
-  assert.equal(variantsAt(shapes[0]!).length, 3, shapes[0]);
-  const cheap = shapes.slice(1).filter((s) => runMs(s) <= 25);
-  assert.ok(cheap.length >= 3, `${cheap.length} cheap shapes`);
-  for (const s of cheap) {
-    assert.deepEqual(variantsAt(s), ["block=64,loop=blocked", "loop=naive"], s);
+  const byShape = offAxisByShape(planner);
+  const cheap = [...byShape.keys()].filter((s) => blockedMs(s) <= 30);
+  assert.ok(cheap.length >= 5, `${cheap.length} cheap shapes`);
+  for (const s of cheap.slice(0, 2)) assert.equal(byShape.get(s)!.length, 3, `${s} screened`);
+  for (const s of cheap.slice(2)) {
+    assert.deepEqual(byShape.get(s)!.sort(), ["block=64,loop=blocked", "loop=naive"], s);
   }
-  const dear = shapes.filter((s) => runMs(s) > 40);
+  const dear = [...byShape.keys()].filter((s) => blockedMs(s) > 60);
   assert.ok(dear.length > 0);
-  for (const s of dear) assert.deepEqual(variantsAt(s), ["block=64,loop=blocked"], s);
+  for (const s of dear) assert.deepEqual(byShape.get(s), ["block=64,loop=blocked"], s);
 });
 
-Deno.test("when the winner is also fastest at the first cheap off-axis shape, the shapes after it run the winner alone", () => {
+Deno.test("when the winner is also fastest at the screened shapes, the shapes after them run the winner alone", () => {
   const { clock, planner } = defaultPlanner("matmul", ["js"]);
   // The same variants with no penalty at small m: blocks of 64 win everywhere.
   drive(planner, (req) => jsMatmulTimes({ ...req, shape: { ...req.shape, m: 16 } }), clock);
-  const off = planner.measurements.filter((m) => m.offAxis && m.state === "ok");
-  const first = JSON.stringify(off[0]!.shape);
-  const later = off.filter((m) => JSON.stringify(m.shape) !== first);
-  assert.equal(off.filter((m) => JSON.stringify(m.shape) === first).length, 3, "screened");
-  assert.ok(later.length > 0);
-  assert.deepEqual([...new Set(later.map((m) => m.variant))], ["block=64,loop=blocked"]);
+  const lists = [...offAxisByShape(planner).values()];
+  assert.deepEqual(lists.slice(0, 2).map((l) => l.length), [3, 3], "screened");
+  assert.ok(lists.length > 2);
+  assert.deepEqual([...new Set(lists.slice(2).flat())], ["block=64,loop=blocked"]);
 });
 
-Deno.test("a job past its deadline measures its sure off-axis shapes with the winner alone", () => {
+Deno.test("a job past its deadline still screens at its sure shapes and runs the variant that beat the winner there, and measures no shape after them", () => {
   const { clock, planner } = defaultPlanner("matmul", ["js"]);
-  // The first off-axis shape takes the job far past its deadline.
+  // Every off-axis measurement takes the job far past its deadline.
   drive(planner, (req) => {
     const { m, n } = req.shape as { m: number; n: number };
     if (m !== n) clock.s += 1e6;
     return jsMatmulTimes(req);
   }, clock);
-  const off = planner.measurements.filter((m) => m.offAxis && m.state === "ok");
-  const first = JSON.stringify(off[0]!.shape);
-  const later = off.filter((m) => JSON.stringify(m.shape) !== first);
-  assert.equal(off.length - later.length, 3, "the first shape was screened in time");
-  assert.ok(later.length >= 5, `${later.length} sure shapes after it`);
-  assert.deepEqual([...new Set(later.map((m) => m.variant))], ["block=64,loop=blocked"]);
+  const byShape = offAxisByShape(planner);
+  const op = getOp("matmul");
+  const sure = offAxisShapes(op, "f32", "default").slice(0, sureOffAxisShapes(op, "default"))
+    .map((shape) => JSON.stringify(shape));
+  assert.ok(byShape.size >= sure.length - 1, `${byShape.size} of ${sure.length} sure shapes`);
+  for (const s of byShape.keys()) assert.ok(sure.includes(s), `${s} is not a sure shape`);
+  const cheap = [...byShape.keys()].filter((s) => blockedMs(s) <= 30);
+  assert.equal(byShape.get(cheap[0]!)!.length, 3, "the first cheap shape screened");
+  assert.ok(cheap.length >= 4);
+  for (const s of cheap.slice(2)) {
+    assert.deepEqual(byShape.get(s)!.sort(), ["block=64,loop=blocked", "loop=naive"], s);
+  }
+});
+
+Deno.test("off the axis, a WebGPU variant fastest at few rows and another at m = 8 both run the cheap shapes after them", () => {
+  const { clock, planner } = defaultPlanner("matmul", ["webgpu"]);
+  // lavapipe-like: 16 × 8 tiles fastest on squares, 4 × 4 tiles (never timed by a default
+  // search: 10th declared) at m < 8, 16 × 16 tiles at m = 8 to 63; vector loads twice the rate.
+  const times = (req: MeasureRequest) => {
+    const { m, k, n } = req.shape as { m: number; k: number; n: number };
+    const id = typeof req.variant === "string" ? req.variant : variantId(req.variant ?? {});
+    let rate = id.includes("vec4=true") ? 20e6 : 10e6;
+    const fourByFour = id.includes("avec4=true") && id.includes("tm=4,tn=4");
+    const sixteenBySixteen = id.includes("tm=16,tn=16");
+    const sixteenByEight = id.includes("tm=16,tn=8") && !id.includes("wgy");
+    if (m === n && sixteenByEight) rate *= 1.2;
+    if (m < 8 && fourByFour) rate *= 1.6;
+    if (m >= 8 && m < 64 && sixteenBySixteen) rate *= 1.5;
+    return (req.residency === "end-to-end" ? 11 : 0.03) + (2 * m * k * n) / rate;
+  };
+  drive(planner, times, clock);
+  const resident = planner.measurements.filter((m) =>
+    m.state === "ok" && m.residency === "device-resident"
+  );
+  const fourByFour = "algo=reg,avec4=true,kt=0,tm=4,tn=4,vec4=true,wg=8";
+  const winner = "algo=reg,avec4=true,kt=0,tm=16,tn=8,vec4=true,wg=8";
+  const wide = "algo=reg,avec4=true,kt=0,tm=16,tn=16,vec4=true,wg=8,wgy=4";
+  const off = resident.filter((m) => m.offAxis);
+  const at = (shape: object) =>
+    off.filter((m) => JSON.stringify(m.shape) === JSON.stringify(shape)).map((m) => m.variant);
+  assert.ok(at({ m: 1, k: 1024, n: 1024 }).includes(fourByFour), "screened at m = 1");
+  // After the two screened shapes (m = 1, then m = 8), a cheap one with few rows runs all three.
+  assert.deepEqual(at({ m: 1, k: 4096, n: 512 }).sort(), [fourByFour, winner, wide].sort());
 });
 
 Deno.test("a quick run measures its off-axis shapes with one variant per backend", () => {

@@ -1,0 +1,273 @@
+/**
+ * A job's off-axis shapes (`shapes.ts`) as planner steps: each shape measured on every backend the
+ * job measured (its best variant, each residency), interleaved per shape like the grid, and the
+ * variants screened again where the shape, not the square, decides which one is fastest.
+ *
+ * @module
+ */
+import {
+  type Backend,
+  type Dtype,
+  type OpSpec,
+  type Residency,
+  type Shape,
+  type Variant,
+  variantId,
+} from "../kernels/types.ts";
+import type { Measurement } from "../core/schema.ts";
+import type { MeasureRequest } from "../core/result.ts";
+import type { CalibrationJob } from "./plan.ts";
+import type { PlanState, Steps } from "./plan_state.ts";
+import { residenciesFor, runnable, screeningResidency } from "./grid.ts";
+import { offAxisShapes, sureOffAxisShapes } from "./shapes.ts";
+import { screen } from "./screen.ts";
+
+/**
+ * The job's off-axis shapes: each measured on every backend the job measured (its best variant,
+ * each residency), interleaved per shape like the grid, within the job's time; the sure ones
+ * (`sureOffAxisShapes`) whatever the clock says. A backend that stopped growing because another
+ * dominates it at large sizes still runs them: a matmul with m = 1 is another problem, and its
+ * predictions need it. A backend whose sweep says one run at this shape's work would take over
+ * {@linkcode MAX_OFF_AXIS_RUN_MS} is left out.
+ *
+ * Which variant is fastest changes with the proportions, so when the plan searches variants, a
+ * backend's first {@linkcode SCREENED_SHAPES} cheap shapes (one run under
+ * {@linkcode EXTRA_VARIANT_MAX_RUN_MS}; the list puts the most unlike the axis first) screen its
+ * variants again (see {@linkcode screeningOrder}), and each variant that beat the winner at one
+ * of them runs the cheap shapes after it too. The models rank the variants measured at such shapes
+ * there (`models/`). On the 2-vCPU Intel Xeon VM, lavapipe, one process, device-resident f32
+ * (`/tmp/s31/vcmp.ts`, two rounds): 4 × 4 register tiles ran 1 × 1024 × 1024 and 1 × 4096 × 4096
+ * fastest (1.66 and 26.7 ms), the 16 × 8 tiles one calibration chose at 128³ ×1.64 and ×1.56
+ * slower; at 8 × 1024 × 4096 the 16 × 16 tiles were fastest (8.1 ms), 16 × 8 ×1.31 and 4 × 4
+ * ×1.47 slower. The square search of a default run had timed 6 of the 20 variants, 4 × 4 not
+ * among them, and the matmul job was past its time at its first off-axis shape in every default
+ * calibration, so no second variant ran there: the extra variants are sure work at the sure shapes.
+ *
+ * @param state The planner's state.
+ * @param job The job.
+ * @param backends The backends the job measured.
+ * @param chosen Per backend its variants, the square search's winner first (`variantSearch`).
+ * @example
+ * ```ts ignore
+ * yield* offAxisSteps(state, job, backends, chosen);
+ * ```
+ */
+export function* offAxisSteps(
+  state: PlanState,
+  job: CalibrationJob,
+  backends: readonly Backend[],
+  chosen: ReadonlyMap<Backend, readonly Variant[]>,
+): Steps {
+  const { op, dtype } = job;
+  const shapes = offAxisShapes(op, dtype, state.plan.mode);
+  if (shapes.length === 0) return;
+  state.phase(`${op.name} ${dtype}: ${shapes.length} off-axis shapes`);
+  // The first few shapes are measured whatever the clock says (`shapes.ts` lists the most
+  // telling first).
+  const minimum = sureOffAxisShapes(op, state.plan.mode);
+  // Per backend, the variants besides the winner that beat it at a screened shape, and how many
+  // shapes screened its variants so far.
+  const extras = new Map<Backend, Variant[]>();
+  const screens = new Map<Backend, number>();
+  for (const [i, shape] of shapes.entries()) {
+    const sure = i < minimum;
+    const inTime = !state.time.past(state.time.jobDeadline());
+    if (!sure && !inTime) return;
+    const variantsToo = state.plan.searchVariants;
+    const reqs: MeasureRequest[] = [];
+    const screening: Backend[] = [];
+    for (const backend of backends) {
+      const ranked = chosen.get(backend) ?? [];
+      for (const residency of residenciesFor(backend)) {
+        const ms = sweptRunMs(state.measurements, op, dtype, backend, residency, shape);
+        if (ms !== null && ms > MAX_OFF_AXIS_RUN_MS) continue;
+        const cheap = variantsToo && ms !== null && ms <= EXTRA_VARIANT_MAX_RUN_MS;
+        if (
+          cheap && residency === screeningResidency(backend) &&
+          (screens.get(backend) ?? 0) < SCREENED_SHAPES
+        ) {
+          screening.push(backend);
+          continue;
+        }
+        // The winner, or the best-ranked variant that can run this shape; at a cheap shape, the
+        // extras that can too.
+        const first = runnable(op, backend, shape, dtype, ranked, 1);
+        const more = cheap ? extras.get(backend) ?? [] : [];
+        const variants = [
+          ...first,
+          ...runnable(op, backend, shape, dtype, more, more.length)
+            .filter((v) => first.every((f) => variantId(f) !== variantId(v))),
+        ];
+        for (const v of variants) {
+          reqs.push({ op: op.name, shape, dtype, backend, variant: v, residency });
+        }
+      }
+    }
+    state.progressTotal += reqs.length;
+    yield* state.measure(reqs, op);
+    for (const backend of screening) {
+      screens.set(backend, (screens.get(backend) ?? 0) + 1);
+      const found = yield* screenAt(state, op, dtype, backend, shape, {
+        ranked: chosen.get(backend) ?? [],
+        extras: extras.get(backend) ?? [],
+      });
+      if (found !== null) extras.set(backend, [...(extras.get(backend) ?? []), found]);
+    }
+  }
+}
+
+/** How many cheap off-axis shapes of a backend screen its variants. */
+export const SCREENED_SHAPES = 2;
+
+/** A run the sweep prices longer than this is not measured at an off-axis shape. */
+const MAX_OFF_AXIS_RUN_MS = 300;
+/**
+ * A run the sweep prices longer than this is measured at an off-axis shape by its winner only: the
+ * extra variants are for the decode-sized shapes (m = 1 to 16), where the choice moves most.
+ * lavapipe's 1 × 4096 × 4096 device-resident ran 27–42 ms by variant.
+ */
+const EXTRA_VARIANT_MAX_RUN_MS = 50;
+
+/**
+ * Screens a backend's variants at `shape` in its screening residency, for as long as the square
+ * search may take (`searchSpanS`), and returns the fastest that beat the winner there and is not
+ * already an extra; null when the winner, or an extra, was fastest.
+ */
+function* screenAt(
+  state: PlanState,
+  op: OpSpec,
+  dtype: Dtype,
+  backend: Backend,
+  shape: Shape,
+  variants: { readonly ranked: readonly Variant[]; readonly extras: readonly Variant[] },
+): Steps<Variant | null> {
+  const residency = screeningResidency(backend);
+  const timed = timedOnAxis(state.measurements, op, dtype, backend);
+  const order = screeningOrder(variants.ranked, variants.extras, timed);
+  const candidates = runnable(op, backend, shape, dtype, order, order.length);
+  const reqs = candidates.map((variant): MeasureRequest => ({
+    op: op.name,
+    shape,
+    dtype,
+    backend,
+    variant,
+    residency,
+  }));
+  state.progressTotal += reqs.length;
+  const deadline = state.time.now() + state.time.searchSpanS();
+  const results = yield* screen(state, op, reqs, deadline);
+  const winner = variants.ranked[0];
+  return winner === undefined ? null : fastestNew(candidates, results, winner, variants.extras);
+}
+
+/**
+ * The order in which a backend's variants are screened at an off-axis shape, most wanted first
+ * (the screen stops between batches when its time is up): the square search's winner, the
+ * variants already found faster off the axis, the squares' runner-up, then the variants the
+ * square search never timed (a default run times what its time allows, in declared order), then
+ * the rest of its ranking.
+ *
+ * @param ranked The square search's ranking: timed variants fastest first, then the rest.
+ * @param extras Variants already found faster than the winner off the axis.
+ * @param timed Ids of the variants the square search timed.
+ * @returns The variants, each once.
+ * @example
+ * ```ts
+ * import { screeningOrder } from "./off_axis_steps.ts";
+ * const v = (tile: number) => ({ tile });
+ * const order = screeningOrder([v(8), v(16), v(4), v(2)], [], new Set(["tile=8", "tile=16", "tile=4"]));
+ * console.log(order); // [{tile: 8}, {tile: 16}, {tile: 2}, {tile: 4}]
+ * ```
+ */
+export function screeningOrder(
+  ranked: readonly Variant[],
+  extras: readonly Variant[],
+  timed: ReadonlySet<string>,
+): Variant[] {
+  const rest = ranked.slice(2);
+  const order = [
+    ...ranked.slice(0, 1),
+    ...extras,
+    ...ranked.slice(1, 2),
+    ...rest.filter((v) => !timed.has(variantId(v))),
+    ...rest.filter((v) => timed.has(variantId(v))),
+  ];
+  const seen = new Set<string>();
+  return order.filter((v) => {
+    const id = variantId(v);
+    if (seen.has(id)) return false;
+    seen.add(id);
+    return true;
+  });
+}
+
+/** Ids of the variants of a backend this job measured on the sweep's axis. */
+function timedOnAxis(
+  measurements: readonly Measurement[],
+  op: OpSpec,
+  dtype: Dtype,
+  backend: Backend,
+): Set<string> {
+  const ids = new Set<string>();
+  for (const m of measurements) {
+    if (m.op === op.name && m.dtype === dtype && m.backend === backend && !m.offAxis) {
+      ids.add(m.variant);
+    }
+  }
+  return ids;
+}
+
+/**
+ * The fastest of `candidates` by `results` when it is neither the winner nor an extra and beat
+ * the winner; null otherwise (the squares' choice, or one already found, holds here).
+ */
+function fastestNew(
+  candidates: readonly Variant[],
+  results: readonly (Measurement | undefined)[],
+  winner: Variant,
+  extras: readonly Variant[],
+): Variant | null {
+  const known = new Set(extras.map(variantId));
+  let best: Variant | null = null;
+  let bestMs = Infinity;
+  let winnerMs = Infinity;
+  for (const [i, variant] of candidates.entries()) {
+    const r = results[i];
+    if (r?.state !== "ok") continue;
+    const id = variantId(variant);
+    if (id === variantId(winner)) winnerMs = r.wall.median;
+    if (r.wall.median < bestMs) {
+      best = known.has(id) || id === variantId(winner) ? null : variant;
+      bestMs = r.wall.median;
+    }
+  }
+  return best !== null && bestMs < winnerMs ? best : null;
+}
+
+/**
+ * What the sweep says one run of `shape` costs on a backend: the on-axis measurement whose work is
+ * nearest, scaled by work (flops, or bytes where they are the larger). Null before any.
+ */
+function sweptRunMs(
+  measurements: readonly Measurement[],
+  op: OpSpec,
+  dtype: Dtype,
+  backend: Backend,
+  residency: Residency,
+  shape: Shape,
+): number | null {
+  const work = Math.max(op.flops(shape), op.bytes(shape, dtype));
+  let best: { distance: number; ms: number } | null = null;
+  for (const m of measurements) {
+    if (
+      m.state !== "ok" || m.offAxis || m.op !== op.name || m.dtype !== dtype ||
+      m.backend !== backend || m.residency !== residency
+    ) continue;
+    const w = Math.max(m.flops, m.bytes);
+    const distance = Math.abs(Math.log(work / w));
+    if (best === null || distance < best.distance) {
+      best = { distance, ms: m.wall.median * (work / w) };
+    }
+  }
+  return best?.ms ?? null;
+}
