@@ -784,7 +784,9 @@ export function predictSeries(
     }
   }
   const at: Site = { dims, size, shape, flops, bytes };
-  let p: Prediction | null = chosen === null ? rankedOffAxis(s, at)?.[0]?.p ?? null : null;
+  let p: Prediction | null = chosen === null
+    ? rankedOffAxis(s, at)?.[0]?.p ?? viaDeviceRanking(s, at)
+    : null;
   const v = p !== null ? null : chosen ?? tunedVariant(s, size) ?? fastestFitted(s, flops, bytes);
   if (v !== null && v.fit !== null) p = fitted(s, v, at);
   else if (v !== null) p = viaDeviceKernel(s, v, at) ?? scaledFromFitted(s, v, at);
@@ -830,6 +832,22 @@ function withKernelOf(
     variant,
     viaVariant: { from: p.variant, ratio: ms / p.ms, sizes: [], share: theirs.ms / ms },
   };
+}
+
+/**
+ * End to end, off the axis, where no variant but the tuned one ran end to end there: the tuned
+ * variant's time with the kernel the device-resident series ranks fastest at `at` in place of its
+ * own ({@linkcode withKernelOf}). A calibration screens and runs the other variants off the axis
+ * device-resident only: the transfers and the sync are the same whichever kernel runs. Null for
+ * other backends, on the axis, or where the device keeps the tuned variant.
+ */
+function viaDeviceRanking(s: BackendSeries, at: Site): Prediction | null {
+  if (s.floor === null) return null;
+  const top = rankedOffAxis(s.floor.kernel, at)?.[0];
+  const ref = tunedVariant(s, at.size) ?? fastestFitted(s, at.flops, at.bytes);
+  if (top === undefined || ref === null || ref.fit === null) return null;
+  if (top.v.variant === ref.variant) return null;
+  return withKernelOf(s.floor, fitted(s, ref, at), top.v.variant, at);
 }
 
 /**
@@ -1127,7 +1145,9 @@ const SWITCH_MARGIN = 0.05;
 
 /**
  * The variants of a backend at an off-axis shape, fastest first, when some variant besides the
- * tuned one ran shapes off the axis (see {@linkcode predictSeries}); null otherwise.
+ * tuned one ran shapes off the axis (see {@linkcode predictSeries}; end to end, the
+ * device-resident series' ranking when only the tuned variant ran end to end there); null
+ * otherwise.
  *
  * @param s The backend's series.
  * @param dims The op's dims.
@@ -1145,7 +1165,11 @@ export function variantsRankedOffAxis(
   flops: number,
   bytes: number,
 ): string[] | null {
-  return rankedOffAxis(s, { dims, size, shape, flops, bytes })?.map((r) => r.v.variant) ?? null;
+  const at: Site = { dims, size, shape, flops, bytes };
+  // End to end, the device-resident ranking where no other variant ran end to end off the axis.
+  const ranked = rankedOffAxis(s, at) ??
+    (s.floor === null ? null : rankedOffAxis(s.floor.kernel, at));
+  return ranked?.map((r) => r.v.variant) ?? null;
 }
 
 /** Whether `shape` is its op's axis shape at `size` (the op comes from the series' table). */
