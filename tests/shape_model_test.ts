@@ -3,6 +3,7 @@ import { seededRng } from "../kernels/_random.ts";
 import { correctionAt, fitShapeModel, type ShapePoint } from "../models/_shape_model.ts";
 import { predictTime, recommendTuning } from "../models/predict.ts";
 import type { Measurement, Report } from "../core/schema.ts";
+import type { Backend, Residency } from "../kernels/types.ts";
 import { syntheticReport } from "./_fixtures.ts";
 
 /** A smooth shape effect: small m runs slow, long k a little slow, in ln units. */
@@ -103,23 +104,29 @@ Deno.test("far from every measured shape the correction returns to the cost mode
 
 type MatmulShape = { m: number; k: number; n: number };
 
-/** The wasm matmul's time in the synthetic report at a shape, as its axis fit prices it. */
-function axisMsOf(base: Report): (shape: MatmulShape) => number {
-  return (shape) => predictTime(base, { op: "matmul", shape, dtype: "f32", backend: "wasm" }).ms;
+/** A matmul series of the synthetic report: wasm unless said otherwise. */
+type Series = { readonly backend: Backend; readonly residency: Residency };
+const WASM: Series = { backend: "wasm", residency: "end-to-end" };
+
+/** A matmul series' time in the synthetic report at a shape, as its axis fit prices it. */
+function axisMsOf(base: Report, series: Series = WASM): (shape: MatmulShape) => number {
+  return (shape) => predictTime(base, { op: "matmul", shape, dtype: "f32", ...series }).ms;
 }
 
-/** Wasm matmul measurements at `shapes` of `variant`, each `factor(shape)` × the axis fit's time. */
-function wasmMatmuls(
+/** Matmul measurements of a series (wasm unless said) at `shapes` of `variant`, each `factor(shape)` × the axis fit's time. */
+function matmulsAt(
   base: Report,
   shapes: readonly MatmulShape[],
   factor: (shape: MatmulShape) => number,
   variant?: string,
+  series: Series = WASM,
 ): Measurement[] {
   const template = base.measurements.find((x) =>
-    x.state === "ok" && x.op === "matmul" && x.backend === "wasm"
+    x.state === "ok" && x.op === "matmul" && x.backend === series.backend &&
+    x.residency === series.residency
   )!;
   assert.ok(template.state === "ok");
-  const axisMs = axisMsOf(base);
+  const axisMs = axisMsOf(base, series);
   return shapes.map((shape, i) => {
     const median = axisMs(shape) * factor(shape);
     const flops = 2 * shape.m * shape.k * shape.n;
@@ -153,7 +160,7 @@ function withOffAxisMatmuls(
   extra: readonly MatmulShape[] = [],
 ) {
   const base = syntheticReport();
-  const offAxis = wasmMatmuls(base, [...DECODE_SHAPES, ...extra], (s) => penalty(s.m));
+  const offAxis = matmulsAt(base, [...DECODE_SHAPES, ...extra], (s) => penalty(s.m));
   return {
     base,
     onAxisMs: axisMsOf(base),
@@ -310,8 +317,8 @@ function withRunnerUpOffAxis(
   const tiled = (s: MatmulShape) => (s.m === 1 ? 6 : s.m <= 8 ? 2.5 : 1);
   const measurements = [
     ...base.measurements,
-    ...wasmMatmuls(base, DECODE_SHAPES, tiled),
-    ...wasmMatmuls(base, [{ m: 256, k: 256, n: 256 }, ...plainShapes], plain, runnerUp),
+    ...matmulsAt(base, DECODE_SHAPES, tiled),
+    ...matmulsAt(base, [{ m: 256, k: 256, n: 256 }, ...plainShapes], plain, runnerUp),
   ];
   return {
     report: syntheticReport({ measurements }),
@@ -320,6 +327,44 @@ function withRunnerUpOffAxis(
     truth: (s: MatmulShape) => axisMsOf(base)(s) * Math.min(tiled(s), plain(s)),
   };
 }
+
+Deno.test("end to end off the axis, WebGPU runs the kernel the device-resident series measured fastest at such proportions, with the same transfers and sync", () => {
+  const base = syntheticReport();
+  const row = base.tuning.find((t) => t.op === "matmul" && t.backend === "webgpu")!;
+  const other = row.runnerUp!.variant;
+  const resident: Series = { backend: "webgpu", residency: "device-resident" };
+  const endToEnd: Series = { backend: "webgpu", residency: "end-to-end" };
+  const kernelMs = axisMsOf(base, resident);
+  // Device-resident, the tuned tiles run ×5 slower at m = 1 and 8; the other variant keeps its
+  // squares' pace (×1.1). End to end only the tuned variant ran there: 4 kernels more.
+  const slow = (s: MatmulShape) => (s.m <= 8 ? 5 : 1);
+  const measurements = [
+    ...base.measurements,
+    ...matmulsAt(base, DECODE_SHAPES, slow, row.best.variant, resident),
+    ...matmulsAt(base, [{ m: 256, k: 256, n: 256 }, ...DECODE_SHAPES], () => 1.1, other, resident),
+    ...matmulsAt(
+      base,
+      DECODE_SHAPES,
+      (s) => 1 + (slow(s) - 1) * kernelMs(s) / axisMsOf(base, endToEnd)(s),
+      row.best.variant,
+      endToEnd,
+    ),
+  ];
+  const report = syntheticReport({ measurements });
+  const shape = { m: 1, k: 1536, n: 1536 };
+  const ask = { op: "matmul", shape, dtype: "f32", backend: "webgpu" } as const;
+  const p = predictTime(report, { ...ask, residency: "end-to-end" });
+  assert.equal(p.variant, other);
+  const tuned = predictTime(report, { ...ask, residency: "end-to-end", variant: row.best.variant });
+  const expected = axisMsOf(base, endToEnd)(shape) + 0.1 * kernelMs(shape);
+  assert.ok(Math.abs(p.ms / expected - 1) < 0.1, `${p.ms} vs ${expected} (tuned ${tuned.ms})`);
+  // The two differ by their kernels alone: 5 against 1.1 device-resident runs.
+  const gap = (tuned.ms - p.ms) / kernelMs(shape);
+  assert.ok(gap > 3 && gap < 4.5, `tuned ${tuned.ms}, other ${p.ms}: ${gap} kernels apart`);
+  const t = recommendTuning(report, { ...ask, residency: "end-to-end" });
+  assert.equal(t.variant, other);
+  assert.equal(t.runnerUp?.variant, row.best.variant);
+});
 
 Deno.test("off the axis, predictTime() runs the variant measured fastest at such proportions, priced from its own ratio there", () => {
   const { report, runnerUp, truth } = withRunnerUpOffAxis();
