@@ -107,10 +107,12 @@ export function* offAxisSteps(
     state.progressTotal += reqs.length;
     yield* state.measure(reqs, op);
     for (const backend of screening) {
+      const first = !screens.has(backend);
       screens.set(backend, (screens.get(backend) ?? 0) + 1);
       const found = yield* screenAt(state, op, dtype, backend, shape, {
         ranked: chosen.get(backend) ?? [],
         extras: extras.get(backend) ?? [],
+        first,
       });
       if (found !== null) extras.set(backend, [...(extras.get(backend) ?? []), found]);
     }
@@ -140,11 +142,15 @@ function* screenAt(
   dtype: Dtype,
   backend: Backend,
   shape: Shape,
-  variants: { readonly ranked: readonly Variant[]; readonly extras: readonly Variant[] },
+  variants: {
+    readonly ranked: readonly Variant[];
+    readonly extras: readonly Variant[];
+    readonly first: boolean;
+  },
 ): Steps<Variant | null> {
   const residency = screeningResidency(backend);
   const timed = timedOnAxis(state.measurements, op, dtype, backend);
-  const order = screeningOrder(variants.ranked, variants.extras, timed);
+  const order = screeningOrder(variants.ranked, variants.extras, timed, variants.first);
   const candidates = runnable(op, backend, shape, dtype, order, order.length);
   const reqs = candidates.map((variant): MeasureRequest => ({
     op: op.name,
@@ -164,13 +170,18 @@ function* screenAt(
 /**
  * The order in which a backend's variants are screened at an off-axis shape, most wanted first
  * (the screen stops between batches when its time is up): the square search's winner, the
- * variants already found faster off the axis, the squares' runner-up, then the variants the
- * square search never timed (a default run times what its time allows, in declared order), then
- * the rest of its ranking.
+ * variants already found faster off the axis, the squares' runner-up, then, at the first screen,
+ * the variants the square search never timed (a default run times what its time allows, in
+ * declared order) before the rest of its ranking; at a later screen the ranking first. The first
+ * screen's shape (m = 1) is the least like a square, where a variant the squares never needed
+ * may win (lavapipe's 4 × 4 tiles); a later one's few rows (m = 8) run tiles as squares do, and
+ * the untimed variants there were lavapipe's gemv with 32–64 threads a row, ×4–6 slower, each
+ * costing a compile.
  *
  * @param ranked The square search's ranking: timed variants fastest first, then the rest.
  * @param extras Variants already found faster than the winner off the axis.
  * @param timed Ids of the variants the square search timed.
+ * @param first Whether this is the backend's first screen off the axis.
  * @returns The variants, each once.
  * @example
  * ```ts
@@ -184,14 +195,16 @@ export function screeningOrder(
   ranked: readonly Variant[],
   extras: readonly Variant[],
   timed: ReadonlySet<string>,
+  first = true,
 ): Variant[] {
   const rest = ranked.slice(2);
+  const untimed = rest.filter((v) => !timed.has(variantId(v)));
+  const ranks = rest.filter((v) => timed.has(variantId(v)));
   const order = [
     ...ranked.slice(0, 1),
     ...extras,
     ...ranked.slice(1, 2),
-    ...rest.filter((v) => !timed.has(variantId(v))),
-    ...rest.filter((v) => timed.has(variantId(v))),
+    ...(first ? [...untimed, ...ranks] : [...ranks, ...untimed]),
   ];
   const seen = new Set<string>();
   return order.filter((v) => {

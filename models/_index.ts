@@ -101,7 +101,7 @@ export interface BackendSeries {
   readonly variants: ReadonlyMap<string, VariantSeries>;
   /** Variants with a fit, for choosing the fastest when tuning says nothing. */
   readonly fitted: readonly VariantSeries[];
-  /** Variants measured at two off-axis shapes or more: the ones ranked off the axis. */
+  /** Variants measured at {@linkcode MIN_RANKED_OFF_AXIS} off-axis shapes or more: the ones ranked off the axis. */
   readonly offAxisRanked: readonly VariantSeries[];
   /** Best measured variant per shape, by size. */
   readonly best: readonly MeasuredPoint[];
@@ -404,7 +404,7 @@ function buildSeries(
     residency,
     variants,
     fitted: [...variants.values()].filter((v) => v.fit !== null),
-    offAxisRanked: [...variants.values()].filter((v) => v.offAxisPoints >= 2),
+    offAxisRanked: [...variants.values()].filter((v) => v.offAxisPoints >= MIN_RANKED_OFF_AXIS),
     best: [...bestByShape.values()].sort(bySize),
     tuning,
     axisShape: op.axis.shape,
@@ -418,6 +418,15 @@ function buildSeries(
     runs: runsFor(op, dtype, backend),
   };
 }
+
+/**
+ * Off-axis shapes a variant must have run to be ranked there: more than the two shapes a
+ * calibration screens every variant at (`calibrate/off_axis_steps.ts`). A variant timed at those
+ * two alone, with the screen's light stopping rule, says too little of the shapes between: one
+ * wasm variant screened at m = 1 and m = 8 (as fast and ×0.72) was chosen for 4 × 2048 × 2048
+ * and ran it ×2.2 slower than the winner.
+ */
+const MIN_RANKED_OFF_AXIS = 3;
 
 /**
  * `f` of a shape and a variant's parameters, called by variant id: each id is parsed once; where

@@ -28,3 +28,15 @@ Deno.test("a variant already found faster off the axis is screened right after t
     "tile=4",
   ]);
 });
+
+Deno.test("a later screen tries the square search's ranking before the variants it never timed", () => {
+  const ranked = [v(8), v(16), v(4), v(2), v(32)];
+  const timed = new Set(["tile=8", "tile=16", "tile=4"]);
+  assert.deepEqual(ids(screeningOrder(ranked, [v(32)], timed, false)), [
+    "tile=8",
+    "tile=32",
+    "tile=16",
+    "tile=4",
+    "tile=2",
+  ]);
+});
