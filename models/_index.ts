@@ -35,7 +35,13 @@ import { firstSharedSize, imbalanceLn } from "./_imbalance.ts";
 import { fitTilePenalty, NO_TILE_COST, tileLn, type TileModel } from "./_tiles.ts";
 import { correctionAt, type ResidualCurve, residualCurve } from "./_residuals.ts";
 import { STREAMED_FROM_BYTES } from "../core/operand_rotation.ts";
-import { correctionMean, fitShapeModel, type ShapeModel, type ShapePoint } from "./_shape_model.ts";
+import {
+  correctionAt as shapeCorrectionAt,
+  correctionMean,
+  fitShapeModel,
+  type ShapeModel,
+  type ShapePoint,
+} from "./_shape_model.ts";
 
 /** Relative distance within which a measured shape counts as "this shape". */
 export const MEASURED_TOLERANCE = 0.05;
@@ -1133,7 +1139,13 @@ function rankedOffAxis(s: BackendSeries, at: Site): RankedVariant[] | null {
     if (v === tuned) continue;
     const p = v.fit !== null ? fitted(s, v, at) : scaledFromFitted(s, v, at, tunedAt);
     if (p === null) continue;
-    ranked.push({ v, p, rank: p.ms < tunedAt.ms * (1 - SWITCH_MARGIN) ? p.ms : Infinity });
+    // A variant priced through its ratio displaces the tuned one only when even the ratio's
+    // upper side (one standard deviation of its shape model) is faster.
+    const doubt = p.viaVariant?.shapeModel
+      ? shapeCorrectionAt(p.viaVariant.shapeModel, shapeFeatures(at.dims, at.shape)).sd
+      : 0;
+    const faster = p.ms * Math.exp(doubt) < tunedAt.ms * (1 - SWITCH_MARGIN);
+    ranked.push({ v, p, rank: faster ? p.ms : Infinity });
   }
   if (ranked.length === 0) return null;
   ranked.push({ v: tuned, p: tunedAt, rank: tunedAt.ms });
