@@ -310,11 +310,11 @@ Deno.test("a few shapes leave the length scales unsure: the correction mixes the
 function withRunnerUpOffAxis(
   plain = (s: MatmulShape) => 1.085 * (s.m === 1 ? 1.5 : s.m <= 8 ? 1.3 : 1),
   plainShapes: readonly MatmulShape[] = DECODE_SHAPES,
+  tiled = (s: MatmulShape) => (s.m === 1 ? 6 : s.m <= 8 ? 2.5 : 1),
 ) {
   const base = syntheticReport();
   const tuned = base.tuning.find((t) => t.op === "matmul" && t.backend === "wasm")!;
   const runnerUp = tuned.runnerUp!.variant;
-  const tiled = (s: MatmulShape) => (s.m === 1 ? 6 : s.m <= 8 ? 2.5 : 1);
   const measurements = [
     ...base.measurements,
     ...matmulsAt(base, DECODE_SHAPES, tiled),
@@ -364,6 +364,26 @@ Deno.test("end to end off the axis, WebGPU runs the kernel the device-resident s
   const t = recommendTuning(report, { ...ask, residency: "end-to-end" });
   assert.equal(t.variant, other);
   assert.equal(t.runnerUp?.variant, row.best.variant);
+});
+
+Deno.test("off the axis, a variant whose ratio to the tuned one scatters is not chosen on its mean", () => {
+  // The tuned variant keeps its squares' pace everywhere; the other ran 256³ ×0.7 of it and the
+  // decode shapes ×0.45 and ×1.35 in turn: far from them its ratio is a guess about ×0.7.
+  const scattered = (s: MatmulShape) =>
+    s.m === s.n
+      ? 0.7
+      : DECODE_SHAPES.findIndex((d) => d.m === s.m && d.k === s.k && d.n === s.n) % 2 === 0
+      ? 0.45
+      : 1.35;
+  const { report, tunedVariant, runnerUp } = withRunnerUpOffAxis(scattered, DECODE_SHAPES, () => 1);
+  for (const shape of [{ m: 1, k: 8000, n: 8000 }, { m: 64, k: 4096, n: 4096 }]) {
+    const ask = { op: "matmul", shape, dtype: "f32", backend: "wasm" } as const;
+    const mean = predictTime(report, { ...ask, variant: runnerUp }).ms /
+      predictTime(report, { ...ask, variant: tunedVariant }).ms;
+    assert.ok(mean < 0.8, `the other's mean ratio ${mean}`);
+    assert.equal(predictTime(report, ask).variant, tunedVariant, JSON.stringify(shape));
+    assert.equal(recommendTuning(report, ask).variant, tunedVariant, JSON.stringify(shape));
+  }
 });
 
 Deno.test("off the axis, predictTime() runs the variant measured fastest at such proportions, priced from its own ratio there", () => {
