@@ -12,6 +12,7 @@
 import { oneLineFailure, parseFlags, UsageError } from "../core/cli_args.ts";
 import {
   measureMany,
+  openRunnerSource,
   pooledResult,
   type RunnerSource,
   UNSURE_REL_CI,
@@ -20,8 +21,6 @@ import {
   windowsDisagree,
 } from "../calibrate/measure.ts";
 import type { MeasureOk, MeasureRequest, MeasureResult } from "../core/result.ts";
-import type { Runner } from "../calibrate/runner.ts";
-import { openRunner } from "../calibrate/runners/mod.ts";
 import { textTable } from "../core/format.ts";
 import { getOp } from "../kernels/catalog.ts";
 import { SOFTMAX_SWEEP_ROWS } from "../kernels/softmax/mod.ts";
@@ -802,24 +801,6 @@ function heldOutWorkloads(
   return { workloads, excluded };
 }
 
-/** Runners opened on first use, one per backend, and closed together. */
-function openRunners(): { source: RunnerSource; close: () => Promise<void> } {
-  const runners = new Map<Backend, Promise<Runner | string>>();
-  return {
-    source: (b) => {
-      let r = runners.get(b);
-      if (!r) runners.set(b, r = openRunner(b));
-      return r;
-    },
-    close: async () => {
-      for (const r of runners.values()) {
-        const runner = await r;
-        if (typeof runner !== "string") await runner.close();
-      }
-    },
-  };
-}
-
 /** What a measuring pass needs: the runners, each workload's pooled windows, a window's budget. */
 interface Measuring {
   readonly source: RunnerSource;
@@ -947,7 +928,7 @@ async function main(args: string[]): Promise<number> {
   }
   const selector = BackendSelector.fromReport(report);
   const { workloads, excluded } = heldOutWorkloads(report, limit);
-  const runners = openRunners();
+  const runners = await openRunnerSource();
   const log = (s: string) => json || console.error(s);
   const started = performance.now();
   const measuring: Measuring = {

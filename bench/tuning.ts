@@ -9,7 +9,7 @@
  * @module
  */
 import { oneLineFailure, parseFlags, UsageError } from "../core/cli_args.ts";
-import { measureMany } from "../calibrate/measure.ts";
+import { measureMany, openRunnerSource, type RunnerSource } from "../calibrate/measure.ts";
 import type { MeasureRequest } from "../core/result.ts";
 import { textTable } from "../core/format.ts";
 import { getOp } from "../kernels/catalog.ts";
@@ -213,17 +213,24 @@ export function heldOutCases(): TuningCase[] {
 
 /**
  * The variants measured at a case: the report's recommendation and the variant its prediction
- * prices, and every other variant of the op, dtype and backend the report measured (any
- * residency: end to end, WebGPU runs the kernels the device-resident sweep ranked) that can run
- * the shape.
+ * prices, the tuning sweep's best and runner-up, and every variant of the op, dtype and backend
+ * the report measured at a shape off the axis (any residency: end to end, WebGPU runs the kernels
+ * the device-resident screens ranked), where it can run the shape.
  */
 function candidates(report: Report, c: TuningCase, answers: readonly string[]): string[] {
   const impl = implOf(getOp(c.op), c.backend);
   const runs = (id: string) =>
     (impl?.unsupported?.(c.shape, c.dtype, variantParams(id)) ?? null) === null;
   const known = new Set(answers);
+  for (const t of report.tuning) {
+    if (t.op !== c.op || t.dtype !== c.dtype || t.backend !== c.backend) continue;
+    known.add(t.best.variant);
+    if (t.runnerUp !== null) known.add(t.runnerUp.variant);
+  }
   for (const m of report.measurements) {
-    if (m.op === c.op && m.dtype === c.dtype && m.backend === c.backend) known.add(m.variant);
+    if (m.op === c.op && m.dtype === c.dtype && m.backend === c.backend && m.offAxis) {
+      known.add(m.variant);
+    }
   }
   const declared = new Set(impl?.variants.map(variantId) ?? []);
   return [...known].filter((id) => declared.has(id) && runs(id));
@@ -254,39 +261,44 @@ function label(c: TuningCase): string {
   return `${c.op} ${c.dtype} ${formatShape(getOp(c.op), c.shape)} ${c.backend}${where}`;
 }
 
-/** Measures each answered case's candidates in `rounds` interleaved rounds. */
+/**
+ * Measures each answered case's candidates, interleaved within the case, in `rounds` rounds over
+ * all cases (a case's operands live only while it is measured: all cases' at once took 16 GB).
+ */
 async function measureOutcomes(
   report: Report,
   answered: readonly Omit<TuningOutcome, "times">[],
   rounds: number,
   progress: (line: string) => void,
+  runners: RunnerSource,
 ): Promise<TuningOutcome[]> {
   const jobs = answered.map((a) => ({
     a,
     variants: candidates(report, a.case, [a.chosen, a.predicted.variant]),
+    lnSums: [] as number[],
   }));
-  const requests: MeasureRequest[] = jobs.flatMap(({ a, variants }) =>
-    variants.map((variant) =>
-      ({
-        op: a.case.op,
-        shape: a.case.shape,
-        dtype: a.case.dtype,
-        backend: a.case.backend,
-        residency: a.case.residency,
-        variant,
-      }) as MeasureRequest
-    )
-  );
-  const lnSums = new Array<number>(requests.length).fill(0);
   for (let round = 1; round <= rounds; round++) {
-    progress(`round ${round} of ${rounds}: ${requests.length} measurements`);
-    const results = await measureMany(requests, { stopping: ROUND_STOPPING });
-    results.forEach((r, i) => lnSums[i]! += r.state === "ok" ? Math.log(r.wall.median) : NaN);
+    for (const [i, job] of jobs.entries()) {
+      progress(
+        `round ${round} of ${rounds}, case ${i + 1} of ${jobs.length}: ${label(job.a.case)}`,
+      );
+      const requests = job.variants.map((variant): MeasureRequest => ({
+        op: job.a.case.op,
+        shape: job.a.case.shape,
+        dtype: job.a.case.dtype,
+        backend: job.a.case.backend,
+        residency: job.a.case.residency,
+        variant,
+      }));
+      const results = await measureMany(requests, { stopping: ROUND_STOPPING, runners });
+      results.forEach((r, j) => {
+        job.lnSums[j] = (job.lnSums[j] ?? 0) + (r.state === "ok" ? Math.log(r.wall.median) : NaN);
+      });
+    }
   }
-  let i = 0;
-  return jobs.map(({ a, variants }) => ({
+  return jobs.map(({ a, variants, lnSums }) => ({
     ...a,
-    times: Object.fromEntries(variants.map((v) => [v, Math.exp(lnSums[i++]! / rounds)])),
+    times: Object.fromEntries(variants.map((v, j) => [v, Math.exp(lnSums[j]! / rounds)])),
   }));
 }
 
@@ -312,7 +324,13 @@ export async function main(args: string[]): Promise<number> {
   const cases = heldOutCases().slice(0, parsed.limit);
   const { answered, skipped } = answer(report, cases);
   const progress = (line: string) => console.error(line);
-  const outcomes = await measureOutcomes(report, answered, parsed.rounds, progress);
+  const runners = await openRunnerSource();
+  let outcomes: TuningOutcome[];
+  try {
+    outcomes = await measureOutcomes(report, answered, parsed.rounds, progress, runners.source);
+  } finally {
+    await runners.close();
+  }
   const score = scoreTuning(outcomes);
   if (parsed.json) {
     console.log(JSON.stringify({ report: parsed.reportPath, score, outcomes, skipped }));

@@ -154,7 +154,25 @@ interface LiveCase {
   bytes: number;
 }
 
-async function defaultRunnerSource(): Promise<{ source: RunnerSource; close(): Promise<void> }> {
+/**
+ * Runners opened on first use, one per backend, and closed together: what {@linkcode measureMany}
+ * uses when given none, and what a caller measuring many batches shares between them (a WebGPU
+ * device is opened once).
+ *
+ * @returns The source and its `close`.
+ * @example
+ * ```ts ignore
+ * const runners = await openRunnerSource();
+ * try {
+ *   await measureMany(requests, { runners: runners.source });
+ * } finally {
+ *   await runners.close();
+ * }
+ * ```
+ */
+export async function openRunnerSource(): Promise<
+  { source: RunnerSource; close(): Promise<void> }
+> {
   const { openRunner } = await import("./runners/mod.ts");
   const open = new Map<Backend, Promise<Runner | string>>();
   return {
@@ -444,7 +462,7 @@ export async function measureMany(
 ): Promise<MeasureResult[]> {
   const rule: StoppingRule = { ...DEFAULT_STOPPING, ...options.stopping };
   const minBatchMs = options.minBatchMs ?? DEFAULT_MIN_BATCH_MS;
-  const owned = options.runners ? null : await defaultRunnerSource();
+  const owned = options.runners ? null : await openRunnerSource();
   const source = options.runners ?? owned!.source;
   const results: (MeasureResult | LiveCase)[] = [];
   const operands = new Map<string, SharedOperands>();
