@@ -9,7 +9,7 @@
  *
  * @module
  */
-import { oneLineFailure, parseFlags, UsageError } from "../core/cli_args.ts";
+import { parseHeldOutArgs } from "./_held_out_flags.ts";
 import {
   measureMany,
   openRunnerSource,
@@ -743,46 +743,6 @@ function printText(
   console.log(`\nreport ${reportPath}; ${results.length} workloads in ${seconds.toFixed(0)} s`);
 }
 
-/** What to run, from the command line. */
-interface RegretArgs {
-  readonly reportPath: string;
-  /** Most workloads to run (Infinity: all). */
-  readonly limit: number;
-  readonly json: boolean;
-  readonly rounds: number;
-}
-
-/** The command line's choices, or the exit code when it asked for help or was wrong. */
-function parseRegretArgs(args: string[]): RegretArgs | number {
-  try {
-    const { values } = parseFlags(args, {
-      report: { type: "string" },
-      workloads: { type: "string" },
-      rounds: { type: "string" },
-      json: { type: "boolean" },
-      help: { type: "boolean", short: "h" },
-    });
-    if (values.help) {
-      console.log(HELP);
-      return 0;
-    }
-    if (values.report === undefined) throw new UsageError("--report is required: see --help");
-    const limit = values.workloads === undefined ? Infinity : Number(values.workloads);
-    if (!(Number.isSafeInteger(limit) && limit > 0) && limit !== Infinity) {
-      throw new UsageError(`--workloads must be a positive integer, got "${values.workloads}"`);
-    }
-    const rounds = values.rounds === undefined ? DEFAULT_ROUNDS : Number(values.rounds);
-    if (!Number.isInteger(rounds) || rounds < 1 || rounds > MAX_ROUNDS) {
-      throw new UsageError(
-        `--rounds must be an integer from 1 to ${MAX_ROUNDS}, got "${values.rounds}"`,
-      );
-    }
-    return { reportPath: values.report, limit, json: values.json ?? false, rounds };
-  } catch (e) {
-    return oneLineFailure(e);
-  }
-}
-
 /** The held-out workloads the report did not measure, and a line for each one it did. */
 function heldOutWorkloads(
   report: Report,
@@ -915,7 +875,12 @@ function judge(
 }
 
 async function main(args: string[]): Promise<number> {
-  const parsed = parseRegretArgs(args);
+  const parsed = parseHeldOutArgs(args, {
+    help: HELP,
+    limitFlag: "workloads",
+    defaultRounds: DEFAULT_ROUNDS,
+    maxRounds: MAX_ROUNDS,
+  });
   if (typeof parsed === "number") return parsed;
   const { reportPath, limit, json, rounds } = parsed;
   let report;

@@ -8,7 +8,7 @@
  *
  * @module
  */
-import { oneLineFailure, parseFlags, UsageError } from "../core/cli_args.ts";
+import { parseHeldOutArgs } from "./_held_out_flags.ts";
 import { measureMany, openRunnerSource, type RunnerSource } from "../calibrate/measure.ts";
 import type { MeasureRequest } from "../core/result.ts";
 import { textTable } from "../core/format.ts";
@@ -22,7 +22,7 @@ import {
   type Shape,
   variantId,
 } from "../kernels/types.ts";
-import { loadReport } from "../reports/load.ts";
+import { loadReport, ReportError } from "../reports/load.ts";
 import type { Report } from "../core/schema.ts";
 import { predictTime, recommendTuning, variantParams } from "../models/predict.ts";
 
@@ -318,9 +318,21 @@ const MAX_ROUNDS = 10;
  * ```
  */
 export async function main(args: string[]): Promise<number> {
-  const parsed = parseTuningArgs(args);
+  const parsed = parseHeldOutArgs(args, {
+    help: HELP,
+    limitFlag: "cases",
+    defaultRounds: DEFAULT_ROUNDS,
+    maxRounds: MAX_ROUNDS,
+  });
   if (typeof parsed === "number") return parsed;
-  const report = await loadReport(parsed.reportPath);
+  let report: Report;
+  try {
+    report = await loadReport(parsed.reportPath);
+  } catch (e) {
+    if (!(e instanceof ReportError)) throw e;
+    console.error(`error: --report: ${e.message}`);
+    return 2;
+  }
   const cases = heldOutCases().slice(0, parsed.limit);
   const { answered, skipped } = answer(report, cases);
   const progress = (line: string) => console.error(line);
@@ -367,44 +379,6 @@ function printOutcomes(
       } (${score.priced} cases)`,
   );
   for (const s of skipped) console.log(`not asked: ${s}`);
-}
-
-/** What to run, from the command line. */
-interface TuningArgs {
-  readonly reportPath: string;
-  readonly limit: number;
-  readonly rounds: number;
-  readonly json: boolean;
-}
-
-function parseTuningArgs(args: string[]): TuningArgs | number {
-  try {
-    const { values } = parseFlags(args, {
-      report: { type: "string" },
-      cases: { type: "string" },
-      rounds: { type: "string" },
-      json: { type: "boolean" },
-      help: { type: "boolean", short: "h" },
-    });
-    if (values.help) {
-      console.log(HELP);
-      return 0;
-    }
-    if (values.report === undefined) throw new UsageError("--report is required: see --help");
-    const limit = values.cases === undefined ? Infinity : Number(values.cases);
-    if (!(Number.isSafeInteger(limit) && limit > 0) && limit !== Infinity) {
-      throw new UsageError(`--cases must be a positive integer, got "${values.cases}"`);
-    }
-    const rounds = values.rounds === undefined ? DEFAULT_ROUNDS : Number(values.rounds);
-    if (!Number.isInteger(rounds) || rounds < 1 || rounds > MAX_ROUNDS) {
-      throw new UsageError(
-        `--rounds must be an integer from 1 to ${MAX_ROUNDS}, got "${values.rounds}"`,
-      );
-    }
-    return { reportPath: values.report, limit, rounds, json: values.json ?? false };
-  } catch (e) {
-    return oneLineFailure(e);
-  }
 }
 
 if (import.meta.main) Deno.exit(await main(Deno.args));

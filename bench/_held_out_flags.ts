@@ -1,0 +1,72 @@
+/**
+ * Private: the command line shared by the held-out benches (`bench:regret`, `bench:tuning`): a
+ * report, how many held-out items, how many rounds, JSON or text.
+ *
+ * @module
+ */
+import { oneLineFailure, parseFlags, UsageError } from "../core/cli_args.ts";
+
+/** What a held-out bench runs, from its command line. */
+export interface HeldOutArgs {
+  readonly reportPath: string;
+  /** Most held-out items to run (Infinity: all). */
+  readonly limit: number;
+  readonly rounds: number;
+  readonly json: boolean;
+}
+
+/** How a bench names and bounds its flags. */
+export interface HeldOutFlags {
+  /** Its `--help` text. */
+  readonly help: string;
+  /** The flag that limits how many items run (`workloads`, `cases`). */
+  readonly limitFlag: string;
+  readonly defaultRounds: number;
+  readonly maxRounds: number;
+}
+
+/**
+ * Parses `--report PATH [--<limitFlag> N] [--rounds N] [--json] [-h]`.
+ *
+ * @param args Command-line arguments.
+ * @param flags The bench's help text, limit flag and rounds.
+ * @returns The choices, or the exit code when it asked for help (0) or was wrong (printed).
+ * @example
+ * ```ts
+ * import { parseHeldOutArgs } from "./_held_out_flags.ts";
+ * const flags = { help: "Usage: …", limitFlag: "cases", defaultRounds: 2, maxRounds: 10 };
+ * const args = parseHeldOutArgs(["--report", "r.json", "--cases", "4"], flags);
+ * console.log(typeof args === "number" ? args : args.limit); // 4
+ * ```
+ */
+export function parseHeldOutArgs(args: string[], flags: HeldOutFlags): HeldOutArgs | number {
+  try {
+    const { values } = parseFlags(args, {
+      report: { type: "string" },
+      [flags.limitFlag]: { type: "string" },
+      rounds: { type: "string" },
+      json: { type: "boolean" },
+      help: { type: "boolean", short: "h" },
+    });
+    if (values.help) {
+      console.log(flags.help);
+      return 0;
+    }
+    const report = values.report;
+    if (typeof report !== "string") throw new UsageError("--report is required: see --help");
+    const given = values[flags.limitFlag];
+    const limit = given === undefined ? Infinity : Number(given);
+    if (!(Number.isSafeInteger(limit) && limit > 0) && limit !== Infinity) {
+      throw new UsageError(`--${flags.limitFlag} must be a positive integer, got "${given}"`);
+    }
+    const rounds = values.rounds === undefined ? flags.defaultRounds : Number(values.rounds);
+    if (!Number.isInteger(rounds) || rounds < 1 || rounds > flags.maxRounds) {
+      throw new UsageError(
+        `--rounds must be an integer from 1 to ${flags.maxRounds}, got "${values.rounds}"`,
+      );
+    }
+    return { reportPath: report, limit, rounds, json: values.json === true };
+  } catch (e) {
+    return oneLineFailure(e);
+  }
+}
