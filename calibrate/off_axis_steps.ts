@@ -36,7 +36,7 @@ import { screen } from "./screen.ts";
  * variants again (see {@linkcode screeningOrder}), and each variant that beat the winner at one
  * of them runs the cheap shapes after it too. The models rank the variants measured at such shapes
  * there (`models/`). On the 2-vCPU Intel Xeon VM, lavapipe, one process, device-resident f32
- * (`/tmp/s31/vcmp.ts`, two rounds): 4 × 4 register tiles ran 1 × 1024 × 1024 and 1 × 4096 × 4096
+ * (every variant, two rounds): 4 × 4 register tiles ran 1 × 1024 × 1024 and 1 × 4096 × 4096
  * fastest (1.66 and 26.7 ms), the 16 × 8 tiles one calibration chose at 128³ ×1.64 and ×1.56
  * slower; at 8 × 1024 × 4096 the 16 × 16 tiles were fastest (8.1 ms), 16 × 8 ×1.31 and 4 × 4
  * ×1.47 slower. The square search of a default run had timed 6 of the 20 variants, 4 × 4 not
@@ -70,9 +70,7 @@ export function* offAxisSteps(
   const extras = new Map<Backend, Variant[]>();
   const screens = new Map<Backend, number>();
   for (const [i, shape] of shapes.entries()) {
-    const sure = i < minimum;
-    const inTime = !state.time.past(state.time.jobDeadline());
-    if (!sure && !inTime) return;
+    if (i >= minimum && state.time.past(state.time.jobDeadline())) return;
     const variantsToo = state.plan.searchVariants;
     const reqs: MeasureRequest[] = [];
     const screening: Backend[] = [];
