@@ -1140,11 +1140,13 @@ function rankedOffAxis(s: BackendSeries, at: Site): RankedVariant[] | null {
     const p = v.fit !== null ? fitted(s, v, at) : scaledFromFitted(s, v, at, tunedAt);
     if (p === null) continue;
     // A variant priced through its ratio displaces the tuned one only when even the ratio's
-    // upper side (one standard deviation of its shape model) is faster.
-    const doubt = p.viaVariant?.shapeModel
-      ? shapeCorrectionAt(p.viaVariant.shapeModel, shapeFeatures(at.dims, at.shape)).sd
-      : 0;
-    const faster = p.ms * Math.exp(doubt) < tunedAt.ms * (1 - SWITCH_MARGIN);
+    // upper side (one standard deviation of its shape model) is faster; its spread is computed
+    // only where its mean is (a Gaussian process's variance costs n² per shape).
+    const bar = tunedAt.ms * (1 - SWITCH_MARGIN);
+    const model = p.viaVariant?.shapeModel;
+    const faster = p.ms < bar &&
+      (!model ||
+        p.ms * Math.exp(shapeCorrectionAt(model, shapeFeatures(at.dims, at.shape)).sd) < bar);
     ranked.push({ v, p, rank: faster ? p.ms : Infinity });
   }
   if (ranked.length === 0) return null;
