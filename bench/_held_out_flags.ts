@@ -1,10 +1,12 @@
 /**
  * Private: the command line shared by the held-out benches (`bench:regret`, `bench:tuning`): a
- * report, how many held-out items, how many rounds, JSON or text.
+ * report, how many held-out items, how many rounds, JSON or text; and the report, loaded.
  *
  * @module
  */
 import { oneLineFailure, parseFlags, UsageError } from "../core/cli_args.ts";
+import { loadReport, ReportError } from "../reports/load.ts";
+import type { Report } from "../core/schema.ts";
 
 /** What a held-out bench runs, from its command line. */
 export interface HeldOutArgs {
@@ -68,5 +70,27 @@ export function parseHeldOutArgs(args: string[], flags: HeldOutFlags): HeldOutAr
     return { reportPath: report, limit, rounds, json: values.json === true };
   } catch (e) {
     return oneLineFailure(e);
+  }
+}
+
+/**
+ * Loads `--report`: the report, or exit code 2 after one line saying why it cannot be used (a
+ * missing file, a bad URL, a report that fails validation).
+ *
+ * @param path The `--report` path or URL.
+ * @returns The report, or the exit code.
+ * @example
+ * ```ts ignore
+ * const report = await loadHeldOutReport(args.reportPath);
+ * if (typeof report === "number") return report;
+ * ```
+ */
+export async function loadHeldOutReport(path: string): Promise<Report | number> {
+  try {
+    return await loadReport(path);
+  } catch (e) {
+    if (!(e instanceof ReportError)) throw e;
+    console.error(`error: --report: ${e.message}`);
+    return 2;
   }
 }

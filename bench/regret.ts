@@ -9,7 +9,7 @@
  *
  * @module
  */
-import { parseHeldOutArgs } from "./_held_out_flags.ts";
+import { loadHeldOutReport, parseHeldOutArgs } from "./_held_out_flags.ts";
 import {
   measureMany,
   openRunnerSource,
@@ -36,7 +36,6 @@ import {
   type Variant,
   variantId,
 } from "../kernels/types.ts";
-import { loadReport, ReportError } from "../reports/load.ts";
 import type { Report } from "../core/schema.ts";
 import { predictTime } from "../models/predict.ts";
 import { BackendSelector } from "../models/selector.ts";
@@ -883,14 +882,8 @@ async function main(args: string[]): Promise<number> {
   });
   if (typeof parsed === "number") return parsed;
   const { reportPath, limit, json, rounds } = parsed;
-  let report;
-  try {
-    report = await loadReport(reportPath);
-  } catch (e) {
-    if (!(e instanceof ReportError)) throw e;
-    console.error(`error: --report: ${e.message}`);
-    return 2;
-  }
+  const report = await loadHeldOutReport(reportPath);
+  if (typeof report === "number") return report;
   const selector = BackendSelector.fromReport(report);
   const { workloads, excluded } = heldOutWorkloads(report, limit);
   const runners = await openRunnerSource();

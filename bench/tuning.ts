@@ -8,7 +8,7 @@
  *
  * @module
  */
-import { parseHeldOutArgs } from "./_held_out_flags.ts";
+import { loadHeldOutReport, parseHeldOutArgs } from "./_held_out_flags.ts";
 import { measureMany, openRunnerSource, type RunnerSource } from "../calibrate/measure.ts";
 import type { MeasureRequest } from "../core/result.ts";
 import { textTable } from "../core/format.ts";
@@ -22,7 +22,6 @@ import {
   type Shape,
   variantId,
 } from "../kernels/types.ts";
-import { loadReport, ReportError } from "../reports/load.ts";
 import type { Report } from "../core/schema.ts";
 import { predictTime, recommendTuning, variantParams } from "../models/predict.ts";
 
@@ -325,14 +324,8 @@ export async function main(args: string[]): Promise<number> {
     maxRounds: MAX_ROUNDS,
   });
   if (typeof parsed === "number") return parsed;
-  let report: Report;
-  try {
-    report = await loadReport(parsed.reportPath);
-  } catch (e) {
-    if (!(e instanceof ReportError)) throw e;
-    console.error(`error: --report: ${e.message}`);
-    return 2;
-  }
+  const report = await loadHeldOutReport(parsed.reportPath);
+  if (typeof report === "number") return report;
   const cases = heldOutCases().slice(0, parsed.limit);
   const { answered, skipped } = answer(report, cases);
   const progress = (line: string) => console.error(line);
