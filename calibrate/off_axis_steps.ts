@@ -112,7 +112,7 @@ export function* offAxisSteps(
         extras: extras.get(backend) ?? [],
         first,
       });
-      if (found !== null) extras.set(backend, [...(extras.get(backend) ?? []), found]);
+      extras.set(backend, [...(extras.get(backend) ?? []), ...found]);
     }
   }
 }
@@ -131,8 +131,7 @@ const EXTRA_VARIANT_MAX_RUN_MS = 50;
 
 /**
  * Screens a backend's variants at `shape` in its screening residency, for as long as the square
- * search may take (`searchSpanS`), and returns the fastest that beat the winner there and is not
- * already an extra; null when the winner, or an extra, was fastest.
+ * search may take (`searchSpanS`), and returns the new extras there ({@linkcode newExtras}).
  */
 function* screenAt(
   state: PlanState,
@@ -145,7 +144,7 @@ function* screenAt(
     readonly extras: readonly Variant[];
     readonly first: boolean;
   },
-): Steps<Variant | null> {
+): Steps<Variant[]> {
   const residency = screeningResidency(backend);
   const timed = timedOnAxis(state.measurements, op, dtype, backend);
   const order = screeningOrder(variants.ranked, variants.extras, timed, variants.first);
@@ -162,7 +161,12 @@ function* screenAt(
   const deadline = state.time.now() + state.time.searchSpanS();
   const results = yield* screen(state, op, reqs, deadline);
   const winner = variants.ranked[0];
-  return winner === undefined ? null : fastestNew(candidates, results, winner, variants.extras);
+  if (winner === undefined) return [];
+  const timings = candidates.map((variant, i) => {
+    const r = results[i];
+    return { variant, ms: r?.state === "ok" ? r.wall.median : null };
+  });
+  return newExtras(timings, winner, variants.extras);
 }
 
 /**
@@ -229,33 +233,56 @@ function timedOnAxis(
   return ids;
 }
 
+/** A screened variant and its median, null where it failed or was not tried. */
+export interface ScreenTiming {
+  readonly variant: Variant;
+  readonly ms: number | null;
+}
+
 /**
- * The fastest of `candidates` by `results` when it is neither the winner nor an extra and beat
- * the winner by {@linkcode EXTRA_MARGIN}; null otherwise (the squares' choice, or one already
- * found, holds here).
+ * The variants a screen adds to the extras, fastest first: those neither the winner nor an
+ * extra already that ran {@linkcode EXTRA_MARGIN} faster than the winner and within that margin
+ * of the screen's fastest, at most {@linkcode MAX_NEW_EXTRAS}. Where two variants tie at the
+ * screen, the next shapes tell them apart: on lavapipe the gemv variants summing 8 and 4 rows per
+ * invocation ran 4096 × 1024 f32 in 1.91 and 2.01 ms, the winner of the squares in 3.07, and at
+ * 3000 columns the first ran ×1.5 slower than the second. Taking only the fastest kept the one
+ * that lost there.
+ *
+ * @param timings The screen's variants and medians.
+ * @param winner The square search's winner.
+ * @param extras Variants already extras.
+ * @returns The new extras.
+ * @example
+ * ```ts
+ * import { newExtras } from "./off_axis_steps.ts";
+ * const t = (rpi: number, ms: number) => ({ variant: { rpi }, ms });
+ * const found = newExtras([t(16, 3.07), t(8, 1.91), t(4, 2.01), t(2, 2.5)], { rpi: 16 }, []);
+ * console.log(found); // [{ rpi: 8 }, { rpi: 4 }]
+ * ```
  */
-function fastestNew(
-  candidates: readonly Variant[],
-  results: readonly (Measurement | undefined)[],
+export function newExtras(
+  timings: readonly ScreenTiming[],
   winner: Variant,
   extras: readonly Variant[],
-): Variant | null {
-  const known = new Set(extras.map(variantId));
-  let best: Variant | null = null;
-  let bestMs = Infinity;
-  let winnerMs = Infinity;
-  for (const [i, variant] of candidates.entries()) {
-    const r = results[i];
-    if (r?.state !== "ok") continue;
-    const id = variantId(variant);
-    if (id === variantId(winner)) winnerMs = r.wall.median;
-    if (r.wall.median < bestMs) {
-      best = known.has(id) || id === variantId(winner) ? null : variant;
-      bestMs = r.wall.median;
-    }
-  }
-  return best !== null && bestMs < winnerMs * (1 - EXTRA_MARGIN) ? best : null;
+): Variant[] {
+  const winnerId = variantId(winner);
+  const winnerMs = timings.find((t) => variantId(t.variant) === winnerId)?.ms ?? null;
+  if (winnerMs === null) return [];
+  const timed = timings.filter((t): t is ScreenTiming & { ms: number } => t.ms !== null);
+  const fastest = Math.min(...timed.map((t) => t.ms));
+  const known = new Set([winnerId, ...extras.map(variantId)]);
+  return timed
+    .filter((t) =>
+      !known.has(variantId(t.variant)) && t.ms < winnerMs * (1 - EXTRA_MARGIN) &&
+      t.ms <= fastest * (1 + EXTRA_MARGIN)
+    )
+    .sort((a, b) => a.ms - b.ms)
+    .slice(0, MAX_NEW_EXTRAS)
+    .map((t) => t.variant);
 }
+
+/** Most variants one screen adds to the extras: each costs a run at every cheap shape after it. */
+const MAX_NEW_EXTRAS = 2;
 
 /**
  * How much faster than the winner a screened variant must run to become an extra: a screen's

@@ -72,6 +72,9 @@ const GEMV_QUICK: readonly Shape[] = [
   { rows: 1024, cols: 4096 },
 ];
 
+/** The twin of 1024 × 3008 whose rows are whole words but not whole 32-weight groups in q8. */
+const GEMV_TWIN_WORDS: Shape = { rows: 1024, cols: 3000 };
+
 /**
  * A gemv whose weights outgrow any CPU's last-level cache (268 MB in f32): a model's weights
  * stream from memory, and the largest axis sizes fit in a server's cache. On a 2-vCPU EPYC VM
@@ -90,7 +93,13 @@ const GEMV_STREAMING: Shape = { rows: 8192, cols: 8192 };
  * 128 × 512 at 1.14–2.21×.
  */
 const GEMV: readonly Shape[] = [
-  ...GEMV_QUICK,
+  GEMV_QUICK[0]!,
+  // Second, so that the variants are screened (`off_axis_steps.ts`) at rows 4 KiB apart and at
+  // rows 32 bytes apart in f32 (16 in f16): on lavapipe the variant summing 16 rows per
+  // invocation ran 4096-column f32 rows ×1.7 slower than the one summing 4, and 3000-column ones
+  // as fast, and in f16 ×1.37 slower at 1000 × 3000 while all tied at 1024 × 4096.
+  GEMV_TWIN_WORDS,
+  GEMV_QUICK[1]!,
   { rows: 2048, cols: 512 },
   { rows: 512, cols: 2048 },
   // Twins a few columns apart, one per way the kernel loads a row: in vectors (3008 columns, for
@@ -101,7 +110,6 @@ const GEMV: readonly Shape[] = [
   // drowned in how the sweep's sizes scatter about the fit, so q8 1500 × 6000 was predicted at
   // half its time.
   { rows: 1024, cols: 3008 },
-  { rows: 1024, cols: 3000 },
   { rows: 1024, cols: 3002 },
   GEMV_STREAMING,
   { rows: 8192, cols: 2048 },
@@ -137,7 +145,8 @@ interface OffAxisSet {
 
 const BY_OP: Readonly<Record<string, OffAxisSet>> = {
   matmul: { quick: MATMUL_QUICK, full: MATMUL, sure: 11 },
-  // The quick pair, the pair at a quarter of the width, the three twins and the streaming size.
+  // The quick pair with a twin between them, the pair at a quarter of the width, the other two
+  // twins and the streaming size.
   gemv: { quick: GEMV_QUICK, full: GEMV, sure: 8 },
   softmax: { quick: SOFTMAX_QUICK, full: SOFTMAX, sure: 5 },
 };

@@ -30,6 +30,7 @@ import {
   type AlignmentOffset,
   fitAlignment,
   offsetAt,
+  rowStridePower,
 } from "./_alignment.ts";
 import { firstSharedSize, imbalanceLn } from "./_imbalance.ts";
 import { fitTilePenalty, NO_TILE_COST, tileLn, type TileModel } from "./_tiles.ts";
@@ -123,6 +124,11 @@ export interface BackendSeries {
   /** The row-alignment class of a shape, or null for an op that streams no rows. */
   readonly alignmentOf: ((shape: Shape) => AlignmentClass) | null;
   /**
+   * The power of two a shape's rows are apart in bytes (`rowStridePower`), which the ratio
+   * between two variants reads beside the dimensions; null where rows are not streamed.
+   */
+  readonly strideOf: ((shape: Shape) => number) | null;
+  /**
    * For wasm-mt: ln of how much longer its busiest thread works than an even share, at a shape
    * and variant id (`_imbalance.ts`); null for the other backends.
    */
@@ -207,6 +213,8 @@ export interface VariantRatio {
    * this shape is in `ratio` and whose spread there bounds the interval; null otherwise.
    */
   readonly shapeModel?: ShapeModel | null;
+  /** The shape as `shapeModel` reads it ({@linkcode ratioFeatures}). */
+  readonly features?: readonly number[];
 }
 
 const NONE: readonly MeasuredPoint[] = Object.freeze([]);
@@ -363,6 +371,9 @@ function buildSeries(
   const alignmentOf = op.rowBytes === undefined || backend !== "webgpu"
     ? null
     : (shape: Shape) => alignmentClass(op.rowBytes!(shape, dtype), op.rowVectorBytes?.(dtype));
+  const strideOf = alignmentOf === null
+    ? null
+    : (shape: Shape) => rowStridePower(op.rowBytes!(shape, dtype));
   // Every op's: the shape model learns what its measured shapes (m = 1, 8, 64) leave over the
   // fit with their uneven shares in it (`shapePoints`), so it does not count the same rows twice,
   // and a switch between them (one block of rows on one thread) is not drawn across.
@@ -418,6 +429,7 @@ function buildSeries(
       points.every((p) => !p.onAxis || isOnAxis(op, p.shape))
     ),
     alignmentOf,
+    strideOf,
     imbalanceOf,
     utilisationOf,
     floor,
@@ -607,6 +619,22 @@ export function shapeFeatures(dims: readonly string[], shape: Shape): number[] {
   return dims.map((d) => shape[d] ?? 1);
 }
 
+/**
+ * The shape as a ratio between two variants reads it: its dimensions, and where the backend
+ * streams rows the power of two they are apart in bytes (`rowStridePower`), since two variants
+ * that read rows side by side can swap places between strides a few columns apart.
+ *
+ * @param s The backend's series.
+ * @param dims The op's dims.
+ * @param shape The shape.
+ * @returns The features.
+ */
+export function ratioFeatures(s: BackendSeries, dims: readonly string[], shape: Shape): number[] {
+  const features = shapeFeatures(dims, shape);
+  if (s.strideOf !== null) features.push(s.strideOf(shape));
+  return features;
+}
+
 function bySize(a: MeasuredPoint, b: MeasuredPoint): number {
   return a.size - b.size;
 }
@@ -702,6 +730,15 @@ export function measuredAt(
   return nearest;
 }
 
+/**
+ * Whether two shapes' rows load alike where the backend streams rows: the same alignment class
+ * and the same power of two apart (`rowStridePower`); always true elsewhere.
+ */
+function sameRows(s: BackendSeries, a: Shape, b: Shape): boolean {
+  if (s.alignmentOf === null || s.strideOf === null) return true;
+  return s.alignmentOf(a) === s.alignmentOf(b) && s.strideOf(a) === s.strideOf(b);
+}
+
 function sameShape(point: MeasuredPoint, shape: Shape, dims: readonly string[]): boolean {
   for (let i = 0; i < dims.length; i++) {
     const x = point.dims[i]!;
@@ -780,8 +817,12 @@ export function predictSeries(
   }
   if (shape !== null) {
     const near = measuredAt(chosen === null ? s.best : chosen.points, size, shape, dims);
-    // Without a variant asked, a measurement of one that cannot run this shape is not its time.
-    const point = near !== null && (chosen !== null || s.runs(shape, near.variant)) ? near : null;
+    // Without a variant asked, a measurement of one that cannot run this shape is not its time;
+    // nor is one whose rows lie another way apart (3008 columns for 3072).
+    const point = near !== null && (chosen !== null || s.runs(shape, near.variant)) &&
+        sameRows(s, near.shape, shape)
+      ? near
+      : null;
     if (point !== null) {
       return {
         ms: point.ms,
@@ -991,7 +1032,7 @@ function scaledFromFitted(
     ms = t0 + (base.ms - t0) * Math.exp(ratioAlongAxis(model.axis, at.size) + tiles);
   } else {
     const ln = model.meanLn +
-      (shapeModel === null ? 0 : correctionMean(shapeModel, shapeFeatures(at.dims, at.shape!)));
+      (shapeModel === null ? 0 : correctionMean(shapeModel, ratioFeatures(s, at.dims, at.shape!)));
     ms = base.ms * Math.exp(ln);
   }
   const ratio = ms / base.ms;
@@ -1004,6 +1045,7 @@ function scaledFromFitted(
       ratio,
       sizes: v.points.map((p) => p.size),
       shapeModel,
+      ...(at.shape === null ? {} : { features: ratioFeatures(s, at.dims, at.shape) }),
       share: 1 - t0 / base.ms,
     },
   };
@@ -1063,7 +1105,11 @@ function ratioModel(
     const shapeModel = v.offAxisPoints > 0 && v.points.length >= 2
       ? fitShapeModel(v.points.map((p, i) => {
         const relSd = p.ciHalfWidth / p.ms / 1.96;
-        return { features: p.dims, residual: residuals[i]! - meanLn, noiseVar: relSd * relSd };
+        return {
+          features: ratioFeatures(s, dims, p.shape),
+          residual: residuals[i]! - meanLn,
+          noiseVar: relSd * relSd,
+        };
       }))
       : null;
     model = { meanLn, axis, shapeModel };
@@ -1146,7 +1192,7 @@ function rankedOffAxis(s: BackendSeries, at: Site): RankedVariant[] | null {
     const model = p.viaVariant?.shapeModel;
     const faster = p.ms < bar &&
       (!model ||
-        p.ms * Math.exp(shapeCorrectionAt(model, shapeFeatures(at.dims, at.shape)).sd) < bar);
+        p.ms * Math.exp(shapeCorrectionAt(model, ratioFeatures(s, at.dims, at.shape)).sd) < bar);
     ranked.push({ v, p, rank: faster ? p.ms : Infinity });
   }
   if (ranked.length === 0) return null;

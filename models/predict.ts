@@ -533,7 +533,7 @@ function variantRatioHalfWidth(
   // transfers and sync, are the same whichever variant runs.
   const floor = Math.log(1.25) * (via.share ?? 1);
   if (!via.shapeModel) return Math.max(Math.abs(Math.log(via.ratio)), floor);
-  const spread = correctionAt(via.shapeModel, shapeFeatures(dims, shape)).sd;
+  const spread = correctionAt(via.shapeModel, via.features ?? shapeFeatures(dims, shape)).sd;
   return Math.max(via.shapeModel.multiplier * spread, floor);
 }
 
@@ -678,10 +678,12 @@ export function recommendTuning(report: Report, request: TuningRequest): TuningR
   if (row !== null && (offAxis === null || offAxis[0] === row.best.variant)) {
     return fromTuning(s, row, size, at, (v) => predict(s, v));
   }
-  const ranked = (offAxis ?? [...s.variants.keys()])
+  // Off the axis the ranking is the models' (a variant displaces the tuned one only when surely
+  // faster); without one, by predicted time.
+  const predicted = (offAxis ?? [...s.variants.keys()])
     .map((v) => predict(s, v))
-    .filter((p): p is Prediction => p !== null)
-    .sort((a, b) => a.ms - b.ms);
+    .filter((p): p is Prediction => p !== null);
+  const ranked = offAxis !== null ? predicted : predicted.sort((a, b) => a.ms - b.ms);
   const best = ranked[0];
   if (best === undefined) {
     throw new RangeError(

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { screeningOrder } from "../calibrate/off_axis_steps.ts";
+import { newExtras, screeningOrder } from "../calibrate/off_axis_steps.ts";
 import { variantId } from "../kernels/types.ts";
 
 const v = (tile: number) => ({ tile });
@@ -39,4 +39,18 @@ Deno.test("a later screen tries the square search's ranking before the variants 
     "tile=4",
     "tile=2",
   ]);
+});
+
+Deno.test("a screen adds every variant that beat the winner by a margin and tied the fastest, at most two, fastest first", () => {
+  const t = (rpi: number, ms: number | null) => ({ variant: { rpi }, ms });
+  // lavapipe's gemv at 4096 × 1024: the winner of the squares (16 rows per invocation) 3.07 ms.
+  const timings = [t(16, 3.07), t(8, 1.91), t(4, 2.01), t(2, 2.05), t(1, 2.9), t(32, null)];
+  assert.deepEqual(newExtras(timings, { rpi: 16 }, []), [{ rpi: 8 }, { rpi: 4 }]);
+  // One already found is not found again; one barely faster than the winner is not taken, nor
+  // one well behind the fastest.
+  assert.deepEqual(newExtras(timings, { rpi: 16 }, [{ rpi: 8 }]), [{ rpi: 4 }, { rpi: 2 }]);
+  assert.deepEqual(newExtras([t(16, 3.0), t(8, 2.8), t(4, 1.9)], { rpi: 16 }, []), [{ rpi: 4 }]);
+  // Nothing beat the winner, or the winner did not run: nothing to add.
+  assert.deepEqual(newExtras([t(16, 1.0), t(8, 0.95)], { rpi: 16 }, []), []);
+  assert.deepEqual(newExtras([t(16, null), t(8, 0.5)], { rpi: 16 }, []), []);
 });

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { offAxisShapes, sureOffAxisShapes } from "../calibrate/shapes.ts";
 import { getOp } from "../kernels/catalog.ts";
+import { rowStridePower } from "../models/_alignment.ts";
 
 const matmul = getOp("matmul");
 
@@ -86,4 +87,13 @@ Deno.test("a default run's sure few-row shapes (1 < m < 6) run k < n and k > n",
   const few = sure.filter((s) => s.m! > 1 && s.m! < 6);
   assert.ok(few.some((s) => s.k! < s.n!), "no few-row shape widening (k < n)");
   assert.ok(few.some((s) => s.k! > s.n!), "no few-row shape narrowing (k > n)");
+});
+
+Deno.test("a default run's first two gemv shapes, where variants are screened, space rows kilobytes apart and a few bytes apart", () => {
+  const gemv = getOp("gemv");
+  for (const dtype of ["f32", "f16", "q8"] as const) {
+    const strides = offAxisShapes(gemv, dtype, "default").slice(0, 2)
+      .map((s) => rowStridePower(gemv.rowBytes!(s, dtype)));
+    assert.ok(Math.max(...strides) >= 1024 && Math.min(...strides) <= 32, `${dtype}: ${strides}`);
+  }
 });
