@@ -430,6 +430,12 @@ export interface OpSpec {
   flops(shape: Shape): number;
   /** Minimum bytes one run must read and write. */
   bytes(shape: Shape, dtype: Dtype): number;
+  /**
+   * Bytes of the largest buffer a run binds, an operand or its output (the output is f32 for
+   * q8/q4 weights, f16 for f16): a WebGPU adapter binds no storage buffer over its
+   * `maxStorageBufferBindingSize`, whatever its memory (128 MiB on lavapipe).
+   */
+  largestBufferBytes(shape: Shape, dtype: Dtype): number;
   /** Random operands (never zeros) in the dtype's storage format. */
   inputs(shape: Shape, dtype: Dtype, rng: Rng): OpInputs;
   /** The exact answer, computed in float64 from the same (rounded) operands. */

@@ -12,6 +12,7 @@ import {
   BACKENDS,
   CPU_BACKENDS,
   type Dtype,
+  formatShape,
   FULL_TILES,
   implOf,
   isOnAxis,
@@ -123,6 +124,11 @@ export interface BackendSeries {
   readonly sweptAxis: boolean;
   /** The row-alignment class of a shape, or null for an op that streams no rows. */
   readonly alignmentOf: ((shape: Shape) => AlignmentClass) | null;
+  /**
+   * Why no variant of the backend can run a shape at all (a buffer over the WebGPU adapter's
+   * largest storage binding), else null; null for a backend without such a limit.
+   */
+  readonly tooLarge: ((shape: Shape) => string | null) | null;
   /**
    * The power of two a shape's rows are apart in bytes (`rowStridePower`), which the ratio
    * between two variants reads beside the dimensions; null where rows are not streamed.
@@ -430,11 +436,44 @@ function buildSeries(
     ),
     alignmentOf,
     strideOf,
+    tooLarge: backend === "webgpu" ? bindingLimit(op, dtype, report.adapter) : null,
     imbalanceOf,
     utilisationOf,
     floor,
     runs: runsFor(op, dtype, backend),
   };
+}
+
+/**
+ * Why a shape cannot run on the report's WebGPU adapter whatever the kernel: a buffer it binds
+ * is over the adapter's largest storage binding (`maxStorageBufferBindingSize`, or `maxBufferSize`
+ * when smaller; the runner rounds each to whole 4-byte words). Lavapipe binds at most 128 MiB:
+ * f32 gemv 8192 × 8192 (256 MiB of weights) is recorded unsupported there, and no prediction
+ * may send it to the device. Null when the report records no such limit.
+ */
+function bindingLimit(
+  op: OpSpec,
+  dtype: Dtype,
+  adapter: Report["adapter"],
+): BackendSeries["tooLarge"] {
+  const limits = adapter?.limits ?? {};
+  const largest = Math.min(
+    limits["maxStorageBufferBindingSize"] ?? Infinity,
+    limits["maxBufferSize"] ?? Infinity,
+  );
+  if (!Number.isFinite(largest)) return null;
+  return (shape) => {
+    const bytes = op.largestBufferBytes(shape, dtype);
+    if (Math.ceil(bytes / 4) * 4 <= largest) return null;
+    return `webgpu cannot run ${op.name} ${dtype} at ${formatShape(op, shape)}: one of its ` +
+      `buffers takes ${mib(bytes)}, over the adapter's largest storage binding of ` +
+      `${mib(largest)} (the report's adapter.limits); split the operand or use another backend`;
+  };
+}
+
+/** Bytes as MiB for a message. */
+function mib(bytes: number): string {
+  return `${(bytes / 2 ** 20).toFixed(bytes < 2 ** 20 ? 3 : 0)} MiB`;
 }
 
 /**
@@ -804,6 +843,7 @@ export function predictSeries(
   bytes: number,
   variant: string | null,
 ): Prediction | null {
+  if (shape !== null && s.tooLarge !== null && s.tooLarge(shape) !== null) return null;
   const chosen = variant === null ? null : s.variants.get(variant);
   if (chosen === undefined) {
     // End to end, a variant only the device-resident sweep ran: this series' own time with the

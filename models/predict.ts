@@ -140,6 +140,8 @@ export function predictTime(report: Report, request: PredictRequest): TimePredic
   const flops = op.flops(shape);
   const bytes = op.bytes(shape, request.dtype);
   checkReach(table, shape, flops, bytes, () => formatShape(op, shape));
+  const tooLarge = s.tooLarge?.(shape) ?? null;
+  if (tooLarge !== null) throw new RangeError(tooLarge);
   const p = predictSeries(
     s,
     op.dims,
@@ -672,6 +674,8 @@ export function recommendTuning(report: Report, request: TuningRequest): TuningR
     ? seriesOf(table, request.backend)
     : fastestSeries(table, (x) => predict(x, null)?.ms ?? Infinity);
   const at = formatShape(op, shape);
+  const tooLarge = s.tooLarge?.(shape) ?? null;
+  if (tooLarge !== null) throw new RangeError(tooLarge);
   const row = tuningAt(s.tuning, size);
   // Off the axis, variants measured at shapes of their own there outrank a square size's tuning.
   const offAxis = variantsRankedOffAxis(s, op.dims, size, shape, flops, bytes);

@@ -368,7 +368,7 @@ Deno.test("predictTime() of WebGPU end to end beyond the bytes it measured reach
   // time the device-resident kernel, one sync and the bytes at that rate give.
   const system = { ...base.system, uploadGBps: { ...base.system.uploadGBps, value: 0.05 } };
   const report = syntheticReport({ system });
-  const shape = { n: 50_000_000 };
+  const shape = { n: 30_000_000 };
   const bytes = getOp("add").bytes(shape, "f32");
   const t = predictTime(report, { op: "add", shape, dtype: "f32", backend: "webgpu" });
   const resident = predictTime(report, {

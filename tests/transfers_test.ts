@@ -57,7 +57,7 @@ Deno.test("a WebGPU end-to-end interval beyond the measured bytes reaches the sl
   });
   const request = {
     op: "gemv",
-    shape: { rows: 6000, cols: 6000 },
+    shape: { rows: 5500, cols: 5500 },
     dtype: "f32",
     backend: "webgpu",
   } as const;
@@ -88,11 +88,11 @@ Deno.test("beyond its measured bytes, a WebGPU end-to-end time is its kernel, on
   const report = syntheticReport({ measurements: [...base.measurements, ...slow] });
   const typical = typicalTransfer(report)!;
   assert.match(typical.at, /^gemv f16/);
-  const request = { op: "gemv", shape: { rows: 6000, cols: 6000 }, dtype: "f32" } as const;
+  const request = { op: "gemv", shape: { rows: 5500, cols: 5500 }, dtype: "f32" } as const;
   const kernelMs =
     predictTime(report, { ...request, backend: "webgpu", residency: "device-resident" }).ms;
   const syncMs = report.system.dispatchRoundTripMs.value!;
-  const partsMs = kernelMs + syncMs + 4 * (6000 * 6000 + 12000) / typical.gbps / 1e6;
+  const partsMs = kernelMs + syncMs + 4 * (5500 * 5500 + 11000) / typical.gbps / 1e6;
   const p = predictTime(report, { ...request, backend: "webgpu" });
   assert.ok(Math.abs(p.ms / partsMs - 1) < 1e-9, `${p.ms} vs ${partsMs}`);
   assert.ok(p.interval[0] < p.ms && p.ms < p.interval[1]);
@@ -101,7 +101,7 @@ Deno.test("beyond its measured bytes, a WebGPU end-to-end time is its kernel, on
   const fast = Array.from({ length: 20 }, (_, i) => pair(base, 1800 + 20 * i, 2, 1, "f16")).flat();
   const quick = syntheticReport({ measurements: [...base.measurements, ...fast] });
   const quickPartsMs = kernelMs + syncMs +
-    4 * (6000 * 6000 + 12000) / typicalTransfer(quick)!.gbps / 1e6;
+    4 * (5500 * 5500 + 11000) / typicalTransfer(quick)!.gbps / 1e6;
   const q = predictTime(quick, { ...request, backend: "webgpu" });
   assert.ok(Math.abs(q.ms / quickPartsMs - 1) < 1e-9, `${q.ms} vs ${quickPartsMs}`);
   assert.ok(q.ms < p.ms / 2);

@@ -36,6 +36,7 @@ function elementwise(kind: ElementwiseKind, summary: string): OpSpec {
     axis: { unit: "elements", min: 1, max: 1 << 26, shape: (n) => ({ n }), size: (s) => s.n ?? 0 },
     flops: (s) => (kind === "fma" ? 2 : 1) * length(s),
     bytes: (s, dtype) => (arity + 1) * length(s) * BYTES_PER_ELEMENT[dtype],
+    largestBufferBytes: (s, dtype) => length(s) * BYTES_PER_ELEMENT[dtype],
     inputs: (s, dtype, rng) => ({
       arrays: Array.from({ length: arity }, () => randomFloats(length(s), dtype, rng)),
       outputLength: length(s),

@@ -127,6 +127,13 @@ export const gemv: OpSpec = {
     const weights = dtype === "q8" ? rows * cols : rows * q4RowBytes(cols);
     return weights + 4 * rows * groupsPerRow(cols) + 4 * (cols + rows);
   },
+  largestBufferBytes: (s, dtype) => {
+    const { rows, cols } = gemvDims(s);
+    // W is the largest of W, x and y; quantized, the scales, x and y are f32.
+    if (dtype === "f32" || dtype === "f16") return rows * cols * BYTES_PER_ELEMENT[dtype];
+    const weights = dtype === "q8" ? rows * cols : rows * q4RowBytes(cols);
+    return Math.max(weights, 4 * rows * groupsPerRow(cols), 4 * cols, 4 * rows);
+  },
   rowBytes: (s, dtype) => {
     const { cols } = gemvDims(s);
     if (dtype === "q4") return q4RowBytes(cols);

@@ -45,6 +45,10 @@ export const matmul: OpSpec = {
     const { m, k, n } = dims(s);
     return (m * k + k * n + m * n) * BYTES_PER_ELEMENT[dtype];
   },
+  largestBufferBytes: (s, dtype) => {
+    const { m, k, n } = dims(s);
+    return Math.max(m * k, k * n, m * n) * BYTES_PER_ELEMENT[dtype];
+  },
   inputs: (s, dtype, rng) => {
     const { m, k, n } = dims(s);
     return {

@@ -75,6 +75,7 @@ export const sum: OpSpec = {
   axis: { unit: "elements", min: 1, max: 1 << 26, shape: (n) => ({ n }), size: (s) => s.n ?? 0 },
   flops: (s) => length(s),
   bytes: (s, dtype) => (length(s) + 1) * BYTES_PER_ELEMENT[dtype],
+  largestBufferBytes: (s, dtype) => length(s) * BYTES_PER_ELEMENT[dtype],
   inputs: (s, dtype, rng) => {
     const n = length(s);
     const exponent = dtype === "f16" ? f16Exponent(n) : 0;
@@ -108,6 +109,7 @@ export const dot: OpSpec = {
   axis: { unit: "elements", min: 1, max: 1 << 26, shape: (n) => ({ n }), size: (s) => s.n ?? 0 },
   flops: (s) => 2 * length(s),
   bytes: (s, dtype) => (2 * length(s) + 1) * BYTES_PER_ELEMENT[dtype],
+  largestBufferBytes: (s, dtype) => length(s) * BYTES_PER_ELEMENT[dtype],
   inputs: (s, dtype, rng) => {
     const n = length(s);
     // Products average ~0.39 (result ≤ 0.39·2^16 < 65504) and the smallest, 2^-4·2^-e, must

@@ -73,6 +73,10 @@ export const softmax: OpSpec = {
     const { rows, cols } = dims(s);
     return 2 * rows * cols * BYTES_PER_ELEMENT[dtype];
   },
+  largestBufferBytes: (s, dtype) => {
+    const { rows, cols } = dims(s);
+    return rows * cols * BYTES_PER_ELEMENT[dtype];
+  },
   inputs: (s, dtype, rng) => {
     const { rows, cols } = dims(s);
     const x = randomFloats(rows * cols, dtype, rng);
