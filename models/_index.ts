@@ -111,6 +111,11 @@ export interface BackendSeries {
   readonly fitted: readonly VariantSeries[];
   /** Variants measured at {@linkcode MIN_RANKED_OFF_AXIS} off-axis shapes or more: the ones ranked off the axis. */
   readonly offAxisRanked: readonly VariantSeries[];
+  /**
+   * The largest axis size at which the variant search timed a variant besides the fitted ones
+   * (0 without a search): how far up the axis its choice was measured.
+   */
+  readonly searchedUpTo: number;
   /** Best measured variant per shape, by size. */
   readonly best: readonly MeasuredPoint[];
   /** Tuning rows of this backend, by `sizeMin`. */
@@ -428,6 +433,11 @@ function buildSeries(
     variants,
     fitted: [...variants.values()].filter((v) => v.fit !== null),
     offAxisRanked: [...variants.values()].filter((v) => v.offAxisPoints >= MIN_RANKED_OFF_AXIS),
+    searchedUpTo: Math.max(
+      0,
+      ...[...variants.values()].filter((v) => v.fit === null)
+        .flatMap((v) => v.axisPoints.map((p) => p.size)),
+    ),
     best: [...bestByShape.values()].sort(bySize),
     tuning,
     axisShape: op.axis.shape,
@@ -1206,17 +1216,19 @@ function ratioAlongAxis(axis: readonly AxisRatio[], size: number): number {
 
 /**
  * Off the axis, the backend's tuned variant and every variant that ran shapes off the axis of its
- * own, by predicted time at `at` (fastest first); null on the axis, or when no other variant ran
- * off it. Which variant is fastest changes with the proportions, and only a variant measured at
- * such proportions can say so. A variant screened at one shape only (see `calibrate/phases.ts`)
- * says nothing about the others, and another variant displaces the tuned one only when predicted
- * {@linkcode SWITCH_MARGIN} faster: a closer call is a coin flip that would trade the tuned
- * variant's own fit for a ratio.
+ * own, by predicted time at `at` (fastest first); null on the axis within reach of the variant
+ * search ({@linkcode SEARCH_REACH}), or when no other variant ran off it. Which variant is fastest
+ * changes with the proportions, and only a variant measured at such proportions can say so. A
+ * variant screened at one shape only (see `calibrate/phases.ts`) says nothing about the others,
+ * and another variant displaces the tuned one only when predicted {@linkcode SWITCH_MARGIN}
+ * faster at {@linkcode SWITCH_SIGMAS} of its ratio's spread: a closer call is a coin flip that
+ * would trade the tuned variant's own fit for a ratio.
  */
 function rankedOffAxis(s: BackendSeries, at: Site): RankedVariant[] | null {
   const candidates = s.offAxisRanked;
   if (candidates.length === 0 || at.shape === null) return null;
-  if (onAxisShape(s, at.dims, at.size, at.shape)) return null;
+  const searched = s.searchedUpTo === 0 || at.size <= SEARCH_REACH * s.searchedUpTo;
+  if (searched && onAxisShape(s, at.dims, at.size, at.shape)) return null;
   const tuned = tunedVariant(s, at.size) ?? fastestFitted(s, at.flops, at.bytes);
   if (tuned === null || candidates.every((v) => v === tuned)) return null;
   const tunedAt = fitted(s, tuned, at);
@@ -1225,14 +1237,17 @@ function rankedOffAxis(s: BackendSeries, at: Site): RankedVariant[] | null {
     if (v === tuned) continue;
     const p = v.fit !== null ? fitted(s, v, at) : scaledFromFitted(s, v, at, tunedAt);
     if (p === null) continue;
-    // A variant priced through its ratio displaces the tuned one only when even the ratio's
-    // upper side (one standard deviation of its shape model) is faster; its spread is computed
-    // only where its mean is (a Gaussian process's variance costs n² per shape).
+    // A variant priced through its ratio displaces the tuned one only when the ratio's upper
+    // side (part of a standard deviation of its shape model) is faster too; its spread is
+    // computed only where its mean is (a Gaussian process's variance costs n² per shape).
     const bar = tunedAt.ms * (1 - SWITCH_MARGIN);
     const model = p.viaVariant?.shapeModel;
     const faster = p.ms < bar &&
       (!model ||
-        p.ms * Math.exp(shapeCorrectionAt(model, ratioFeatures(s, at.dims, at.shape)).sd) < bar);
+        p.ms *
+              Math.exp(
+                SWITCH_SIGMAS * shapeCorrectionAt(model, ratioFeatures(s, at.dims, at.shape)).sd,
+              ) < bar);
     ranked.push({ v, p, rank: faster ? p.ms : Infinity });
   }
   if (ranked.length === 0) return null;
@@ -1251,6 +1266,26 @@ interface RankedVariant {
  * about one run-to-run spread of a case on a noisy VM (`deno task noise`: σ ln 0.02–0.07).
  */
 const SWITCH_MARGIN = 0.05;
+
+/**
+ * How many standard deviations of its ratio's spread a variant's predicted time is raised by
+ * before it is compared with the tuned one's. One kept the square search's gemv winner at large
+ * gemvs where the variants summing 4 or 8 rows ran ×0.55–0.7 of it at every such shape measured;
+ * none let a variant screened ×0.72 by noise run a wasm matmul ×2.2 slower. Re-scoring the saved
+ * held-out measurements of four calibrations (`bench:tuning` and a second set of gemvs) gave
+ * tuning regret 5.9 % and 19.0 % at one, 4.0 % and 15.0 % at a half, with `predictTime()` as
+ * often within ±25 %.
+ */
+const SWITCH_SIGMAS = 0.5;
+
+/**
+ * How far up the axis, as a multiple of the largest size the variant search timed, its choice
+ * stands on the axis: beyond, the axis is as unmeasured for the other variants as a shape off it,
+ * and the variants ranked off the axis are ranked there too. Lavapipe's gemv search at 512² chose
+ * the variant summing 16 rows per invocation, which ran 1536² and 4096² ×1.55–1.61 slower than
+ * the ones summing 4 or 8, as it ran every large gemv off the axis.
+ */
+const SEARCH_REACH = 2;
 
 /**
  * The variants of a backend at an off-axis shape, fastest first, when some variant besides the

@@ -87,7 +87,24 @@ export function reportWithStrideRatios(): { report: Report; tuned: string; other
     };
   });
   const measurements = [...report.measurements.filter((m) => !isSeries(m)), ...series];
-  return { report: { ...report, measurements, fits: fitAll(measurements) }, tuned, other };
+  // The variant search at 512²: the tuned variant 1.2× faster there.
+  const square = tunedMs({ rows: 512, cols: 512 });
+  const tuning = [
+    ...report.tuning,
+    {
+      op: "gemv",
+      dtype: "f32",
+      backend: "webgpu",
+      residency: "device-resident",
+      sizeMin: 1,
+      sizeMax: 16384,
+      unit: "n (rows = cols)",
+      best: { variant: tuned, ms: square },
+      runnerUp: { variant: other, ms: 1.2 * square },
+      tag: "measured",
+    } as const,
+  ];
+  return { report: { ...report, measurements, fits: fitAll(measurements), tuning }, tuned, other };
 }
 
 Deno.test("off the axis, a gemv variant is chosen by how far apart the rows are, not by the column count alone", () => {
@@ -113,4 +130,20 @@ Deno.test("off the axis, a gemv variant is chosen by how far apart the rows are,
   for (const shape of [{ rows: 1000, cols: 3000 }, { rows: 2000, cols: 1000 }]) {
     assert.equal(at(shape).tuning, tuned, JSON.stringify(shape));
   }
+});
+
+Deno.test("on the axis beyond twice the variant search's sizes, the variants ranked off the axis are ranked too", () => {
+  const { report, tuned, other } = reportWithStrideRatios();
+  const at = (n: number) =>
+    recommendTuning(report, {
+      op: "gemv",
+      shape: { rows: n, cols: n },
+      dtype: "f32",
+      backend: "webgpu",
+      residency: "device-resident",
+    }).variant;
+  // The search timed the other variant at 512² only (×1.2): 768² is its tuning's, 4096² (rows
+  // 16 KiB apart, where the other ran ×0.6 at every shape off the axis) is not.
+  assert.equal(at(768), tuned);
+  assert.equal(at(4096), other);
 });
