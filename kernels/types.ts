@@ -433,9 +433,11 @@ export interface OpSpec {
   /**
    * Bytes of the largest buffer a run binds, an operand or its output (the output is f32 for
    * q8/q4 weights, f16 for f16): a WebGPU adapter binds no storage buffer over its
-   * `maxStorageBufferBindingSize`, whatever its memory (128 MiB on lavapipe).
+   * `maxStorageBufferBindingSize`, whatever its memory (128 MiB on lavapipe). Every op of the
+   * catalog has it; without it, predictions do not check the adapter's limit (its runner still
+   * does).
    */
-  largestBufferBytes(shape: Shape, dtype: Dtype): number;
+  readonly largestBufferBytes?: (shape: Shape, dtype: Dtype) => number;
   /** Random operands (never zeros) in the dtype's storage format. */
   inputs(shape: Shape, dtype: Dtype, rng: Rng): OpInputs;
   /** The exact answer, computed in float64 from the same (rounded) operands. */

@@ -459,7 +459,7 @@ function buildSeries(
  * is over the adapter's largest storage binding (`maxStorageBufferBindingSize`, or `maxBufferSize`
  * when smaller; the runner rounds each to whole 4-byte words). Lavapipe binds at most 128 MiB:
  * f32 gemv 8192 × 8192 (256 MiB of weights) is recorded unsupported there, and no prediction
- * may send it to the device. Null when the report records no such limit.
+ * may send it to the device. Null when the report records no such limit or the op cannot say.
  */
 function bindingLimit(
   op: OpSpec,
@@ -471,9 +471,10 @@ function bindingLimit(
     limits["maxStorageBufferBindingSize"] ?? Infinity,
     limits["maxBufferSize"] ?? Infinity,
   );
-  if (!Number.isFinite(largest)) return null;
+  const largestOf = op.largestBufferBytes;
+  if (!Number.isFinite(largest) || largestOf === undefined) return null;
   return (shape) => {
-    const bytes = op.largestBufferBytes(shape, dtype);
+    const bytes = largestOf(shape, dtype);
     if (Math.ceil(bytes / 4) * 4 <= largest) return null;
     return `webgpu cannot run ${op.name} ${dtype} at ${formatShape(op, shape)}: one of its ` +
       `buffers takes ${mib(bytes)}, over the adapter's largest storage binding of ` +
