@@ -5,7 +5,8 @@ import { predictTime } from "../models/predict.ts";
 import { BLOCK } from "../kernels/reduce/wasm.ts";
 import { ELEMENTWISE_BLOCK } from "../kernels/elementwise/wasm.ts";
 import { syntheticReport } from "./_fixtures.ts";
-import { loadReport } from "../reports/load.ts";
+import { fitAll } from "../calibrate/analyze.ts";
+import type { Measurement } from "../core/schema.ts";
 
 const sum = getOp("sum");
 const SUM_VARIANT = { accs: 4, fma: false };
@@ -69,14 +70,37 @@ Deno.test("a one-dimensional op leaves the caller at its second part, and only t
   );
 });
 
-Deno.test("predictTime() prices a wasm-mt run of one part (inline) at one thread's time, not drawn toward two threads'", async () => {
-  const report = await loadReport(
-    new URL("../reports/llvmpipe-vulkan-x86_64-1f7ec986.json", import.meta.url).pathname,
+Deno.test("predictTime() prices a wasm-mt run of one part (inline) at one thread's time, not drawn toward two threads'", () => {
+  // add f32 on wasm-mt: up to one block of elements the caller runs it alone at one thread's
+  // 8 GB/s; from the second block on two threads share it at 16 GB/s.
+  const oneThread = (n: number) => 0.001 + 12 * n / 8e6;
+  const twoThreads = (n: number) => 0.003 + 12 * n / 16e6;
+  const base = syntheticReport();
+  const isSeries = (m: Measurement) =>
+    m.op === "add" && m.dtype === "f32" && m.backend === "wasm-mt";
+  const template = base.measurements.find((m) => isSeries(m) && m.state === "ok")!;
+  assert.ok(template.state === "ok");
+  const series: Measurement[] = [256, 1024, 4096, 12000, 40000, 131072, 1048576, 4194304].map(
+    (n, i) => {
+      const median = n <= ELEMENTWISE_BLOCK ? oneThread(n) : twoThreads(n);
+      const wall = { ...template.wall, median, ciHalfWidth: 0.01 * median, relCi: 0.01 };
+      return {
+        ...template,
+        shape: { n },
+        size: n,
+        flops: n,
+        bytes: 12 * n,
+        wall,
+        seq: base.measurements.length + i,
+      };
+    },
   );
-  // 50 001 elements are one part: the caller runs them alone, as wasm does. The dataset entry
-  // measured wasm-mt dot at 23 080 (inline) and 81 920 (two parts on two threads).
-  const at = (backend: "wasm" | "wasm-mt") =>
-    predictTime(report, { op: "dot", shape: { n: 50001 }, dtype: "f32", backend }).ms;
-  const ratio = at("wasm-mt") / at("wasm");
-  assert.ok(ratio > 0.9 && ratio < 1.1, `wasm-mt ÷ wasm at 50 001: ${ratio.toFixed(2)}`);
+  const measurements = [...base.measurements.filter((m) => !isSeries(m)), ...series];
+  const report = { ...base, measurements, fits: fitAll(measurements) };
+  // 16 000 elements are one block: between the inline 12 000 and the shared 40 000.
+  const n = 16000;
+  assert.ok(n < ELEMENTWISE_BLOCK);
+  const p = predictTime(report, { op: "add", shape: { n }, dtype: "f32", backend: "wasm-mt" });
+  const ratio = p.ms / oneThread(n);
+  assert.ok(ratio > 0.9 && ratio < 1.1, `predicted ÷ one thread's time at ${n}: ${ratio}`);
 });
