@@ -673,13 +673,8 @@ export function shapeFeatures(dims: readonly string[], shape: Shape): number[] {
  * The shape as a ratio between two variants reads it: its dimensions, and where the backend
  * streams rows the power of two they are apart in bytes (`rowStridePower`), since two variants
  * that read rows side by side can swap places between strides a few columns apart.
- *
- * @param s The backend's series.
- * @param dims The op's dims.
- * @param shape The shape.
- * @returns The features.
  */
-export function ratioFeatures(s: BackendSeries, dims: readonly string[], shape: Shape): number[] {
+function ratioFeatures(s: BackendSeries, dims: readonly string[], shape: Shape): number[] {
   const features = shapeFeatures(dims, shape);
   if (s.strideOf !== null) features.push(s.strideOf(shape));
   return features;

@@ -140,8 +140,7 @@ export function predictTime(report: Report, request: PredictRequest): TimePredic
   const flops = op.flops(shape);
   const bytes = op.bytes(shape, request.dtype);
   checkReach(table, shape, flops, bytes, () => formatShape(op, shape));
-  const tooLarge = s.tooLarge?.(shape) ?? null;
-  if (tooLarge !== null) throw new RangeError(tooLarge);
+  refuseTooLarge(s, shape);
   const p = predictSeries(
     s,
     op.dims,
@@ -316,6 +315,12 @@ function driftOf(report: Report, request: PredictRequest, ms: number): Drift {
 }
 
 /** The most bytes any measured point of the series moved; 0 with none. */
+/** Throws why the backend cannot run `shape` at all (a buffer over the adapter's binding). */
+function refuseTooLarge(s: BackendSeries, shape: Shape): void {
+  const why = s.tooLarge?.(shape) ?? null;
+  if (why !== null) throw new RangeError(why);
+}
+
 function largestMeasuredBytes(s: BackendSeries): number {
   let most = 0;
   for (const v of s.variants.values()) for (const p of v.points) most = Math.max(most, p.bytes);
@@ -676,8 +681,7 @@ export function recommendTuning(report: Report, request: TuningRequest): TuningR
     ? seriesOf(table, request.backend)
     : fastestSeries(table, (x) => predict(x, null)?.ms ?? Infinity);
   const at = formatShape(op, shape);
-  const tooLarge = s.tooLarge?.(shape) ?? null;
-  if (tooLarge !== null) throw new RangeError(tooLarge);
+  refuseTooLarge(s, shape);
   const row = tuningAt(s.tuning, size);
   // Off the axis, variants measured at shapes of their own there outrank a square size's tuning.
   const offAxis = variantsRankedOffAxis(s, op.dims, size, shape, flops, bytes);
