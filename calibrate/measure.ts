@@ -29,6 +29,7 @@ import {
 } from "../core/stats.ts";
 import { verifySampledRows } from "./sampled.ts";
 import { verifyOutput } from "./verify.ts";
+import { COLD_SPAN_BYTES, STREAMED_FROM_BYTES } from "../core/operand_rotation.ts";
 
 /**
  * Where `measure()` gets a backend's runner: a runner, or the reason the backend is unavailable
@@ -460,10 +461,109 @@ export async function measureMany(
   requests: readonly MeasureRequest[],
   options: MeasureOptions = {},
 ): Promise<MeasureResult[]> {
-  const rule: StoppingRule = { ...DEFAULT_STOPPING, ...options.stopping };
-  const minBatchMs = options.minBatchMs ?? DEFAULT_MIN_BATCH_MS;
   const owned = options.runners ? null : await openRunnerSource();
   const source = options.runners ?? owned!.source;
+  const results: MeasureResult[] = [];
+  try {
+    for (const batch of operandBatches(requests, BATCH_OPERAND_BYTES)) {
+      if (options.signal?.aborted) {
+        results.push(...batch.map(abortedBeforeStart));
+        continue;
+      }
+      results.push(...await measureBatch(batch, results.length, source, options));
+    }
+    return results;
+  } finally {
+    await owned?.close();
+  }
+}
+
+/**
+ * Bytes of operand copies one interleaved batch of {@linkcode measureMany} holds, at most. Every
+ * prepared case keeps its copies until its batch ends, and a streamed CPU case's span 256 MiB
+ * (`COLD_SPAN_BYTES`): 40 wasm cases of 1024² to 768 × 3072 in one call ran the runner's memory
+ * past wasm32's 4 GiB, and every case after the fifteenth came back `unsupported`.
+ */
+const BATCH_OPERAND_BYTES = 2 * 2 ** 30;
+
+/**
+ * Splits requests, in order, into batches whose operand copies fit `budget` bytes together (a
+ * case bigger than the budget alone is a batch of its own). Cases are interleaved within a batch
+ * only, so a batch of small cases is as before: every case of a call, sampled in turn.
+ *
+ * @param requests The cases.
+ * @param budget Bytes of operand copies a batch may hold.
+ * @returns The batches, in order, together holding every request once.
+ * @example
+ * ```ts
+ * import { operandBatches } from "./measure.ts";
+ * const big = { op: "add", shape: { n: 2 ** 22 }, dtype: "f32", backend: "wasm" } as const;
+ * const small = { ...big, shape: { n: 4096 } };
+ * console.log(operandBatches([big, big, small, big], 2 ** 29).map((b) => b.length)); // [2, 2]
+ * ```
+ */
+export function operandBatches(
+  requests: readonly MeasureRequest[],
+  budget: number,
+): MeasureRequest[][] {
+  const batches: MeasureRequest[][] = [];
+  let current: MeasureRequest[] = [];
+  let held = 0;
+  for (const req of requests) {
+    const bytes = heldOperandBytes(req);
+    if (current.length > 0 && held + bytes > budget) {
+      batches.push(current);
+      current = [];
+      held = 0;
+    }
+    current.push(req);
+    held += bytes;
+  }
+  if (current.length > 0) batches.push(current);
+  return batches;
+}
+
+/**
+ * Bytes a prepared case's operand copies take, as the runners size them: two copies of a run
+ * held in cache, copies spanning `COLD_SPAN_BYTES` of a streamed one; 0 for a request whose op or
+ * shape is wrong (its preparation reports that).
+ */
+function heldOperandBytes(req: MeasureRequest): number {
+  try {
+    const runBytes = getOp(req.op).bytes(req.shape, req.dtype);
+    if (!Number.isFinite(runBytes)) return 0;
+    return runBytes < STREAMED_FROM_BYTES ? 2 * runBytes : Math.max(COLD_SPAN_BYTES, runBytes);
+  } catch {
+    return 0;
+  }
+}
+
+/** A case of a batch the abort signal stopped before it began: failed, with no sample. */
+function abortedBeforeStart(req: MeasureRequest): MeasureResult {
+  return {
+    op: req.op,
+    shape: req.shape,
+    dtype: req.dtype,
+    backend: req.backend,
+    variant: typeof req.variant === "object" ? variantId(req.variant) : req.variant ?? "default",
+    residency: req.backend === "webgpu" ? req.residency ?? "end-to-end" : "end-to-end",
+    state: "failed",
+    error: "Aborted before any sample was taken",
+  };
+}
+
+/**
+ * {@linkcode measureMany} of one batch: prepared and verified together, then sampled in turn.
+ * `first` is the batch's first request's index in the call, which seeds its operands.
+ */
+async function measureBatch(
+  requests: readonly MeasureRequest[],
+  first: number,
+  source: RunnerSource,
+  options: MeasureOptions,
+): Promise<MeasureResult[]> {
+  const rule: StoppingRule = { ...DEFAULT_STOPPING, ...options.stopping };
+  const minBatchMs = options.minBatchMs ?? DEFAULT_MIN_BATCH_MS;
   const results: (MeasureResult | LiveCase)[] = [];
   const operands = new Map<string, SharedOperands>();
   try {
@@ -472,7 +572,7 @@ export async function measureMany(
       let shared = operands.get(key);
       if (shared === undefined) {
         const seed = options.seed !== undefined
-          ? options.seed + results.length
+          ? options.seed + first + results.length
           : (seedCounter = (seedCounter + 0x6d2b79f5) >>> 0);
         operands.set(key, shared = { seed });
       }
@@ -518,7 +618,6 @@ export async function measureMany(
     });
   } finally {
     for (const r of results) if ("prepared" in r) r.prepared.dispose();
-    await owned?.close();
   }
 }
 

@@ -297,6 +297,14 @@ export interface WasmImpl {
    */
   partLength?(shape: Shape, variant: Variant): { readonly total: number; readonly per: number };
   /**
+   * Which of the kernel's code paths a shape runs, where it has more than one whose speed its
+   * work does not tell apart: 0 for the main one. Matmul runs fewer rows than one micro-tile
+   * unpacked (path 1): in one process 5 × 1024² took 0.44 ms and 6 × 1024² (one packed
+   * micro-tile) 0.90. The shape model keeps measurements of different paths apart, so neither
+   * is drawn across the switch. Absent: one path.
+   */
+  codePath?(shape: Shape, variant: Variant): number;
+  /**
    * True when each call packs a shared operand for itself (matmul packs B for its rows): a
    * `wasm-mt` run then gives each thread one contiguous range, since every further range would
    * pack the operand again.

@@ -140,6 +140,12 @@ export interface BackendSeries {
    */
   readonly strideOf: ((shape: Shape) => number) | null;
   /**
+   * For a CPU kernel with more than one code path (`codePath` of its wasm impl): the path a
+   * shape runs on, by variant id, which the shape models read beside the dimensions; null for
+   * the others.
+   */
+  readonly pathOf: ((shape: Shape, variant: string) => number) | null;
+  /**
    * For wasm-mt: ln of how much longer its busiest thread works than an even share, at a shape
    * and variant id (`_imbalance.ts`); null for the other backends.
    */
@@ -390,6 +396,7 @@ function buildSeries(
   // and a switch between them (one block of rows on one thread) is not drawn across.
   const imbalanceOf = backend === "wasm-mt" ? imbalanceFor(op, report.machine.cores) : null;
   const utilisationOf = backend === "webgpu" ? utilisationFor(op) : null;
+  const pathOf = backend === "wasm" || backend === "wasm-mt" ? codePathFor(op) : null;
   const axis = new Map<string, AxisModel>();
   for (const f of fits) {
     axis.set(
@@ -421,7 +428,12 @@ function buildSeries(
       alignment: own?.alignment ?? null,
       tiles: own?.tiles ?? null,
       shapeModel: own === undefined ? null : fitShapeModel(
-        shapePoints(op, [...points, ...offAxis.filter((p) => p.variant !== variant)], axis),
+        shapePoints(
+          op,
+          [...points, ...offAxis.filter((p) => p.variant !== variant)],
+          axis,
+          pathOf,
+        ),
       ),
       ...workRanges(op, dtype, fit),
     });
@@ -447,6 +459,7 @@ function buildSeries(
     alignmentOf,
     strideOf,
     tooLarge: backend === "webgpu" ? bindingLimit(op, dtype, report.adapter) : null,
+    pathOf,
     imbalanceOf,
     utilisationOf,
     floor,
@@ -532,6 +545,12 @@ function imbalanceFor(
   threads: number,
 ): (shape: Shape, variant: string) => number {
   return byVariantId((shape, v) => imbalanceLn(op, shape, v, threads), 0);
+}
+
+/** The wasm impl's `codePath` of `op`, by shape and variant id; null when it has one path. */
+function codePathFor(op: OpSpec): BackendSeries["pathOf"] {
+  const codePath = op.impls.wasm?.codePath;
+  return codePath === undefined ? null : byVariantId(codePath, 0);
 }
 
 /** The WebGPU impl's `utilisation` of `op`, by shape and variant id; null when it has none. */
@@ -642,6 +661,7 @@ function shapePoints(
   op: OpSpec,
   points: readonly MeasuredPoint[],
   axis: ReadonlyMap<string, AxisModel>,
+  pathOf: BackendSeries["pathOf"],
 ): ShapePoint[] {
   const out: ShapePoint[] = [];
   for (const p of points) {
@@ -650,7 +670,7 @@ function shapePoints(
     const predicted = a.aligned(p) * correctionAt(a.residuals, p.bytes);
     const relSd = p.ciHalfWidth / p.ms / 1.96;
     out.push({
-      features: op.dims.map((d) => p.shape[d] ?? 1),
+      features: withPath(shapeFeatures(op.dims, p.shape), pathOf, p.shape, p.variant),
       residual: Math.log(p.ms / predicted),
       noiseVar: relSd * relSd,
       anchor: p.onAxis,
@@ -670,11 +690,66 @@ export function shapeFeatures(dims: readonly string[], shape: Shape): number[] {
 }
 
 /**
+ * How far apart, in ln units, the shape models put two code paths of a kernel (`pathOf`): at
+ * the shortest length scale a model chooses (0.35) they are eleven deviations apart and share
+ * nothing; at its longest (11.2) they count as neighbours, should the measured shapes say so.
+ */
+const PATH_GAP = 4;
+
+/** `features` with, for a kernel with code paths, the path `variant` runs `shape` on. */
+function withPath(
+  features: number[],
+  pathOf: BackendSeries["pathOf"],
+  shape: Shape,
+  variant: string,
+): number[] {
+  if (pathOf !== null) features.push(Math.exp(PATH_GAP * pathOf(shape, variant)));
+  return features;
+}
+
+/**
+ * The shape as a variant's shape model reads it: its dimensions and, for a kernel with code
+ * paths, the one the variant runs it on (5 × 1024² unpacked, 6 × 1024² packed: ×2 apart in
+ * time for a fifth more work).
+ *
+ * @param s The backend's series.
+ * @param dims The op's dims.
+ * @param shape The shape.
+ * @param variant The variant's id.
+ * @returns The features.
+ * @example
+ * ```ts
+ * import { indexReport, residualFeatures } from "./_index.ts";
+ * import { loadReport } from "../reports/load.ts";
+ * const report = await loadReport("reports/llvmpipe-vulkan-x86_64-1f7ec986.json");
+ * const s = indexReport(report).table("matmul", "f32", "end-to-end")!.series
+ *   .find((x) => x.backend === "wasm")!;
+ * const v = "fma=true,kc=256,mr=6,nc=512,nr=8";
+ * console.log(residualFeatures(s, ["m", "k", "n"], { m: 5, k: 64, n: 64 }, v).length); // 4
+ * ```
+ */
+export function residualFeatures(
+  s: BackendSeries,
+  dims: readonly string[],
+  shape: Shape,
+  variant: string,
+): number[] {
+  return withPath(shapeFeatures(dims, shape), s.pathOf, shape, variant);
+}
+
+/**
  * The shape as a ratio between two variants reads it: its dimensions, and where the backend
  * streams rows the power of two they are apart in bytes (`rowStridePower`), since two variants
- * that read rows side by side can swap places between strides a few columns apart.
+ * that read rows side by side can swap places between strides a few columns apart. Not the code
+ * paths: a ratio across paths has one or two measured shapes to learn from (wasm matmul's 4-row
+ * tiles pack at m = 4 and 5 where the 6-row ones do not), and with the paths in it the ratio
+ * models, trusting them, priced 5 × 1000 × 300 on wasm-mt 3.5× too slow.
  */
-function ratioFeatures(s: BackendSeries, dims: readonly string[], shape: Shape): number[] {
+function ratioFeatures(
+  s: BackendSeries,
+  dims: readonly string[],
+  shape: Shape,
+): number[] {
   const features = shapeFeatures(dims, shape);
   if (s.strideOf !== null) features.push(s.strideOf(shape));
   return features;
@@ -1020,7 +1095,7 @@ function fitted(s: BackendSeries, v: VariantSeries, at: Site): Prediction {
   const shapeModel = shape === null || onAxisShape(s, dims, size, shape) ? null : v.shapeModel;
   const correction = shapeModel === null
     ? 0
-    : correctionMean(shapeModel, shapeFeatures(dims, shape!));
+    : correctionMean(shapeModel, residualFeatures(s, dims, shape!, v.variant));
   const residuals = v.residuals;
   const alignment = v.alignment === null || shape === null || s.alignmentOf === null
     ? null
@@ -1242,7 +1317,11 @@ function rankedOffAxis(s: BackendSeries, at: Site): RankedVariant[] | null {
       (!model ||
         p.ms *
               Math.exp(
-                SWITCH_SIGMAS * shapeCorrectionAt(model, ratioFeatures(s, at.dims, at.shape)).sd,
+                SWITCH_SIGMAS *
+                  shapeCorrectionAt(
+                    model,
+                    ratioFeatures(s, at.dims, at.shape),
+                  ).sd,
               ) < bar);
     ranked.push({ v, p, rank: faster ? p.ms : Infinity });
   }

@@ -36,6 +36,7 @@ import {
   type OpTable,
   type Prediction,
   predictSeries,
+  residualFeatures,
   shapeFeatures,
   tuningAt,
   type VariantRatio,
@@ -431,11 +432,13 @@ function describe(
     // Off the axis, the shape model's spread at this shape, scaled so its left-out shapes held
     // the level; it grows to the whole spread of shape effects far from every measured shape.
     const model = p.shapeModel;
+    // The shape model is the fitted variant's, also where another variant is priced through it.
+    const fitOf = p.viaVariant?.from ?? p.variant;
     // Off the axis with no measured shape off it, the proportions' effect is unknown: a factor
     // of two either way, said so, rather than the square shapes' confidence.
     const unknownShape = model === null && s.sweptAxis && !isOnAxis(table.op, shape);
     const shapeHalf = model !== null
-      ? model.multiplier * correctionAt(model, shapeFeatures(table.op.dims, shape)).sd
+      ? model.multiplier * correctionAt(model, residualFeatures(s, table.op.dims, shape, fitOf)).sd
       : unknownShape
       ? Math.log(UNVALIDATED_FACTOR)
       : 0;

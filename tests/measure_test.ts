@@ -3,6 +3,7 @@ import {
   isOverdue,
   measure,
   measureMany,
+  operandBatches,
   pooledResult,
   remeasureUnsure,
   type RunnerSource,
@@ -320,6 +321,46 @@ Deno.test("measureMany() hands the cases of one op, shape and dtype the same ope
   assert.deepEqual(results.map((r) => r.state), ["ok", "ok", "ok"]);
   assert.equal(seen[0]!.inputs, seen[1]!.inputs, "js and wasm at n = 1000 share their operands");
   assert.notEqual(seen[2]!.inputs, seen[0]!.inputs, "n = 2000 has its own");
+});
+
+Deno.test("operandBatches() keeps the cases in order and closes a batch before its copies pass the budget", () => {
+  const streamed = { op: "add", shape: { n: 2 ** 22 }, dtype: "f32", backend: "wasm" } as const;
+  const small = { ...streamed, shape: { n: 4096 } };
+  const mib = 2 ** 20;
+  // A streamed add's copies span 256 MiB; a small one's, two copies of 48 KiB.
+  const batches = operandBatches([small, streamed, streamed, small, streamed, streamed], 600 * mib);
+  assert.deepEqual(batches.map((b) => b.map((r) => r.shape.n)), [
+    [4096, 2 ** 22, 2 ** 22, 4096],
+    [2 ** 22, 2 ** 22],
+  ]);
+  assert.deepEqual(operandBatches([streamed], mib).map((b) => b.length), [1], "alone if too big");
+  assert.equal(operandBatches(Array(50).fill(small), 600 * mib).length, 1);
+  assert.deepEqual(operandBatches([], mib), []);
+});
+
+Deno.test("measureMany() of many streamed cases never holds more than 2 GiB of their copies at once", async () => {
+  const live = new Set<number>();
+  let most = 0;
+  let next = 0;
+  const base = fakeRunner(() => {}, []);
+  const counting: Runner = {
+    ...base,
+    backend: "wasm",
+    async prepare(...args) {
+      const p = await base.prepare(...args);
+      const id = next++;
+      live.add(id);
+      most = Math.max(most, live.size);
+      return { ...p, dispose: () => void live.delete(id) };
+    },
+  };
+  const streamed = { op: "add", shape: { n: 2 ** 22 }, dtype: "f32", backend: "wasm" } as const;
+  const results = await measureMany(Array(12).fill(streamed), {
+    runners: only(counting),
+    stopping: { budgetMs: 5, minSamples: 2 },
+  });
+  assert.deepEqual(new Set(results.map((r) => r.state)), new Set(["ok"]));
+  assert.equal(most, 8, "eight cases of 256 MiB of copies at a time");
 });
 
 /** A WebGPU runner whose cases answer right and take the times `time` gives. */

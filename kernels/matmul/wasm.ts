@@ -414,6 +414,9 @@ function blocks(shape: Shape, variant: Variant): { total: number; per: number } 
  * import { matmulWasm } from "./wasm.ts";
  * const v = matmulWasm.variants[0]!;
  * console.log(matmulWasm.parts({ m: 10, k: 3, n: 3 }, v) > 0); // true
+ * // Five rows run unpacked, six (one micro-tile of the first variant) packed.
+ * console.log(matmulWasm.codePath!({ m: 5, k: 64, n: 64 }, v)); // 1
+ * console.log(matmulWasm.codePath!({ m: 6, k: 64, n: 64 }, v)); // 0
  * ```
  */
 export const matmulWasm: WasmImpl = {
@@ -430,6 +433,7 @@ export const matmulWasm: WasmImpl = {
     return Math.ceil(total / per);
   },
   partLength: blocks,
+  codePath: (shape, variant) => dims(shape).m < params(variant).mr ? 1 : 0,
   packsPerCall: true,
   args: (shape, [a, b], c, start, end, variant) => {
     const { m, k, n } = dims(shape);
