@@ -15,6 +15,7 @@ Deno.test("a default run's sure matmul shapes span decode to prefill rows and bo
   // A batch of a few rows: below wasm's mr = 6, and one block of its mr = 4.
   assert.ok(sure.some((s) => s.m! > 1 && s.m! < 6), "no sure shape with 1 < m < 6");
   assert.ok(sure.some((s) => s.m! >= 128), "no sure shape at prefill rows");
+  assert.ok(sure.some((s) => s.m! > 16 && s.m! < 64), "no sure shape between 16 and 64 rows");
   const ks = sure.map((s) => s.k!);
   assert.ok(Math.min(...ks) <= 512, `narrowest sure k is ${Math.min(...ks)}`);
   assert.ok(Math.max(...ks) >= 4096, `widest sure k is ${Math.max(...ks)}`);
