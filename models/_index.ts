@@ -1152,9 +1152,11 @@ function scaledFromFitted(
     const tiles = at.shape === null ? 0 : tilesBetween(s, v, ref, at.shape);
     ms = t0 + (base.ms - t0) * Math.exp(ratioAlongAxis(model.axis, at.size) + tiles);
   } else {
+    // Off the axis, or on it without sizes of work to go by: the launch is the fitted
+    // variant's, the rest scales by the ratio at these proportions.
     const ln = model.meanLn +
       (shapeModel === null ? 0 : correctionMean(shapeModel, ratioFeatures(s, at.dims, at.shape!)));
-    ms = base.ms * Math.exp(ln);
+    ms = t0 + (base.ms - t0) * Math.exp(ln);
   }
   const ratio = ms / base.ms;
   return {
@@ -1205,7 +1207,8 @@ function ratioModel(
   const refMs = v.points.map((p) =>
     fitted(s, ref, { dims, size: p.size, shape: p.shape, flops: p.flops, bytes: p.bytes }).ms
   );
-  const residuals = v.points.map((p, i) => Math.log(p.ms / refMs[i]!));
+  const t0 = ref.model!.t0;
+  const residuals = v.points.map((p, i) => workLn(p.ms, refMs[i]!, t0));
   let model: RatioModel | null = null;
   if (residuals.every(Number.isFinite)) {
     // The prior is its ratio on the axis, where the variant search timed it (all its points when
@@ -1214,7 +1217,6 @@ function ratioModel(
     const prior = onAxis.length > 0 ? onAxis : residuals;
     const meanLn = prior.reduce((a, b) => a + b, 0) / prior.length;
     const bySize = new Map<number, number[]>();
-    const t0 = ref.model!.t0;
     v.points.forEach((p, i) => {
       const work = refMs[i]! - t0;
       if (!p.onAxis || work < WORK_SHARE * refMs[i]! || p.ms <= t0) return;
@@ -1237,6 +1239,17 @@ function ratioModel(
   }
   byRef.set(ref.variant, model);
   return model;
+}
+
+/**
+ * ln of how much longer a variant's time is than the fitted variant's beyond their common launch
+ * `t0` where the fitted one's is mostly work ({@linkcode WORK_SHARE}), else of the whole times:
+ * lavapipe's scalar-load matmul tiles ran the work ×2 slower than the vector ones, and 23³, all
+ * launch, about as fast.
+ */
+function workLn(ms: number, refMs: number, t0: number): number {
+  const work = refMs - t0;
+  return work >= WORK_SHARE * refMs && ms > t0 ? Math.log((ms - t0) / work) : Math.log(ms / refMs);
 }
 
 /**
