@@ -40,9 +40,20 @@ import { chunkRanges, chunksFor } from "../calibrate/wasm_schedule.ts";
  * @param shape The shape.
  * @param variant The WebAssembly variant's parameters (a matmul's `mr` sets its parts).
  * @param threads Threads in all, the caller included.
- * @returns ln(threads × busiest thread's work / all the work), at least 0.
+ * @param perCall For a kernel that packs an operand per call (`packsPerCall`), what a call's
+ *   packing costs in units of the dimension its parts cut ({@linkcode perCallWork}); each chunk
+ *   pays it. With it a two-thread matmul of 16 rows on 6-row blocks, packing worth 11 rows,
+ *   is ×1.11 an even share, not ×1.25 (in one process 12 × 1024² ran 0.76–0.90 ms and was
+ *   predicted 0.45–0.57 with the rows alone).
+ * @returns ln(busiest thread's work / an even share of it), at least 0.
  */
-export function imbalanceLn(op: OpSpec, shape: Shape, variant: Variant, threads: number): number {
+export function imbalanceLn(
+  op: OpSpec,
+  shape: Shape,
+  variant: Variant,
+  threads: number,
+  perCall = 0,
+): number {
   const impl = op.impls.wasm;
   if (impl === undefined || !(threads > 1)) return 0;
   let parts: number;
@@ -58,16 +69,66 @@ export function imbalanceLn(op: OpSpec, shape: Shape, variant: Variant, threads:
   if (ranges.length === 0 || (ranges.length === 1 && op.dims.length === 1)) return 0;
   const { total, per } = impl.partLength?.(shape, variant) ?? { total: parts, per: 1 };
   const busy = new Array<number>(threads).fill(0);
+  // A kernel that packs an operand per call pays it once per chunk, as at the squares, where
+  // each thread takes one: only the rest is shared out.
+  const fixed = impl.packsPerCall === true ? Math.max(0, perCall) : 0;
   for (const [start, end] of ranges) {
     // Whole parts, less what the last part lacks when the chunk holds it.
-    const work = Math.min(end * per, total) - start * per;
+    const work = Math.min(end * per, total) - start * per + fixed;
     // The thread that comes free first claims the next chunk.
     let first = 0;
     for (let t = 1; t < threads; t++) if (busy[t]! < busy[first]!) first = t;
     busy[first] = busy[first]! + work;
   }
-  const ratio = threads * Math.max(...busy) / total;
+  const ratio = Math.max(...busy) / (total / threads + fixed);
   return ratio > 1 ? Math.log(ratio) : 0;
+}
+
+/** A one-thread run of a kernel that packs per call, as {@linkcode perCallWork} reads it. */
+export interface PackedRun {
+  /** Its time beyond the launch, ms. */
+  readonly ms: number;
+  /** The length of the dimension its parts cut (`partLength().total`: a matmul's rows). */
+  readonly total: number;
+  /** Its flops. */
+  readonly flops: number;
+}
+
+/**
+ * What one call's packing costs, in units of the dimension the parts cut: a matmul packs all of
+ * B for each call, which on one thread of the 2-vCPU Xeon cost as much as 13–18 rows of C
+ * (wasm 6 × 1024² took 0.90 ms, 48 × 1024² 2.7 and 100 × 1024² 4.9). Per unit of `flops /
+ * total` (a row's work), the time is the packing and then `total` rows: a least-squares line
+ * through one-thread runs gives the packing as its intercept over its slope. 0 with fewer than
+ * three runs, two totals, or a line that says nothing is packed.
+ *
+ * @param runs One-thread runs of the packing path.
+ * @returns The packing's cost in rows (or the unit of `total`), at least 0.
+ * @example
+ * ```ts
+ * import { perCallWork } from "./_imbalance.ts";
+ * // Each run: 14 rows' worth of packing, then its rows, at 1 µs a row of 1 MFLOP.
+ * const runs = [8, 32, 100].map((m) => ({ ms: (14 + m) * 1e-3, total: m, flops: m * 1e6 }));
+ * console.log(perCallWork(runs).toFixed(1)); // "14.0"
+ * ```
+ */
+export function perCallWork(runs: readonly PackedRun[]): number {
+  const used = runs.filter((r) => r.ms > 0 && r.total > 0 && r.flops > 0);
+  if (used.length < 3 || new Set(used.map((r) => r.total)).size < 2) return 0;
+  // Time per row's work against rows: intercept = packing, slope = one row.
+  const xs = used.map((r) => r.total);
+  const ys = used.map((r) => r.ms * r.total / r.flops);
+  const mx = xs.reduce((a, b) => a + b, 0) / xs.length;
+  const my = ys.reduce((a, b) => a + b, 0) / ys.length;
+  let sxy = 0;
+  let sxx = 0;
+  xs.forEach((x, i) => {
+    sxy += (x - mx) * (ys[i]! - my);
+    sxx += (x - mx) * (x - mx);
+  });
+  const slope = sxy / sxx;
+  const intercept = my - slope * mx;
+  return slope > 0 && intercept > 0 ? intercept / slope : 0;
 }
 
 /** Largest axis size searched for a one-dimensional op's first run on more than one thread. */

@@ -33,7 +33,7 @@ import {
   offsetAt,
   rowStridePower,
 } from "./_alignment.ts";
-import { firstSharedSize, imbalanceLn } from "./_imbalance.ts";
+import { firstSharedSize, imbalanceLn, type PackedRun, perCallWork } from "./_imbalance.ts";
 import { fitTilePenalty, NO_TILE_COST, tileLn, type TileModel } from "./_tiles.ts";
 import { correctionAt, type ResidualCurve, residualCurve } from "./_residuals.ts";
 import { STREAMED_FROM_BYTES } from "../core/operand_rotation.ts";
@@ -394,7 +394,9 @@ function buildSeries(
   // Every op's: the shape model learns what its measured shapes (m = 1, 8, 64) leave over the
   // fit with their uneven shares in it (`shapePoints`), so it does not count the same rows twice,
   // and a switch between them (one block of rows on one thread) is not drawn across.
-  const imbalanceOf = backend === "wasm-mt" ? imbalanceFor(op, report.machine.cores) : null;
+  const imbalanceOf = backend === "wasm-mt"
+    ? imbalanceFor(op, report.machine.cores, packingOf(report, op, dtype))
+    : null;
   const utilisationOf = backend === "webgpu" ? utilisationFor(op) : null;
   const pathOf = backend === "wasm" || backend === "wasm-mt" ? codePathFor(op) : null;
   const axis = new Map<string, AxisModel>();
@@ -539,12 +541,51 @@ function runsFor(op: OpSpec, dtype: Dtype, backend: Backend): BackendSeries["run
   return byVariantId((shape, v) => (impl?.unsupported?.(shape, dtype, v) ?? null) === null, true);
 }
 
-/** {@linkcode imbalanceLn} of `op` on `threads` threads, by shape and variant id. */
+/**
+ * {@linkcode imbalanceLn} of `op` on `threads` threads, by shape and variant id, with each
+ * call's packing `perCall` units of the dimension its parts cut.
+ */
 function imbalanceFor(
   op: OpSpec,
   threads: number,
+  perCall: number,
 ): (shape: Shape, variant: string) => number {
-  return byVariantId((shape, v) => imbalanceLn(op, shape, v, threads), 0);
+  return byVariantId((shape, v) => imbalanceLn(op, shape, v, threads, perCall), 0);
+}
+
+/**
+ * For an op whose WebAssembly kernel packs per call: what one call's packing costs in rows
+ * ({@linkcode perCallWork}), from the report's one-thread runs of its packing path beyond each
+ * variant's fitted launch; 0 for another op or without such runs.
+ */
+function packingOf(report: Report, op: OpSpec, dtype: Dtype): number {
+  const impl = op.impls.wasm;
+  if (impl?.packsPerCall !== true || impl.partLength === undefined) return 0;
+  const launches = new Map(
+    report.fits.filter((f) =>
+      f.op === op.name && f.dtype === dtype && f.backend === "wasm" && f.residency === "end-to-end"
+    ).map((f) => [f.variant, f.t0Us / 1000]),
+  );
+  const runs: PackedRun[] = [];
+  for (const m of report.measurements) {
+    const t0 = launches.get(m.variant);
+    if (
+      m.op !== op.name || m.dtype !== dtype || m.backend !== "wasm" || m.state !== "ok" ||
+      t0 === undefined
+    ) continue;
+    try {
+      const variant = variantFromId(m.variant);
+      if ((impl.codePath?.(m.shape, variant) ?? 0) !== 0) continue;
+      runs.push({
+        ms: m.wall.median - t0,
+        total: impl.partLength(m.shape, variant).total,
+        flops: op.flops(m.shape),
+      });
+    } catch {
+      // A variant id the kernel cannot read: not a run of its packing path.
+    }
+  }
+  return perCallWork(runs);
 }
 
 /** The wasm impl's `codePath` of `op`, by shape and variant id; null when it has one path. */

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { firstSharedSize, imbalanceLn } from "../models/_imbalance.ts";
+import { firstSharedSize, imbalanceLn, perCallWork } from "../models/_imbalance.ts";
 import { getOp } from "../kernels/catalog.ts";
 import { predictTime } from "../models/predict.ts";
 import { BLOCK } from "../kernels/reduce/wasm.ts";
@@ -39,6 +39,39 @@ Deno.test("a matrix op whose rows make one block runs on one thread, however lon
   );
   // Fewer rows than a block go by blocks of columns instead, and share out.
   assert.equal(imbalanceLn(matmul, { m: 3, k: 2048, n: 2048 }, variant, 2), 0);
+});
+
+Deno.test("a matmul that packs B per call shares out its rows, not its packing", () => {
+  const matmul = getOp("matmul");
+  const variant = { mr: 6, nr: 8, kc: 256, nc: 512, fma: true };
+  const at = (m: number, perCall: number) =>
+    Math.exp(imbalanceLn(matmul, { m, k: 1024, n: 1024 }, variant, 2, perCall));
+  // 16 rows are blocks of 6, 6 and 4: one thread takes 6 rows, the other 10, and each packs B
+  // once, as each does at the squares. With the packing worth 12 rows: (10 + 12) / (8 + 12).
+  assert.ok(Math.abs(at(16, 12) - 1.1) < 1e-12);
+  assert.ok(Math.abs(at(16, 0) - 1.25) < 1e-12, "no packing: the rows alone");
+  // 6 rows are one block: one thread packs and runs all of it.
+  assert.ok(Math.abs(at(6, 12) - 18 / 15) < 1e-12);
+  assert.equal(at(12, 12), 1, "two blocks of 6: even");
+  // A kernel that packs nothing takes no packing, whatever it is told.
+  const sum = getOp("sum");
+  assert.equal(
+    imbalanceLn(sum, { n: 2 * BLOCK }, SUM_VARIANT, 2, 50),
+    imbalanceLn(sum, { n: 2 * BLOCK }, SUM_VARIANT, 2),
+  );
+});
+
+Deno.test("perCallWork() reads the packing from one-thread runs as rows' worth of work", () => {
+  // Each run: its packing worth 14 rows, then its rows, 2 µs a row of 2 MFLOP.
+  const run = (m: number, packing = 14) => ({
+    ms: (packing + m) * 2e-3,
+    total: m,
+    flops: m * 2e6,
+  });
+  assert.ok(Math.abs(perCallWork([6, 16, 32, 100, 256].map((m) => run(m))) - 14) < 1e-9);
+  assert.equal(perCallWork([run(6), run(16)]), 0, "two runs are not enough to tell");
+  assert.equal(perCallWork([run(16), run(16), run(16)]), 0, "one row count says nothing");
+  assert.equal(perCallWork([6, 16, 32].map((m) => run(m, 0))), 0, "no packing");
 });
 
 Deno.test("predictTime() prices wasm-mt at a full block and a sliver like two full blocks", () => {
