@@ -27,7 +27,7 @@ import {
 import type { CostFit, ProvenanceTag, Report, Tuning } from "../core/schema.ts";
 import { normalQuantile } from "../core/numeric.ts";
 import { correctionAt, DEFAULT_LEVEL } from "./_shape_model.ts";
-import { localLooError, type ResidualCurve } from "./_residuals.ts";
+import { localLooError, neighboursAt, type ResidualCurve } from "./_residuals.ts";
 import { checkReach } from "./_bounds.ts";
 import { slowestTransfer, typicalTransfer } from "./_transfers.ts";
 import {
@@ -448,11 +448,20 @@ function describe(
     const via = p.viaVariant;
     const variantHalf = via === null ? 0 : variantRatioHalfWidth(via, table.op.dims, shape);
     const alignHalf = p.alignment?.halfWidth ?? 0;
+    const interval = band(
+      Math.hypot(Math.log1p(axisError), shapeHalf, variantHalf, alignHalf) + extrapolation,
+    );
+    // On the axis between two measured sizes, the truth may sit at either one's efficiency.
+    const between = p.residuals === null || (model !== null && !isOnAxis(table.op, shape))
+      ? null
+      : neighboursAt(p.residuals, bytes);
+    const sides = between === null ? null : between.map((d) => p.ms * Math.exp(d));
+    const widened = sides !== null && (sides[0]! < interval[0] || sides[1]! > interval[1]);
     return {
       ...base,
-      interval: band(
-        Math.hypot(Math.log1p(axisError), shapeHalf, variantHalf, alignHalf) + extrapolation,
-      ),
+      interval: sides === null
+        ? interval
+        : [Math.min(interval[0], sides[0]!), Math.max(interval[1], sides[1]!)],
       source: `cost model of ${what} fitted on ${f.points} sizes ${f.sizeRange[0]}–` +
         `${f.sizeRange[1]} ${table.op.axis.unit}` +
         (corrected ? ", corrected by its residuals between measured sizes" : "") +
@@ -481,6 +490,11 @@ function describe(
             `an even share)`
           : "") +
         (doublings > 0 ? `, ${doublings.toFixed(1)} doublings beyond it` : "") +
+        (widened
+          ? `, reaching the efficiencies of the measured sizes on either side (×${
+            Math.exp(between![0]).toFixed(2)
+          } and ×${Math.exp(between![1]).toFixed(2)} its time)`
+          : "") +
         (via === null
           ? ""
           : via.sizes.length === 0

@@ -605,3 +605,21 @@ Deno.test("an end-to-end variant without a fit swaps its device-resident kernel 
   assert.ok(p.ms < 1.05 * vector.ms, `${p.ms} vs ${vector.ms}`);
   assert.match(p.source, /device-resident kernel swapped/);
 });
+
+Deno.test("between two measured sizes whose efficiencies differ, the interval reaches both", () => {
+  const base = steady(syntheticReport());
+  // js add at 262 144 elements (3.1 MB) ran 2.3× its model: its operands fell out of cache.
+  const measurements = base.measurements.map((m) =>
+    m.op === "add" && m.backend === "js" && m.state === "ok" && m.size === 262_144
+      ? { ...m, wall: { ...m.wall, median: 2.3 * m.wall.median } }
+      : m
+  );
+  const report = { ...base, measurements, fits: fitAll(measurements) };
+  const n = 90_000;
+  const p = predictTime(report, { op: "add", shape: { n }, dtype: "f32", backend: "js" });
+  const model = syntheticTimeMs("add", "f32", "js", "end-to-end", n);
+  // In cache, as 16 384 ran, or out of it, as 262 144 did: the interval holds either.
+  assert.ok(p.interval[0] <= model * 1.02, `${p.interval} against ${model}`);
+  assert.ok(p.interval[1] >= 2.3 * model * 0.98, `${p.interval} against ${2.3 * model}`);
+  assert.match(p.source, /measured sizes on either side/);
+});

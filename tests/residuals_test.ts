@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { correctionAt, localLooError, residualCurve } from "../models/_residuals.ts";
+import { correctionAt, localLooError, neighboursAt, residualCurve } from "../models/_residuals.ts";
 
 const flat = () => 1;
 
@@ -125,4 +125,19 @@ Deno.test("a side of a break without measured sizes takes the nearest side's", (
   const c = residualCurve(points, flat, [10]);
   assert.ok(Math.abs(correctionAt(c, 100) - 3) < 1e-12);
   assert.ok(Math.abs(correctionAt(c, 2) - 2) < 1e-12);
+});
+
+Deno.test("neighboursAt() says how far the measured sizes either side lie from the interpolation, within one side of a break", () => {
+  const MiB = 2 ** 20;
+  // A sum held in cache to 2.2 MiB at 1 ms a unit, then 2.3× slower before the streamed regime.
+  const points = [0.5, 1, 2.2, 3.6, 8, 16].map((m) => ({ bytes: m * MiB, ms: m < 3 ? 1 : 2.3 }));
+  const c = residualCurve(points, flat, [4 * MiB]);
+  const [lo, hi] = neighboursAt(c, 3 * MiB)!;
+  const at = correctionAt(c, 3 * MiB);
+  assert.ok(Math.abs(Math.exp(lo) * at - 1) < 1e-12, "the faster neighbour's level");
+  assert.ok(Math.abs(Math.exp(hi) * at - 2.3) < 1e-12, "the slower neighbour's level");
+  assert.equal(neighboursAt(c, 2.2 * MiB), null, "on a measured size");
+  assert.equal(neighboursAt(c, 0.25 * MiB), null, "before the first");
+  assert.equal(neighboursAt(c, 3.8 * MiB), null, "its side of the break has no size after it");
+  assert.ok(Math.abs(neighboursAt(c, 10 * MiB)![1]) < 1e-12, "one level on the streamed side");
 });
