@@ -455,7 +455,11 @@ function describe(
     const between = p.residuals === null || (model !== null && !isOnAxis(table.op, shape))
       ? null
       : neighboursAt(p.residuals, bytes);
-    const sides = between === null ? null : between.map((d) => p.ms * Math.exp(d));
+    // Each side at its own efficiency, with the run-to-run drift beside it as in the band.
+    const sides = between === null ? null : [
+      p.ms * Math.exp(-Math.hypot(Math.max(0, -between[0]), driftHalf)),
+      p.ms * Math.exp(Math.hypot(Math.max(0, between[1]), driftHalf)),
+    ];
     const widened = sides !== null && (sides[0]! < interval[0] || sides[1]! > interval[1]);
     return {
       ...base,
