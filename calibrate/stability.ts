@@ -189,8 +189,9 @@ export function repeatability(times: readonly RepeatedTime[]): RepeatabilityStat
  * @param probes The probes, in time order.
  * @returns The report's `stability` section: the probe case, the probes, each backend's drift,
  * the standard deviation of ln(probe time) (backends with fewer than {@linkcode MIN_PROBES}
- * probes have none), the same of the host reference timed beside them (`hostDriftSigma`), and
- * the run's repeatability over the probes as windows.
+ * probes have none), the same of the host reference timed beside them (`hostDriftSigma`) and of
+ * the host's memory reference (`memoryDriftSigma`), and the run's repeatability over the probes
+ * as windows.
  * @example
  * ```ts
  * import { summarizeStability } from "./stability.ts";
@@ -210,6 +211,9 @@ export function summarizeStability(
   }
   const repeats = probeRepeatability(probes, byBackend);
   const hostSigma = driftSigma(hostProbeMs(probes));
+  const memorySigma = driftSigma(
+    probes.flatMap((p) => p.hostStreamMs === undefined ? [] : [p.hostStreamMs]),
+  );
   return {
     ...PROBE,
     shape: { ...PROBE.shape },
@@ -217,9 +221,11 @@ export function summarizeStability(
       atS: p.atS,
       ms: { ...p.ms },
       ...(p.hostMs === undefined ? {} : { hostMs: p.hostMs }),
+      ...(p.hostStreamMs === undefined ? {} : { hostStreamMs: p.hostStreamMs }),
     })),
     driftSigma: sigmas,
     ...(hostSigma === null ? {} : { hostDriftSigma: Math.round(hostSigma * 1e4) / 1e4 }),
+    ...(memorySigma === null ? {} : { memoryDriftSigma: Math.round(memorySigma * 1e4) / 1e4 }),
     ...(repeats ? { repeatability: repeats } : {}),
     ...betweenRuns(probes, earlierRuns),
   };
@@ -405,6 +411,7 @@ export async function measureProbe(
   signal?: AbortSignal,
 ): Promise<StabilityProbe> {
   const hostMs = timeHostReference("throughput");
+  const hostStreamMs = timeHostReference("stream");
   const requests = backends.map((backend) => ({
     op: PROBE.op,
     shape: { ...PROBE.shape },
@@ -421,5 +428,10 @@ export async function measureProbe(
   results.forEach((r, i) => {
     if (r.state === "ok" && r.wall.median > 0) ms[requests[i]!.backend] = r.wall.median;
   });
-  return { atS: Math.round(atS * 100) / 100, ms, ...(hostMs > 0 ? { hostMs } : {}) };
+  return {
+    atS: Math.round(atS * 100) / 100,
+    ms,
+    ...(hostMs > 0 ? { hostMs } : {}),
+    ...(hostStreamMs > 0 ? { hostStreamMs } : {}),
+  };
 }

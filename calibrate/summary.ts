@@ -147,6 +147,11 @@ function driftLines(report: Report): string[] {
     ...(s.hostDriftSigma === undefined ? [] : [
       `  the host alone    ${formatPercent(s.hostDriftSigma)} (a loop with none of gpucal's code)`,
     ]),
+    ...(s.memoryDriftSigma === undefined ? [] : [
+      `  the host's memory ${
+        formatPercent(s.memoryDriftSigma)
+      } (a sum over 32 MiB; streamed work carries it)`,
+    ]),
     ...(s.betweenRunSigma === undefined ? [] : [
       `  between runs      ${sigmas(s.betweenRunSigma)} (${(s.earlierRuns?.length ?? 0) + 1} runs)`,
     ]),

@@ -713,6 +713,12 @@ export type StabilityProbe = {
    * written before it was recorded.
    */
   hostMs?: number;
+  /**
+   * Median time of the host's memory reference timed just before, ms: a sum over 32 MiB of
+   * doubles, none of gpucal's code (`stream` of `calibrate/host_reference.ts`). Absent in reports
+   * written before it was recorded.
+   */
+  hostStreamMs?: number;
 };
 
 /** One drift probe: when it was taken and each backend's median time of the probe case. */
@@ -721,6 +727,7 @@ export const StabilityProbeSchema: z.ZodType<StabilityProbe> = exactly<Stability
     atS: nonNegative,
     ms: z.partialRecord(BackendSchema, nonNegative),
     hostMs: z.number().positive().exactOptional(),
+    hostStreamMs: z.number().positive().exactOptional(),
   }),
 );
 
@@ -854,6 +861,12 @@ export type StabilityInfo = {
    * times.
    */
   hostDriftSigma?: number;
+  /**
+   * The same for the host's memory reference (`probes[].hostStreamMs`): how far the speed of
+   * memory moved during the run, which work that streams its operands from memory (on the CPU,
+   * or on a software adapter) moves with. Absent without three such times.
+   */
+  memoryDriftSigma?: number;
   /** Repeatability over windows some time apart, when measured. */
   repeatability?: RepeatabilityInfo;
   /**
@@ -880,12 +893,13 @@ export const StabilitySchema: z.ZodType<StabilityInfo> = named(
     probes: z.array(StabilityProbeSchema).max(MAX.probes),
     driftSigma: z.partialRecord(BackendSchema, nonNegative),
     hostDriftSigma: nonNegative.exactOptional(),
+    memoryDriftSigma: nonNegative.exactOptional(),
     repeatability: RepeatabilitySchema.exactOptional(),
     earlierRuns: z.array(EarlierRunSchema).max(MAX.earlierRuns).exactOptional(),
     betweenRunSigma: z.partialRecord(BackendSchema, nonNegative).exactOptional(),
   })),
   "Stability",
-  "Run-to-run drift: probe times of one fixed case per backend over the run, and per backend the standard deviation of ln(probe time) (driftSigma; 0.1 is about 10 %); the same for a host reference without gpucal's code timed beside each probe (hostMs, hostDriftSigma); the median probe times of earlier calibrations of this machine and, from three runs on, the spread of ln(median probe time) between consecutive runs, √(Σ Δ² / 2(n − 1)) (betweenRunSigma)",
+  "Run-to-run drift: probe times of one fixed case per backend over the run, and per backend the standard deviation of ln(probe time) (driftSigma; 0.1 is about 10 %); the same for a host reference without gpucal's code timed beside each probe (hostMs, hostDriftSigma) and for a sum over 32 MiB, the memory's speed (hostStreamMs, memoryDriftSigma); the median probe times of earlier calibrations of this machine and, from three runs on, the spread of ln(median probe time) between consecutive runs, √(Σ Δ² / 2(n − 1)) (betweenRunSigma)",
 );
 
 /**

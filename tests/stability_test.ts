@@ -78,6 +78,23 @@ Deno.test("summarizeStability() states how far the host itself moved, from the r
   assert.ok(old.probes.every((p) => !("hostMs" in p)));
 });
 
+Deno.test("summarizeStability() states how far the memory moved while the compute held still", () => {
+  // The 32 MiB sum swings ×1.9 while the probes and the compute reference stay within 2 %.
+  const memory = [1, 1.4, 1.9, 1.2, 1.6, 1.0, 1.3];
+  const s = summarizeStability(memory.map((f, i) => ({
+    atS: 10 * i,
+    ms: { wasm: 0.01 * (1 + 0.02 * (i % 2)) },
+    hostMs: 4,
+    hostStreamMs: 3.2 * f,
+  })));
+  assert.ok(s.memoryDriftSigma! > 0.2, `${s.memoryDriftSigma}`);
+  assert.ok(s.driftSigma.wasm! < 0.03 && s.hostDriftSigma === 0);
+  assert.deepEqual(s.probes.map((p) => p.hostStreamMs), memory.map((f) => 3.2 * f));
+  assert.equal(ReportSchema.safeParse({ ...syntheticReport(), stability: s }).success, true);
+  const old = summarizeStability(memory.map((f, i) => ({ atS: 10 * i, ms: { wasm: 0.01 } })));
+  assert.equal(old.memoryDriftSigma, undefined, "nothing made up without memory times");
+});
+
 Deno.test("a report's host reference time must be a positive number", () => {
   const s = summarizeStability([{ atS: 0, ms: { wasm: 0.01 }, hostMs: 4 }]);
   const bad = { ...s, probes: [{ ...s.probes[0]!, hostMs: -1 }] };
