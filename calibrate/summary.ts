@@ -150,7 +150,7 @@ function driftLines(report: Report): string[] {
     ...(s.memoryDriftSigma === undefined ? [] : [
       `  the host's memory ${
         formatPercent(s.memoryDriftSigma)
-      } (a sum over 32 MiB; streamed work carries it)`,
+      } (a sum over 32 MiB, the memory's speed)`,
     ]),
     ...(s.betweenRunSigma === undefined ? [] : [
       `  between runs      ${sigmas(s.betweenRunSigma)} (${(s.earlierRuns?.length ?? 0) + 1} runs)`,

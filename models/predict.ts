@@ -26,7 +26,6 @@ import {
 } from "../kernels/types.ts";
 import type { CostFit, ProvenanceTag, Report, Tuning } from "../core/schema.ts";
 import { normalQuantile } from "../core/numeric.ts";
-import { STREAMED_FROM_BYTES } from "../core/operand_rotation.ts";
 import { correctionAt, DEFAULT_LEVEL } from "./_shape_model.ts";
 import { localLooError, neighboursAt, type ResidualCurve } from "./_residuals.ts";
 import { checkReach } from "./_bounds.ts";
@@ -161,8 +160,7 @@ export function predictTime(report: Report, request: PredictRequest): TimePredic
           `measurement to predict from`,
     );
   }
-  const drift = withMemoryDrift(report, s, p, flops, bytes, driftOf(report, request, p.ms));
-  const t = describe(table, s, p, shape, flops, bytes, drift);
+  const t = describe(table, s, p, shape, flops, bytes, driftOf(report, request, p.ms));
   // End to end beyond the bytes the series measured, or beyond the sizes its fit saw, its parts
   // say more than its fit.
   const beyond = bytes > largestMeasuredBytes(s) || t.provenance === "extrapolated";
@@ -281,36 +279,6 @@ export const ASSUMED_BETWEEN_RUN_SIGMA: Readonly<Record<Backend, number>> = Obje
 interface Drift {
   readonly sigma: number;
   readonly assumed: boolean;
-  /** The memory's own drift within `sigma`, for work that streams from memory. */
-  readonly memory?: number;
-}
-
-/**
- * `drift` with the memory's own drift within the run (`stability.memoryDriftSigma`) beside it,
- * for work whose operands stream from memory (from `STREAMED_FROM_BYTES` up, and memory-bound
- * by its fit) on the CPU or on a software adapter, whose memory is the host's. On the 2-vCPU
- * Xeon, in one process, a 32 MiB sum moved by σ 0.18 over two minutes while the compute probes
- * held within 3 %, and the memory-bound predictions moved with it: wasm gemv f32 8192² ran
- * 21.4 ms against 29.2 predicted, q4 2464² 1.71–1.78 ms against 1.04 and half an hour later 1.17.
- */
-function withMemoryDrift(
-  report: Report,
-  s: BackendSeries,
-  p: Prediction,
-  flops: number,
-  bytes: number,
-  drift: Drift,
-): Drift {
-  const memory = report.stability?.memoryDriftSigma;
-  // A measured point says nothing of what bounds it: its variant's fit, or the backend's, does.
-  const fit = p.fit ?? s.variants.get(p.variant)?.fit ?? s.fitted[0]?.fit ?? null;
-  if (memory === undefined || memory === 0 || fit === null || fit.gbps === null) return drift;
-  if (s.backend === "webgpu" && report.adapter?.software !== true) return drift;
-  if (bytes < STREAMED_FROM_BYTES) return drift;
-  const memoryMs = bytes / (fit.gbps * 1e6);
-  const computeMs = fit.gflops === null ? 0 : flops / (fit.gflops * 1e6);
-  if (memoryMs < computeMs) return drift;
-  return { ...drift, sigma: Math.hypot(drift.sigma, memory), memory };
 }
 
 /**
@@ -399,7 +367,7 @@ function describe(
   shape: Shape,
   flops: number,
   bytes: number,
-  { sigma: drift, assumed, memory }: Drift,
+  { sigma: drift, assumed }: Drift,
 ): TimePrediction {
   const what = `${table.op.name} ${table.dtype} ${s.backend} ${p.variant} ${s.residency}`;
   const base = {
@@ -417,9 +385,6 @@ function describe(
     return [p.ms * Math.exp(-h), p.ms * Math.exp(h)];
   };
   const driftNote = `, run-to-run drift ${(100 * drift).toFixed(0)} %` +
-    (memory === undefined
-      ? ""
-      : ` (the memory's own ${(100 * memory).toFixed(0)} % in it: this work streams from memory)`) +
     (assumed ? " (between runs assumed: this machine has fewer than three calibrations)" : "");
   if (p.point !== null) {
     const relSd = p.point.ciHalfWidth / p.point.ms / 1.96;

@@ -623,23 +623,3 @@ Deno.test("between two measured sizes whose efficiencies differ, the interval re
   assert.ok(p.interval[1] >= 2.3 * model * 0.98, `${p.interval} against ${2.3 * model}`);
   assert.match(p.source, /measured sizes on either side/);
 });
-
-Deno.test("work that streams from memory carries the memory's drift, and work that computes does not", () => {
-  const base = steady(syntheticReport());
-  const swinging = {
-    ...base,
-    stability: { ...base.stability!, memoryDriftSigma: 0.2 },
-  };
-  const ask = (op: string, shape: Record<string, number>) =>
-    [base, swinging].map((r) => predictTime(r, { op, shape, dtype: "f32", backend: "wasm" }));
-  const width = (p: { interval: readonly [number, number] }) => p.interval[1] / p.interval[0];
-  // 4M adds stream 48 MB: the interval widens, and the source says why.
-  const [still, moving] = ask("add", { n: 4_000_000 });
-  assert.ok(width(moving!) > 1.5 * width(still!), `${width(still!)} ${width(moving!)}`);
-  assert.match(moving!.source, /streams from memory/);
-  // A 512³ matmul is compute-bound, and 4096 adds stay in cache: unchanged.
-  for (const [op, shape] of [["matmul", cube(512)], ["add", { n: 4096 }]] as const) {
-    const [a, b] = ask(op, shape);
-    assert.deepEqual(a!.interval, b!.interval, op);
-  }
-});
