@@ -91,7 +91,7 @@ Deno.test("summarizeStability() states how far the memory moved while the comput
   assert.ok(s.driftSigma.wasm! < 0.03 && s.hostDriftSigma === 0);
   assert.deepEqual(s.probes.map((p) => p.hostStreamMs), memory.map((f) => 3.2 * f));
   assert.equal(ReportSchema.safeParse({ ...syntheticReport(), stability: s }).success, true);
-  const old = summarizeStability(memory.map((f, i) => ({ atS: 10 * i, ms: { wasm: 0.01 } })));
+  const old = summarizeStability(memory.map((_, i) => ({ atS: 10 * i, ms: { wasm: 0.01 } })));
   assert.equal(old.memoryDriftSigma, undefined, "nothing made up without memory times");
 });
 
