@@ -96,8 +96,9 @@ export interface PackedRun {
 
 /**
  * What one call's packing costs, in units of the dimension the parts cut: a matmul packs all of
- * B for each call, which on one thread of the 2-vCPU Xeon cost as much as 13–18 rows of C
- * (wasm 6 × 1024² took 0.90 ms, 48 × 1024² 2.7 and 100 × 1024² 4.9). Per unit of `flops /
+ * B for each call, which on one thread of the 2-vCPU Xeon cost as much as 8–12 rows of C by
+ * five calibrations' runs (13–18 through their runs up to 256 rows alone; wasm 6 × 1024² took
+ * 0.90 ms, 48 × 1024² 2.7 and 100 × 1024² 4.9). Per unit of `flops /
  * total` (a row's work), the time is the packing and then `total` rows: a least-squares line
  * through one-thread runs gives the packing as its intercept over its slope. 0 with fewer than
  * three runs, two totals, or a line that says nothing is packed.
