@@ -786,11 +786,7 @@ export function residualFeatures(
  * tiles pack at m = 4 and 5 where the 6-row ones do not), and with the paths in it the ratio
  * models, trusting them, priced 5 × 1000 × 300 on wasm-mt 3.5× too slow.
  */
-function ratioFeatures(
-  s: BackendSeries,
-  dims: readonly string[],
-  shape: Shape,
-): number[] {
+function ratioFeatures(s: BackendSeries, dims: readonly string[], shape: Shape): number[] {
   const features = shapeFeatures(dims, shape);
   if (s.strideOf !== null) features.push(s.strideOf(shape));
   return features;
@@ -1371,11 +1367,7 @@ function rankedOffAxis(s: BackendSeries, at: Site): RankedVariant[] | null {
       (!model ||
         p.ms *
               Math.exp(
-                SWITCH_SIGMAS *
-                  shapeCorrectionAt(
-                    model,
-                    ratioFeatures(s, at.dims, at.shape),
-                  ).sd,
+                SWITCH_SIGMAS * shapeCorrectionAt(model, ratioFeatures(s, at.dims, at.shape)).sd,
               ) < bar);
     ranked.push({ v, p, rank: faster ? p.ms : Infinity });
   }
