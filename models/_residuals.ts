@@ -56,17 +56,29 @@ export interface ResidualPoint {
 }
 
 /**
- * A median known only to ±this (95 %) or worse says little about where the model misses: such a
- * point (a device-resident gemv on lavapipe at ±64 %, whose window medians vary 2.2–4.9 ms) would
- * drag predictions around it by its noise, so the fit carries the prediction there instead.
+ * A median known only to ±this (95 %) or worse says little about where the model misses: taken
+ * whole, such a point (a device-resident gemv on lavapipe at ±64 %, whose window medians vary
+ * 2.2–4.9 ms) would drag predictions around it by its noise. It is not thrown away either: it
+ * is the only word on its size, and at the end of a series the only one beyond it (an AMD EPYC
+ * VM's wasm matmul 512³ at ±28 %, 45 GFLOP/s: without it, 611³ and 900³ held the residual of
+ * 128³, caught at 29.5 GFLOP/s while the host ran slow, and were priced 57 % and 53 % slow).
+ * Its residual is shrunk toward what the sure points say there, each weighted by its precision
+ * (see {@linkcode residualCurve}).
  */
 export const UNSURE_RESIDUAL = 0.25;
 
 /**
  * The residual curve of a model over measured points.
  *
- * @param points Measured points of one variant (any order; non-positive values, and medians less
- *   sure than ±{@linkcode UNSURE_RESIDUAL}, are skipped).
+ * A median less sure than ±{@linkcode UNSURE_RESIDUAL} enters shrunk: its residual moves from
+ * the sure points' correction at its size (held at their ends, as in {@linkcode correctionAt})
+ * toward its own by the share its precision has of both, the sure points' being their
+ * leave-one-out error (±25 % when they have none), compounded once per doubling of bytes beyond
+ * their ends as a prediction's is: a ±64 % median between sure points that interpolate to ±20 %
+ * keeps 34 % of its own residual; a ±28 % one four doublings beyond sure points at ±34 % keeps
+ * 99 %.
+ *
+ * @param points Measured points of one variant (any order; non-positive values are skipped).
  * @param model The fitted time, ms, of a point's bytes (and whatever else the caller closes over).
  * @returns The curve; empty when no point is usable.
  * @example
@@ -81,15 +93,27 @@ export function residualCurve<P extends ResidualPoint>(
   model: (p: P) => number,
   breakBytes: readonly number[] = [],
 ): ResidualCurve {
+  const usable = points.filter((p) => p.bytes > 0 && p.ms > 0 && model(p) > 0);
+  const unsure = (p: P) => (p.ciHalfWidth ?? 0) > UNSURE_RESIDUAL * p.ms;
+  const residualOf = (p: P) => Math.log(p.ms / model(p));
+  const sure = usable.filter((p) => !unsure(p));
+  const doubtful = usable.filter(unsure);
   const byX = new Map<number, number[]>();
-  for (const p of points) {
-    const m = model(p);
-    if (!(p.bytes > 0 && p.ms > 0 && m > 0)) continue;
-    if ((p.ciHalfWidth ?? 0) > UNSURE_RESIDUAL * p.ms) continue;
-    const x = Math.log(p.bytes);
-    const list = byX.get(x) ?? [];
-    list.push(Math.log(p.ms / m));
-    byX.set(x, list);
+  const add = (bytes: number, residual: number) => {
+    const x = Math.log(bytes);
+    byX.set(x, [...byX.get(x) ?? [], residual]);
+  };
+  for (const p of sure) add(p.bytes, residualOf(p));
+  if (doubtful.length > 0) {
+    const prior = residualCurve(sure, model, breakBytes);
+    const interpolated = Math.log1p(prior.looMape ?? UNSURE_RESIDUAL);
+    for (const p of doubtful) {
+      const priorSd = interpolated * (1 + doublingsBeyond(prior, Math.log(p.bytes)));
+      const ownSd = Math.log1p(p.ciHalfWidth! / p.ms) / 1.96;
+      const weight = priorSd ** 2 / (priorSd ** 2 + ownSd ** 2);
+      const expected = Math.log(correctionAt(prior, p.bytes));
+      add(p.bytes, expected + weight * (residualOf(p) - expected));
+    }
   }
   const xs = [...byX.keys()].sort((a, b) => a - b);
   const x = Float64Array.from(xs);
@@ -195,6 +219,17 @@ export function localLooError(curve: ResidualCurve, bytes: number, floor = 0): n
     floor * scale(medianGap),
     ...near.map((i) => looErrors[i]! * scale(gapOf(i))),
   );
+}
+
+/**
+ * Doublings of bytes from `lx` to the nearest end of the curve's sizes on its side of every
+ * break; 0 within them, and with no sizes (then nothing is known anywhere).
+ */
+function doublingsBeyond(curve: ResidualCurve, lx: number): number {
+  if (curve.x.length === 0) return 0;
+  const [start, end] = sideOf(curve, lx);
+  const outside = Math.max(0, curve.x[start]! - lx, lx - curve.x[end - 1]!);
+  return outside / Math.LN2;
 }
 
 /** Distance from `lx` to the nearest of `x`. */

@@ -48,15 +48,29 @@ Deno.test("correctionAt() of an empty curve leaves the model alone", () => {
   assert.equal(correctionAt(residualCurve([], flat), 123), 1);
 });
 
-Deno.test("residualCurve() leaves out a median known only to worse than ±25 %", () => {
+Deno.test("residualCurve() shrinks a median known only to worse than ±25 % toward the sure points", () => {
   const model = (p: { bytes: number }) => p.bytes / 1e6;
-  const curve = residualCurve([
+  const points = (ciHalfWidth: number) => [
     { bytes: 1e3, ms: 0.001, ciHalfWidth: 0.00001 },
-    { bytes: 1e5, ms: 0.2, ciHalfWidth: 0.13 }, // 2× off, but ±65 %: noise, not a cache step
+    { bytes: 1e5, ms: 0.2, ciHalfWidth }, // 2× off the model
     { bytes: 1e7, ms: 10, ciHalfWidth: 0.1 },
+  ];
+  const unsure = correctionAt(residualCurve(points(0.13), model), 1e5); // ±65 %
+  const sure = correctionAt(residualCurve(points(0.004), model), 1e5); // ±2 %
+  assert.ok(unsure > 1.2 && unsure < 1.6, `partway to its own 2×, got ${unsure}`);
+  assert.ok(Math.abs(sure - 2) < 1e-9, "a sure median is taken whole");
+});
+
+Deno.test("an unsure largest size still moves what lies beyond it", () => {
+  // Sure sizes say the model is 1.3× slow; the largest, at ±28 %, runs at the model's speed.
+  const model = (p: { bytes: number }) => p.bytes / 1e6;
+  const sizes = [1e3, 1e4, 1e5, 1e6];
+  const curve = residualCurve([
+    ...sizes.map((bytes, i) => ({ bytes, ms: model({ bytes }) * (1.3 + 0.1 * (i % 2)) })),
+    { bytes: 1e7, ms: 10, ciHalfWidth: 2.8 },
   ], model);
-  assert.equal(curve.x.length, 2);
-  assert.ok(Math.abs(correctionAt(curve, 1e5) - 1) < 1e-9, "the fit carries the middle");
+  const beyond = correctionAt(curve, 3e7);
+  assert.ok(beyond < 1.1, `held near the unsure end's own 1×, got ${beyond}`);
 });
 
 Deno.test("localLooError() carries a regime change only to predictions near it", () => {
