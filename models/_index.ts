@@ -35,6 +35,7 @@ import {
 } from "./_alignment.ts";
 import { firstSharedSize, imbalanceLn, type PackedRun, perCallWork } from "./_imbalance.ts";
 import { fitTilePenalty, NO_TILE_COST, tileLn, type TileModel } from "./_tiles.ts";
+import { fitRowOverhead, rowCostLn } from "./_row_cost.ts";
 import { correctionAt, type ResidualCurve, residualCurve } from "./_residuals.ts";
 import { STREAMED_FROM_BYTES } from "../core/operand_rotation.ts";
 import {
@@ -97,6 +98,12 @@ export interface VariantSeries {
    * measured sizes left tiles partly empty, so nothing says; null without a fit.
    */
   readonly tiles: TileModel | null;
+  /**
+   * Elements' worth of time each row costs besides its own (`_row_cost.ts`), measured from the
+   * variant's shapes beside the axis; 0 where the backend's rows are not held by the sweep or
+   * nothing says.
+   */
+  readonly rowOverhead: number;
 }
 
 /** What is known about one backend for one (op, dtype, residency). */
@@ -155,6 +162,11 @@ export interface BackendSeries {
    * id (`utilisation` of the WebGPU impl); null for the others.
    */
   readonly utilisationOf: ((shape: Shape, variant: string) => number) | null;
+  /**
+   * For WebGPU, the rows the op's sweep holds fixed (softmax's 32), against which each variant's
+   * `rowOverhead` prices other row counts; null otherwise.
+   */
+  readonly sweepRows: number | null;
   /**
    * For WebGPU end to end: the device-resident series and the report's round trip, whose sum
    * bounds a prediction from below (see {@linkcode predictSeries}); null otherwise.
@@ -398,6 +410,7 @@ function buildSeries(
     ? imbalanceFor(op, report.machine.cores, packingOf(report, op, dtype))
     : null;
   const utilisationOf = backend === "webgpu" ? utilisationFor(op) : null;
+  const sweepRows = backend === "webgpu" ? rowsHeldBySweep(op) : null;
   const pathOf = backend === "wasm" || backend === "wasm-mt" ? codePathFor(op) : null;
   const axis = new Map<string, AxisModel>();
   for (const f of fits) {
@@ -410,6 +423,7 @@ function buildSeries(
         imbalanceOf,
         utilisationOf,
         regimeBreaks(op, dtype, backend, residency, f.variant, report.machine.cores),
+        sweepRows,
       ),
     );
   }
@@ -429,6 +443,7 @@ function buildSeries(
       residuals: own?.residuals ?? null,
       alignment: own?.alignment ?? null,
       tiles: own?.tiles ?? null,
+      rowOverhead: own?.rowOverhead ?? 0,
       shapeModel: own === undefined ? null : fitShapeModel(
         shapePoints(
           op,
@@ -464,6 +479,7 @@ function buildSeries(
     pathOf,
     imbalanceOf,
     utilisationOf,
+    sweepRows,
     floor,
     runs: runsFor(op, dtype, backend),
   };
@@ -645,6 +661,7 @@ function axisModelOf(
   imbalanceOf: BackendSeries["imbalanceOf"],
   utilisationOf: BackendSeries["utilisationOf"],
   breaks: readonly number[],
+  sweepRows: number | null,
 ): AxisModel {
   const model = compileFit(f);
   const utilisation = (p: MeasuredPoint) => utilisationOf?.(p.shape, f.variant) ?? 1;
@@ -670,15 +687,53 @@ function axisModelOf(
       dims: p.dims,
     };
   }));
-  // The fit's time at a point with the point's alignment offset and uneven share in it.
-  const aligned = (p: MeasuredPoint) => {
+  // The fit's time at a point with the point's alignment offset and uneven share in it, and
+  // `extra` more ln beyond the launch.
+  const alignedBy = (p: MeasuredPoint, extra: number) => {
     const fitMs = compiledMs(model, p.flops, p.bytes);
     const ln = (alignment === null ? 0 : offsetAt(alignment, alignmentOf!(p.shape)).ln) +
-      (imbalanceOf?.(p.shape, f.variant) ?? 0) + tileLn(tiles, utilisation(p));
+      (imbalanceOf?.(p.shape, f.variant) ?? 0) + tileLn(tiles, utilisation(p)) + extra;
     return ln === 0 ? fitMs : alignedMs(fitMs, model.t0, ln);
   };
-  const residuals = residualCurve(points.filter((p) => p.onAxis), aligned, breaks);
-  return { model, residuals, alignment, tiles, aligned };
+  // On the axis every row count is the sweep's, so the rows' cost is nothing there.
+  const residuals = residualCurve(
+    points.filter((p) => p.onAxis),
+    (p) => alignedBy(p, 0),
+    breaks,
+  );
+  const rowOverhead = sweepRows === null ? 0 : fitRowOverhead(
+    points.filter((p) => !p.onAxis).map((p) => ({
+      elements: elementsOf(p.shape),
+      rows: p.shape.rows ?? 1,
+      lnMs: Math.log(p.ms),
+      modelMs: (ln: number) => alignedBy(p, ln) * correctionAt(residuals, p.bytes),
+    })),
+    sweepRows,
+  );
+  const aligned = (p: MeasuredPoint) => alignedBy(p, rowsLn(sweepRows, rowOverhead, p.shape));
+  return { model, residuals, alignment, tiles, rowOverhead, aligned };
+}
+
+/**
+ * The rows held fixed by `op`'s sweep (softmax's 32) when its shapes have rows and its WebGPU
+ * kernel may pay per row; null for an op whose sweep moves its rows (gemv's squares) or has none.
+ */
+function rowsHeldBySweep(op: OpSpec): number | null {
+  if (!op.dims.includes("rows")) return null;
+  const first = op.axis.shape(op.axis.min).rows;
+  return first !== undefined && first === op.axis.shape(op.axis.max).rows ? first : null;
+}
+
+/** The elements of a shape: the product of its dimensions. */
+function elementsOf(shape: Shape): number {
+  return Object.values(shape).reduce((product, d) => product * d, 1);
+}
+
+/** {@linkcode rowCostLn} at a shape, 0 when the sweep holds no rows. */
+function rowsLn(sweepRows: number | null, overhead: number, shape: Shape): number {
+  return sweepRows === null
+    ? 0
+    : rowCostLn(elementsOf(shape), shape.rows ?? 1, sweepRows, overhead);
 }
 
 /** A variant's on-axis prediction: its fit, corrected by its residuals along the axis. */
@@ -688,6 +743,8 @@ interface AxisModel {
   readonly alignment: AlignmentModel | null;
   /** Its {@linkcode fitTilePenalty}. */
   readonly tiles: TileModel;
+  /** Its rows' cost, {@linkcode VariantSeries.rowOverhead}. */
+  readonly rowOverhead: number;
   /** The fit's time at a point, with its row-alignment class's offset when there is a model. */
   readonly aligned: (p: MeasuredPoint) => number;
 }
@@ -1142,8 +1199,9 @@ function fitted(s: BackendSeries, v: VariantSeries, at: Site): Prediction {
   const tiles = shape === null
     ? 0
     : tileLn(v.tiles ?? NO_TILE_COST, s.utilisationOf?.(shape, v.variant) ?? 1);
+  const rows = shape === null ? 0 : rowsLn(s.sweepRows, v.rowOverhead, shape);
   return {
-    ms: alignedMs(fitMs, v.model!.t0, (alignment?.ln ?? 0) + imbalance + tiles) *
+    ms: alignedMs(fitMs, v.model!.t0, (alignment?.ln ?? 0) + imbalance + tiles + rows) *
       (residuals === null ? 1 : correctionAt(residuals, bytes)) * Math.exp(correction),
     imbalanceLn: imbalance,
     variant: v.variant,
