@@ -128,3 +128,15 @@ Deno.test("the LLM decode samples between jobs come out of the LLM reserve, not 
   time.revisitDone();
   assert.equal(time.etaS(), 0, "the validation at the end has what is left");
 });
+
+Deno.test("a default run's revisit takes its reserve even when the jobs ran past the plan", () => {
+  let now = 0;
+  const time = new TimeKeeper(plan, () => now, false);
+  time.systemDone();
+  time.startJob(0);
+  now = plan.time.totalS! * 1.6; // the jobs took 8 minutes of a 5-minute plan
+  time.endJob(0);
+  const reserve = plan.time.revisitShare * (plan.time.totalS! - plan.time.systemS);
+  assert.ok(Math.abs(time.startRevisit() - (now + reserve)) < 1e-9, "the reserve, from now");
+  assert.ok(!time.past(time.startRevisit()), "the noisy points still get their second window");
+});
