@@ -244,6 +244,8 @@ export interface VariantRatio {
   readonly shapeModel?: ShapeModel | null;
   /** The shape as `shapeModel` reads it ({@linkcode ratioFeatures}). */
   readonly features?: readonly number[];
+  /** Whether it ran on the axis at all (absent: yes). */
+  readonly onAxis?: boolean;
 }
 
 const NONE: readonly MeasuredPoint[] = Object.freeze([]);
@@ -1137,8 +1139,47 @@ function viaDeviceKernel(s: BackendSeries, v: VariantSeries, at: Site): Predicti
 }
 
 /**
+ * Half-width, in ln time, for carrying a variant's measured ratio to another shape, never under
+ * ±25 % of the part of the time beyond the launch (end to end, of the kernel's part): where the
+ * variant ran off the axis, the spread of its ratio model at this shape (near shapes it ran, what
+ * it measured; far from them, how much its ratios varied); else as far as the ratio is from 1
+ * (two variants that ran alike at one size tend to run alike elsewhere; a tiling twice as slow
+ * at one size may be anything at another).
+ *
+ * @param via How the variant was scaled.
+ * @param dims The op's dims.
+ * @param shape The shape asked about.
+ * @returns The half-width, ln.
+ * @example
+ * ```ts
+ * import { variantRatioHalfWidth } from "./_index.ts";
+ * const via = { from: "a", ratio: 2, sizes: [128] };
+ * console.log(variantRatioHalfWidth(via, ["n"], { n: 256 }).toFixed(3)); // "0.693"
+ * ```
+ */
+export function variantRatioHalfWidth(
+  via: VariantRatio,
+  dims: readonly string[],
+  shape: Shape,
+): number {
+  // The floor is on the part of the time a variant moves; the launch, or end to end the
+  // transfers and sync, are the same whichever variant runs.
+  const floor = Math.log(1.25) * (via.share ?? 1);
+  // A ratio measured at other proportions only (a 2 × 2-tile matmul timed at 1 × 1024² alone,
+  // where small tiles keep up, then 251 ms at 611³ against 23 predicted) says as little of this
+  // shape as a shape model that has none: a factor of two either way.
+  const unknown = via.onAxis === false ? Math.log(2) * (via.share ?? 1) : 0;
+  if (!via.shapeModel) return Math.max(Math.abs(Math.log(via.ratio)), floor, unknown);
+  const spread = shapeCorrectionAt(via.shapeModel, via.features ?? shapeFeatures(dims, shape)).sd;
+  return Math.max(via.shapeModel.multiplier * spread, floor);
+}
+
+/**
  * The fastest predicted of the variants that can run `shape`, when the one a backend would pick
- * by size cannot (vector loads at an odd width); null when none of its variants can.
+ * by size cannot (vector loads at an odd width), counting each at the slow end of what its ratio
+ * allows: on lavapipe a 2 × 2-tile variant measured at 1 × 1024² alone, where small tiles keep up,
+ * was ranked first for square matmuls at odd n and ran 611³ in 251 ms against 23 predicted (the
+ * 16 × 8 tiles, measured at 128³, in 41); null when none of its variants can.
  */
 function fastestRunnable(
   s: BackendSeries,
@@ -1149,10 +1190,19 @@ function fastestRunnable(
   bytes: number,
 ): Prediction | null {
   let best: Prediction | null = null;
+  let bestBound = Infinity;
   for (const v of s.variants.keys()) {
     if (!s.runs(shape, v)) continue;
     const p = predictSeries(s, dims, size, shape, flops, bytes, v);
-    if (p !== null && (best === null || p.ms < best.ms)) best = p;
+    if (p === null) continue;
+    // Ranked by how slow each may be: a variant priced through a ratio learned far from this
+    // shape is as good as that ratio's spread allows, no better.
+    const bound = p.ms *
+      Math.exp(p.viaVariant === null ? 0 : variantRatioHalfWidth(p.viaVariant, dims, shape));
+    if (bound < bestBound) {
+      best = p;
+      bestBound = bound;
+    }
   }
   return best;
 }
@@ -1265,6 +1315,7 @@ function scaledFromFitted(
       shapeModel,
       ...(at.shape === null ? {} : { features: ratioFeatures(s, at.dims, at.shape) }),
       share: 1 - t0 / base.ms,
+      onAxis: v.axisPoints.length > 0,
     },
   };
 }

@@ -37,9 +37,8 @@ import {
   type Prediction,
   predictSeries,
   residualFeatures,
-  shapeFeatures,
   tuningAt,
-  type VariantRatio,
+  variantRatioHalfWidth,
   variantsRankedOffAxis,
 } from "./_index.ts";
 
@@ -544,27 +543,6 @@ function floorError(f: CostFit, residuals: ResidualCurve | null): number | null 
   const crosses = residuals !== null && residuals.x.length > 0 &&
     residuals.breaks.some((b) => b > residuals.x[0]! && b < residuals.x.at(-1)!);
   return crosses && residuals.looMape !== null ? residuals.looMape : f.cvMape;
-}
-
-/**
- * Half-width, in ln time, for carrying a variant's measured ratio to another shape, never under
- * ±25 % of the part of the time beyond the launch (end to end, of the kernel's part): where the
- * variant ran off the axis, the spread of its ratio model at this shape (near shapes it ran, what
- * it measured; far from them, how much its ratios varied); else as far as the ratio is from 1
- * (two variants that ran alike at one size tend to run alike elsewhere; a tiling twice as slow
- * at one size may be anything at another).
- */
-function variantRatioHalfWidth(
-  via: VariantRatio,
-  dims: readonly string[],
-  shape: Shape,
-): number {
-  // The floor is on the part of the time a variant moves; the launch, or end to end the
-  // transfers and sync, are the same whichever variant runs.
-  const floor = Math.log(1.25) * (via.share ?? 1);
-  if (!via.shapeModel) return Math.max(Math.abs(Math.log(via.ratio)), floor);
-  const spread = correctionAt(via.shapeModel, via.features ?? shapeFeatures(dims, shape)).sd;
-  return Math.max(via.shapeModel.multiplier * spread, floor);
 }
 
 /** The least and most flops and bytes of measured points; null with none. */
