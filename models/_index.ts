@@ -1144,7 +1144,8 @@ function viaDeviceKernel(s: BackendSeries, v: VariantSeries, at: Site): Predicti
  * variant ran off the axis, the spread of its ratio model at this shape (near shapes it ran, what
  * it measured; far from them, how much its ratios varied); else as far as the ratio is from 1
  * (two variants that ran alike at one size tend to run alike elsewhere; a tiling twice as slow
- * at one size may be anything at another).
+ * at one size may be anything at another), and a factor of two either way for a ratio measured
+ * only at other proportions than the axis's.
  *
  * @param via How the variant was scaled.
  * @param dims The op's dims.
