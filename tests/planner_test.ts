@@ -658,6 +658,26 @@ Deno.test("beside the grid's top WebGPU sizes, the winner runs partly empty tile
   for (const m of past) assert.equal(m.variant, topVariant, "the grid's variant");
 });
 
+Deno.test("a job past its deadline still measures partly empty tiles and odd widths beside its top WebGPU sizes", () => {
+  const { clock, planner } = defaultPlanner("matmul", ["webgpu"]);
+  // Every grid point past the first takes the job far past its time plan.
+  const times = (req: MeasureRequest) => {
+    const { m, k, n } = req.shape as { m: number; k: number; n: number };
+    const id = typeof req.variant === "string" ? req.variant : variantId(req.variant ?? {});
+    if (m === n && m >= 64) clock.s += 1e6;
+    const rate = id.includes("vec4=true") ? 20e6 : 10e6;
+    return (req.residency === "end-to-end" ? 11 : 0.03) + (2 * m * k * n) / rate;
+  };
+  drive(planner, times, clock);
+  const resident = planner.measurements.filter((m) =>
+    m.state === "ok" && m.residency === "device-resident" && !m.offAxis
+  );
+  const top = Math.max(...resident.filter((m) => (m.size & (m.size - 1)) === 0).map((m) => m.size));
+  const sizes = new Set(resident.map((m) => m.size));
+  assert.ok(sizes.has(top - 1), `an odd width beside ${top}: ${[...sizes]}`);
+  assert.ok(sizes.has(top + 4), `partly empty tiles beside ${top}: ${[...sizes]}`);
+});
+
 Deno.test("a default run searches WebGPU variants where the work, not the launch, sets their times", () => {
   const { clock, plan, planner } = defaultPlanner("matmul", ["webgpu"]);
   const job = plan.jobs[0]!;
