@@ -298,10 +298,13 @@ export interface WasmImpl {
   partLength?(shape: Shape, variant: Variant): { readonly total: number; readonly per: number };
   /**
    * Which of the kernel's code paths a shape runs, where it has more than one whose speed its
-   * work does not tell apart: 0 for the main one. Matmul runs fewer rows than one micro-tile
-   * unpacked (path 1): in one process 5 × 1024² took 0.44 ms and 6 × 1024² (one packed
-   * micro-tile) 0.90. The shape model keeps measurements of different paths apart, so neither
-   * is drawn across the switch. Absent: one path.
+   * work does not tell apart: 0 for the main one, a positive path one that skips the main one's
+   * per-call work (`packsPerCall`), a negative one that does it another way. Paths a unit apart
+   * are one gap apart in the shape model. Matmul runs fewer rows than one micro-tile unpacked
+   * (path 1): in one process 5 × 1024² took 0.44 ms and 6 × 1024² (one packed micro-tile) 0.90;
+   * and more columns than one packed block in blocks (path −1). The shape model keeps
+   * measurements of different paths apart, so neither is drawn across the switch. Absent: one
+   * path.
    */
   codePath?(shape: Shape, variant: Variant): number;
   /**

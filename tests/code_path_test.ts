@@ -13,9 +13,15 @@ const SIX_ROWS_ID = "fma=true,kc=256,mr=6,nc=512,nr=8";
 
 Deno.test("wasm matmul runs fewer rows than one micro-tile unpacked, and as many packed", () => {
   const path = (m: number, mr: number) =>
-    matmulWasm.codePath!({ m, k: 1024, n: 1024 }, { ...SIX_ROWS, mr });
+    matmulWasm.codePath!({ m, k: 1024, n: 512 }, { ...SIX_ROWS, mr });
   assert.deepEqual([1, 5, 6, 64].map((m) => path(m, 6)), [1, 1, 0, 0]);
   assert.deepEqual([3, 4].map((m) => path(m, 4)), [1, 0]);
+});
+
+Deno.test("wasm matmul packs more columns than one block a block at a time: a path between the packed one block and the unpacked", () => {
+  const path = (m: number, n: number) => matmulWasm.codePath!({ m, k: 2048, n }, SIX_ROWS);
+  assert.deepEqual([256, 512, 513, 640, 4096].map((n) => path(8, n)), [0, 0, -1, -1, -1]);
+  assert.equal(path(5, 4096), 1, "fewer rows than a micro-tile stay unpacked");
 });
 
 /**
