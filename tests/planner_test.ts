@@ -384,6 +384,28 @@ Deno.test("a late job still climbs a series whose runs stay short to its ceiling
   assert.equal(top, plan.jobs[0]!.sizes.at(-1), `device-resident reached ${top}`);
 });
 
+Deno.test("a late job's device-resident reduction climbs past its search anchor while a run stays a few syncs long", () => {
+  const clock = { s: 0 };
+  const plan = planFor({
+    quick: false,
+    mode: "default",
+    ops: [getOp("sum")],
+    dtypes: ["f32"],
+    backends: ["webgpu"],
+  });
+  const planner = new Planner({ plan, llm: false, clock: () => clock.s });
+  // lavapipe-like: 73 µs of launch and 1 GB/s device-resident; every measurement makes it later.
+  drive(planner, (req) => {
+    clock.s += 1e4;
+    return (req.residency === "end-to-end" ? 11 : 0.073) + (4 * req.shape.n!) / 1e6;
+  }, clock);
+  const resident = planner.measurements.filter((m) =>
+    m.state === "ok" && m.residency === "device-resident" && !m.offAxis
+  );
+  const top = Math.max(...resident.map((m) => m.size));
+  assert.ok(top > 1e6, `device-resident sum stopped at ${top} elements`);
+});
+
 Deno.test("a late job climbs a series whose top run is long as far as a short run reaches", () => {
   const { clock, plan, planner } = defaultPlanner("sum", ["webgpu", "wasm", "wasm-mt", "js"]);
   // Device-resident: 45 µs of dispatch, then 0.5 GB/s: a run at the top takes ~95 ms, over a late
