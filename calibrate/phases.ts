@@ -384,7 +384,8 @@ function* measurePoints(
  * Another pass over the sweep: points of a fitted series this session measured (three sizes or
  * more: what fits, crossovers and predictions rest on) are measured again, size by size with
  * their backends interleaved as in the grid, and pooled with their earlier windows. A budgeted
- * run revisits only the points that missed their confidence target, within its revisit reserve.
+ * run revisits only the points that missed their confidence target, within its revisit reserve,
+ * the least sure sizes first ({@linkcode revisitOrder}).
  * After the last pass, a point whose windows disagree gets one more.
  *
  * @param state The planner's state.
@@ -412,30 +413,77 @@ export function* revisitSteps(state: PlanState, pass: number, final: boolean): S
     (state.plan.mode !== "default" || (m.state === "ok" && m.wall.relCi > target))
   );
   state.progressTotal += todo.length;
-  for (const job of state.plan.jobs) {
-    const group = todo.filter((m) => m.op === job.op.name && m.dtype === job.dtype);
-    if (group.length === 0 || state.time.past(deadline)) continue;
-    state.phase(`${job.op.name} ${job.dtype}: pass ${pass} of ${state.plan.passes}`);
-    const sizes = [...new Set(group.map((m) => m.size))].sort((a, b) => a - b);
-    for (const size of sizes) {
+  const groups = revisitOrder(state.plan.jobs, todo, state.plan.mode === "default");
+  let phase = "";
+  const enter = (job: CalibrationJob) => {
+    const name = `${job.op.name} ${job.dtype}: pass ${pass} of ${state.plan.passes}`;
+    if (name !== phase) state.phase(phase = name);
+  };
+  for (const [i, { job, points }] of groups.entries()) {
+    if (state.time.past(deadline)) break;
+    enter(job);
+    yield* addWindow(state, points);
+    if ((i + 1) % SAVE_EVERY_GROUPS === 0) yield { kind: "save" };
+  }
+  // With two windows that disagree (a stall in one, the adapter on one core) the pooled median
+  // would sit halfway between them: a third decides.
+  if (final) {
+    for (const { job, points } of groups) {
       if (state.time.past(deadline)) break;
-      yield* addWindow(state, group.filter((m) => m.size === size));
-    }
-    // With two windows that disagree (a stall in one, the adapter on one core) the pooled median
-    // would sit halfway between them: a third decides.
-    if (final) {
-      const split = group.map((m) => state.done.get(measurementKey(m))!).filter((m) =>
+      const split = points.map((m) => state.done.get(measurementKey(m))!).filter((m) =>
         windowsDisagree(state.windowsOf.get(measurementKey(m)) ?? [])
       );
+      if (split.length === 0) continue;
       state.progressTotal += split.length;
-      for (const size of sizes) {
-        if (state.time.past(deadline)) break;
-        const atSize = split.filter((m) => m.size === size);
-        if (atSize.length > 0) yield* addWindow(state, atSize);
-      }
+      enter(job);
+      yield* addWindow(state, split);
     }
-    yield { kind: "save" };
   }
+  yield { kind: "save" };
+}
+
+/** Sizes revisited between saves: an interrupted revisit keeps what it measured. */
+const SAVE_EVERY_GROUPS = 8;
+
+/** One size of one job's points to revisit, measured together. */
+export interface RevisitGroup {
+  readonly job: CalibrationJob;
+  readonly points: readonly Measurement[];
+}
+
+/**
+ * The points to revisit, a size of a job at a time: in plan order, sizes ascending; or, where
+ * the revisit has only its reserve (`noisiestFirst`), the sizes whose noisiest point is the
+ * least sure first, whatever their job. In plan order a default run's reserve went to matmul's
+ * small sizes: on the AMD EPYC VM wasm-mt's 1024³ (±33 %, 36.5 ms where ~24 was its speed) and
+ * every later job went without a second window, and 611³–900³ were predicted 60 % slow.
+ *
+ * @param jobs The plan's jobs.
+ * @param todo The points to revisit.
+ * @param noisiestFirst Whether the least sure sizes go first.
+ * @returns The groups, in the order to measure them.
+ * @example
+ * ```ts ignore
+ * const groups = revisitOrder(plan.jobs, todo, true);
+ * ```
+ */
+export function revisitOrder(
+  jobs: readonly CalibrationJob[],
+  todo: readonly Measurement[],
+  noisiestFirst: boolean,
+): RevisitGroup[] {
+  const groups: RevisitGroup[] = [];
+  for (const job of jobs) {
+    const mine = todo.filter((m) => m.op === job.op.name && m.dtype === job.dtype);
+    const sizes = [...new Set(mine.map((m) => m.size))].sort((a, b) => a - b);
+    for (const size of sizes) groups.push({ job, points: mine.filter((m) => m.size === size) });
+  }
+  if (!noisiestFirst) return groups;
+  const worst = (g: RevisitGroup) =>
+    Math.max(...g.points.map((m) => m.state === "ok" ? m.wall.relCi : 0));
+  return groups.map((g, i) => ({ g, i, w: worst(g) }))
+    .sort((a, b) => b.w - a.w || a.i - b.i)
+    .map(({ g }) => g);
 }
 
 /** Measures `atSize` (one size, its backends interleaved) once more and pools each point. */

@@ -8,6 +8,8 @@ import { DOMINATED_MIN_POINTS } from "../calibrate/decide.ts";
 import { missingSystemFigures } from "../calibrate/assemble.ts";
 import { offAxisShapes, sureOffAxisShapes } from "../calibrate/shapes.ts";
 import { drive, fakeResult } from "./_fake_runner.ts";
+import { revisitOrder } from "../calibrate/phases.ts";
+import type { Measurement } from "../core/schema.ts";
 
 /** A default-mode planner of one op in f32 on `backends`, with a clock the test moves. */
 function defaultPlanner(op: string, backends: Backend[]) {
@@ -826,4 +828,28 @@ Deno.test("a series whose next grid size would run over the cap climbs half a gr
   assert.ok(resident.some((m) => m.size === 724), "half a step above 512");
   assert.ok(resident.every((m) => m.size < 1024), "nothing a whole step above");
   assert.ok(resident.every((m) => m.state === "ok" && m.wall.median <= plan.maxCaseMs));
+});
+
+Deno.test("a budgeted revisit measures the least sure sizes first, whatever their job; an unbudgeted one goes in plan order", () => {
+  const plan = planFor({
+    quick: false,
+    mode: "default",
+    ops: [getOp("matmul"), getOp("add")],
+    dtypes: ["f32"],
+    backends: ["wasm-mt"],
+  });
+  const point = (op: string, size: number, relCi: number) =>
+    ({ op, dtype: "f32", size, state: "ok", wall: { relCi } }) as unknown as Measurement;
+  const todo = [
+    point("matmul", 16, 0.03),
+    point("matmul", 1024, 0.33),
+    point("add", 6502, 0.05),
+    point("add", 131072, 0.12),
+  ];
+  const order = (noisiestFirst: boolean) =>
+    revisitOrder(plan.jobs, todo, noisiestFirst).map((g) =>
+      `${g.job.op.name} ${g.points[0]!.size}`
+    );
+  assert.deepEqual(order(true), ["matmul 1024", "add 131072", "add 6502", "matmul 16"]);
+  assert.deepEqual(order(false), ["matmul 16", "matmul 1024", "add 6502", "add 131072"]);
 });
