@@ -442,21 +442,23 @@ export function* revisitSteps(state: PlanState, pass: number, final: boolean): S
   yield { kind: "save" };
 }
 
-/** Sizes revisited between saves: an interrupted revisit keeps what it measured. */
+/** Shapes revisited between saves: an interrupted revisit keeps what it measured. */
 const SAVE_EVERY_GROUPS = 8;
 
-/** One size of one job's points to revisit, measured together. */
+/** One shape of one job's points to revisit, measured together. */
 export interface RevisitGroup {
   readonly job: CalibrationJob;
   readonly points: readonly Measurement[];
 }
 
 /**
- * The points to revisit, a size of a job at a time: in plan order, sizes ascending; or, where
- * the revisit has only its reserve (`noisiestFirst`), the sizes whose noisiest point is the
- * least sure first, whatever their job. In plan order a default run's reserve went to matmul's
- * small sizes: on the AMD EPYC VM wasm-mt's 1024³ (±33 %, 36.5 ms where ~24 was its speed) and
- * every later job went without a second window, and 611³–900³ were predicted 60 % slow.
+ * The points to revisit, a shape of a job at a time (its backends and variants interleaved): in
+ * plan order, sizes ascending; or, where the revisit has only its reserve (`noisiestFirst`), the
+ * shapes whose noisiest point is the least sure first, whatever their job. In plan order a
+ * default run's reserve went to matmul's small sizes: on the AMD EPYC VM wasm-mt's 1024³ (±33 %,
+ * 36.5 ms where ~24 was its speed) and every later job went without a second window, and
+ * 611³–900³ were predicted 60 % slow. (By size, not shape, the off-axis shapes of one size made
+ * one group: 23 points and 24 s of a 35 s reserve.)
  *
  * @param jobs The plan's jobs.
  * @param todo The points to revisit.
@@ -473,10 +475,13 @@ export function revisitOrder(
   noisiestFirst: boolean,
 ): RevisitGroup[] {
   const groups: RevisitGroup[] = [];
+  const shapeOf = (m: Measurement) => JSON.stringify(m.shape);
   for (const job of jobs) {
-    const mine = todo.filter((m) => m.op === job.op.name && m.dtype === job.dtype);
-    const sizes = [...new Set(mine.map((m) => m.size))].sort((a, b) => a - b);
-    for (const size of sizes) groups.push({ job, points: mine.filter((m) => m.size === size) });
+    const mine = todo.filter((m) => m.op === job.op.name && m.dtype === job.dtype)
+      .sort((a, b) => a.size - b.size);
+    for (const shape of new Set(mine.map(shapeOf))) {
+      groups.push({ job, points: mine.filter((m) => shapeOf(m) === shape) });
+    }
   }
   if (!noisiestFirst) return groups;
   const worst = (g: RevisitGroup) =>

@@ -830,7 +830,7 @@ Deno.test("a series whose next grid size would run over the cap climbs half a gr
   assert.ok(resident.every((m) => m.state === "ok" && m.wall.median <= plan.maxCaseMs));
 });
 
-Deno.test("a budgeted revisit measures the least sure sizes first, whatever their job; an unbudgeted one goes in plan order", () => {
+Deno.test("a budgeted revisit measures the least sure shapes first, whatever their job; an unbudgeted one goes in plan order", () => {
   const plan = planFor({
     quick: false,
     mode: "default",
@@ -838,18 +838,33 @@ Deno.test("a budgeted revisit measures the least sure sizes first, whatever thei
     dtypes: ["f32"],
     backends: ["wasm-mt"],
   });
-  const point = (op: string, size: number, relCi: number) =>
-    ({ op, dtype: "f32", size, state: "ok", wall: { relCi } }) as unknown as Measurement;
+  const point = (op: string, shape: Record<string, number>, size: number, relCi: number) =>
+    ({ op, dtype: "f32", shape, size, state: "ok", wall: { relCi } }) as unknown as Measurement;
+  const square = (n: number) => ({ m: n, k: n, n });
   const todo = [
-    point("matmul", 16, 0.03),
-    point("matmul", 1024, 0.33),
-    point("add", 6502, 0.05),
-    point("add", 131072, 0.12),
+    point("matmul", square(16), 16, 0.03),
+    point("matmul", square(1024), 1024, 0.33),
+    point("matmul", { m: 8, k: 4096, n: 1024 }, 1024, 0.2),
+    point("matmul", { m: 8, k: 4096, n: 1024 }, 1024, 0.04),
+    point("add", { n: 6502 }, 6502, 0.05),
+    point("add", { n: 131072 }, 131072, 0.12),
   ];
   const order = (noisiestFirst: boolean) =>
     revisitOrder(plan.jobs, todo, noisiestFirst).map((g) =>
-      `${g.job.op.name} ${g.points[0]!.size}`
+      `${g.job.op.name} ${Object.values(g.points[0]!.shape).join("x")} (${g.points.length})`
     );
-  assert.deepEqual(order(true), ["matmul 1024", "add 131072", "add 6502", "matmul 16"]);
-  assert.deepEqual(order(false), ["matmul 16", "matmul 1024", "add 6502", "add 131072"]);
+  assert.deepEqual(order(true), [
+    "matmul 1024x1024x1024 (1)",
+    "matmul 8x4096x1024 (2)",
+    "add 131072 (1)",
+    "add 6502 (1)",
+    "matmul 16x16x16 (1)",
+  ]);
+  assert.deepEqual(order(false), [
+    "matmul 16x16x16 (1)",
+    "matmul 1024x1024x1024 (1)",
+    "matmul 8x4096x1024 (2)",
+    "add 6502 (1)",
+    "add 131072 (1)",
+  ]);
 });
