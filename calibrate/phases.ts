@@ -382,10 +382,10 @@ function* measurePoints(
 
 /**
  * Another pass over the sweep: points of a fitted series this session measured (three sizes or
- * more: what fits, crossovers and predictions rest on) are measured again, size by size with
+ * more: what fits, crossovers and predictions rest on) are measured again, shape by shape with
  * their backends interleaved as in the grid, and pooled with their earlier windows. A budgeted
  * run revisits only the points that missed their confidence target, within its revisit reserve,
- * the least sure sizes first ({@linkcode revisitOrder}).
+ * the least sure shapes first ({@linkcode revisitOrder}).
  * After the last pass, a point whose windows disagree gets one more.
  *
  * @param state The planner's state.
@@ -462,7 +462,7 @@ export interface RevisitGroup {
  *
  * @param jobs The plan's jobs.
  * @param todo The points to revisit.
- * @param noisiestFirst Whether the least sure sizes go first.
+ * @param noisiestFirst Whether the least sure shapes go first.
  * @returns The groups, in the order to measure them.
  * @example
  * ```ts ignore
@@ -491,10 +491,10 @@ export function revisitOrder(
     .map(({ g }) => g);
 }
 
-/** Measures `atSize` (one size, its backends interleaved) once more and pools each point. */
-function* addWindow(state: PlanState, atSize: readonly Measurement[]): Steps {
-  const outcome = yield* state.sample(atSize.map(requestOf));
-  atSize.forEach((m, i) => {
+/** Measures `points` (one shape, its backends interleaved) once more and pools each point. */
+function* addWindow(state: PlanState, points: readonly Measurement[]): Steps {
+  const outcome = yield* state.sample(points.map(requestOf));
+  points.forEach((m, i) => {
     const key = measurementKey(m);
     const window = outcome.windows?.[i];
     if (!window || m.state !== "ok") return;

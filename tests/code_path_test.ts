@@ -18,7 +18,7 @@ Deno.test("wasm matmul runs fewer rows than one micro-tile unpacked, and as many
   assert.deepEqual([3, 4].map((m) => path(m, 4)), [1, 0]);
 });
 
-Deno.test("wasm matmul packs more columns than one block a block at a time: a path between the packed one block and the unpacked", () => {
+Deno.test("wasm matmul packs more columns than one block a block at a time: a path beside the packed one block's, away from the unpacked", () => {
   const path = (m: number, n: number) => matmulWasm.codePath!({ m, k: 2048, n }, SIX_ROWS);
   assert.deepEqual([256, 512, 513, 640, 4096].map((n) => path(8, n)), [0, 0, -1, -1, -1]);
   assert.equal(path(5, 4096), 1, "fewer rows than a micro-tile stay unpacked");

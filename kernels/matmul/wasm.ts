@@ -407,7 +407,8 @@ const UNPACKED = 1;
  * read whole. Where packing is most of the work the pieces cost: in one process on the 2-vCPU
  * AMD EPYC VM, 8 × 2048 × 512 ran 0.78 ms and 8 × 2048 × 640 1.47 (B 5.4 against 3.6 GB/s),
  * 8 × 2560 × 512 and 8 × 4096 × 320 0.96–0.97 and 8 × 1024 × 1280 1.52, all with 5.2 MB of B.
- * A path between the packed one block and the unpacked one (−1: one gap from each, two apart).
+ * A path beside the packed one block's, on the far side from the unpacked one (−1: one gap from
+ * the first, two from the second), since its speed is the first's but for the pieces.
  */
 const COLUMN_BLOCKS = -1;
 
