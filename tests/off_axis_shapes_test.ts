@@ -90,6 +90,17 @@ Deno.test("a default run's sure few-row shapes (1 < m < 6) run k < n and k > n",
   assert.ok(few.some((s) => s.k! > s.n!), "no few-row shape narrowing (k > n)");
 });
 
+Deno.test("a default run's sure few-row shapes (m < 6) read a B that streams and one that stays in cache", () => {
+  const sure = offAxisShapes(matmul, "f32", "default").slice(
+    0,
+    sureOffAxisShapes(matmul, "default"),
+  );
+  const bBytes = (s: { k?: number; n?: number }) => 4 * s.k! * s.n!;
+  const few = sure.filter((s) => s.m! < 6).map(bBytes);
+  assert.ok(Math.max(...few) >= 16 * 2 ** 20, `largest few-row B is ${Math.max(...few)} bytes`);
+  assert.ok(Math.min(...few) <= 2 ** 20, `smallest few-row B is ${Math.min(...few)} bytes`);
+});
+
 Deno.test("a default run's first two gemv shapes, where variants are screened, space rows kilobytes apart and a few bytes apart", () => {
   const gemv = getOp("gemv");
   for (const dtype of ["f32", "f16", "q8"] as const) {
