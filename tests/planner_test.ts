@@ -387,15 +387,7 @@ Deno.test("a late job still climbs a series whose runs stay short to its ceiling
 });
 
 Deno.test("a late job's device-resident reduction climbs past its search anchor while a run stays a few syncs long", () => {
-  const clock = { s: 0 };
-  const plan = planFor({
-    quick: false,
-    mode: "default",
-    ops: [getOp("sum")],
-    dtypes: ["f32"],
-    backends: ["webgpu"],
-  });
-  const planner = new Planner({ plan, llm: false, clock: () => clock.s });
+  const { clock, planner } = defaultPlanner("sum", ["webgpu"]);
   // lavapipe-like: 73 µs of launch and 1 GB/s device-resident; every measurement makes it later.
   drive(planner, (req) => {
     clock.s += 1e4;
