@@ -105,11 +105,16 @@ Deno.test("calibrate's command line refuses bad flags with exit code 2", async (
   assert.match(errors[4]!, /--passes must be an integer from 1 to 5, got "0"/);
 });
 
+/** The scripted wall time of one rep at full speed, in ms (a wasm add of 16 takes ~0.04 µs). */
+const SCRIPTED_REP_MS = 0.001;
+
 /**
- * The wasm runner, except that the cases prepared at n = `n` run slow: the k-th preparation's
- * wall times are scaled by `factors[k]`'s first value in one pair of timed batches and its
- * second in the next, and so on (whichever batches are timed, both factors are), as when the OS
- * takes the core away for part of a window; preparations beyond the list run as they are.
+ * The wasm runner, except that the cases prepared at n = `n` report made-up wall times: the
+ * k-th preparation's batches take `SCRIPTED_REP_MS` a rep scaled by `factors[k]`'s first value in
+ * one pair of timed batches and its second in the next, and so on (whichever batches are timed,
+ * both factors are), as when the OS takes the core away for part of a window. The kernel still
+ * runs; only its clock is scripted, so the host's own noise at a 40 ns kernel cannot decide the
+ * outcome. Preparations beyond the list run as they are.
  */
 function wasmWithWindows(n: number, factors: readonly (readonly [number, number])[]) {
   let prepares = 0;
@@ -132,7 +137,8 @@ function wasmWithWindows(n: number, factors: readonly (readonly [number, number]
           ...prepared,
           time: async (reps: number) => {
             const t = await prepared.time(reps);
-            const wallMs = t.wallMs * factor[Math.floor(calls++ / 2) % 2]!;
+            const wobble = 1 + 0.005 * ((calls % 3) - 1);
+            const wallMs = reps * SCRIPTED_REP_MS * wobble * factor[Math.floor(calls++ / 2) % 2]!;
             seen.push(wallMs / reps);
             return { ...t, wallMs };
           },
@@ -164,8 +170,9 @@ async function wasmAddAt(
 }
 
 Deno.test("calibrate() repeats a CPU measurement taken through a stall and keeps the surer one", async () => {
-  // The first window is 3× slow in every other pair of batches; the repeat runs as it is.
-  const { openCpuRunner, prepares } = wasmWithWindows(16, [[1, 3]]);
+  // The first window is 3× slow in every other pair of batches; the repeat (and a third window,
+  // if one is taken) runs steadily at full speed.
+  const { openCpuRunner, prepares } = wasmWithWindows(16, [[1, 3], [1, 1], [1, 1]]);
   const at = await wasmAddAt(16, openCpuRunner);
   assert.equal(at.length, 1, "the repeat replaced the stalled measurement");
   // A third time when the repeat's median disagrees with the stalled one's (see the next test).
