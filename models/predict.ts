@@ -29,6 +29,7 @@ import { normalQuantile } from "../core/numeric.ts";
 import { correctionAt, DEFAULT_LEVEL } from "./_shape_model.ts";
 import { localLooError, neighboursAt, type ResidualCurve } from "./_residuals.ts";
 import { checkReach } from "./_bounds.ts";
+import { learnedHalfWidth, withDrift } from "./_interval.ts";
 import { slowestTransfer, typicalTransfer } from "./_transfers.ts";
 import {
   type BackendSeries,
@@ -277,6 +278,8 @@ export const ASSUMED_BETWEEN_RUN_SIGMA: Readonly<Record<Backend, number>> = Obje
 /** A prediction's run-to-run drift, and whether its between-run part was assumed. */
 interface Drift {
   readonly sigma: number;
+  /** Its between-run part alone, σ of ln time. */
+  readonly betweenSigma: number;
   readonly assumed: boolean;
 }
 
@@ -294,22 +297,22 @@ interface Drift {
 function driftOf(report: Report, request: PredictRequest, ms: number): Drift {
   const stability = report.stability;
   const measured = (b: Backend) => stability?.betweenRunSigma?.[b];
-  const sigma = (b: Backend) =>
-    Math.hypot(stability?.driftSigma[b] ?? 0, measured(b) ?? ASSUMED_BETWEEN_RUN_SIGMA[b]);
-  const own = sigma(request.backend);
-  const assumed = measured(request.backend) === undefined;
-  if (request.backend !== "webgpu" || (request.residency ?? "end-to-end") !== "end-to-end") {
-    return { sigma: own, assumed };
-  }
+  const between = (b: Backend) => measured(b) ?? ASSUMED_BETWEEN_RUN_SIGMA[b];
+  const sigma = (b: Backend) => Math.hypot(stability?.driftSigma[b] ?? 0, between(b));
+  const backend = request.backend;
+  const assumed = measured(backend) === undefined;
+  const alone = { sigma: sigma(backend), betweenSigma: between(backend), assumed };
+  if (backend !== "webgpu" || (request.residency ?? "end-to-end") !== "end-to-end") return alone;
   let deviceMs: number;
   try {
     deviceMs = predictTime(report, { ...request, residency: "device-resident" }).ms;
   } catch {
-    return { sigma: own, assumed };
+    return alone;
   }
   const share = Math.min(1, Math.max(0, deviceMs / ms));
   return {
-    sigma: Math.hypot(share * own, (1 - share) * sigma("wasm")),
+    sigma: Math.hypot(share * alone.sigma, (1 - share) * sigma("wasm")),
+    betweenSigma: Math.hypot(share * alone.betweenSigma, (1 - share) * between("wasm")),
     assumed: assumed || measured("wasm") === undefined,
   };
 }
@@ -366,7 +369,7 @@ function describe(
   shape: Shape,
   flops: number,
   bytes: number,
-  { sigma: drift, assumed }: Drift,
+  { sigma: drift, betweenSigma, assumed }: Drift,
 ): TimePrediction {
   const what = `${table.op.name} ${table.dtype} ${s.backend} ${p.variant} ${s.residency}`;
   const base = {
@@ -383,6 +386,8 @@ function describe(
     const h = Math.hypot(halfWidth, driftHalf);
     return [p.ms * Math.exp(-h), p.ms * Math.exp(h)];
   };
+  // Parts learned from left-out points already hold the drift within the run (`_interval.ts`).
+  const drifts = { z: Z_LEVEL, sigma: drift, betweenSigma };
   const driftNote = `, run-to-run drift ${(100 * drift).toFixed(0)} %` +
     (assumed ? " (between runs assumed: this machine has fewer than three calibrations)" : "");
   if (p.point !== null) {
@@ -447,17 +452,23 @@ function describe(
     const via = p.viaVariant;
     const variantHalf = via === null ? 0 : variantRatioHalfWidth(via, table.op.dims, shape);
     const alignHalf = p.alignment?.halfWidth ?? 0;
-    const interval = band(
-      Math.hypot(Math.log1p(axisError), shapeHalf, variantHalf, alignHalf) + extrapolation,
-    );
+    const half = learnedHalfWidth({
+      axis: Math.log1p(axisError),
+      shape: shapeHalf,
+      offAxisModel: model !== null && !isOnAxis(table.op, shape),
+      variant: variantHalf,
+      align: alignHalf,
+      extrapolation,
+    }, drifts);
+    const interval: [number, number] = [p.ms * Math.exp(-half), p.ms * Math.exp(half)];
     // On the axis between two measured sizes, the truth may sit at either one's efficiency.
     const between = p.residuals === null || (model !== null && !isOnAxis(table.op, shape))
       ? null
       : neighboursAt(p.residuals, bytes);
     // Each side at its own efficiency, with the run-to-run drift beside it as in the band.
     const sides = between === null ? null : [
-      p.ms * Math.exp(-Math.hypot(Math.max(0, -between[0]), driftHalf)),
-      p.ms * Math.exp(Math.hypot(Math.max(0, between[1]), driftHalf)),
+      p.ms * Math.exp(-withDrift(Math.max(0, -between[0]), drifts)),
+      p.ms * Math.exp(withDrift(Math.max(0, between[1]), drifts)),
     ];
     const widened = sides !== null && (sides[0]! < interval[0] || sides[1]! > interval[1]);
     return {

@@ -105,10 +105,34 @@ Deno.test("predictTime() uses the residual-corrected fit between measured sizes,
   assert.ok(local !== null);
   // The fit's mean held-out error is the floor (up to 25 %), and both shrink near a measured size.
   assert.ok(local < Math.max(localLooError(curve, bytes)!, fit.cvMape!), "300³ is near 256³");
-  const half = Math.hypot(Math.log1p(local), 1.6448536 * 0.02);
+  // The held-out error already holds the run's own drift; the drift alone is only its floor.
+  const half = Math.max(Math.log1p(local), 1.6448536 * 0.02);
   assert.ok(Math.abs(t.interval[1] / t.ms - Math.exp(half)) < 1e-6);
   assert.match(t.source, /corrected by its residuals/);
   assert.ok(t.interval[0] < truth && truth < t.interval[1]);
+});
+
+Deno.test("predictTime() between measured sizes adds only the between-run drift to its held-out error, and is never narrower than the whole drift", () => {
+  const request = { op: "matmul", shape: cube(300), dtype: "f32", backend: "wasm" } as const;
+  const base = syntheticReport();
+  const lnHalf = (within: number, between: number) => {
+    const stability = syntheticStability({ wasm: within });
+    const t = predictTime(
+      { ...base, stability: { ...stability, betweenRunSigma: { ...NO_SPREAD, wasm: between } } },
+      request,
+    );
+    assert.equal(t.provenance, "fitted");
+    return Math.log(t.interval[1] / t.ms);
+  };
+  const z = 1.6448536;
+  const learned = lnHalf(0, 0);
+  // Each left-out point was measured at its own moment of the run: the drift within the run is
+  // in the held-out error already, and does not widen it again.
+  assert.ok(Math.abs(lnHalf(learned / (2 * z), 0) - learned) < 1e-9);
+  // The drift between runs is not: it adds.
+  assert.ok(Math.abs(lnHalf(learned / (2 * z), 0.1) - Math.hypot(learned, z * 0.1)) < 1e-6);
+  // A drift wider than everything learned is the floor.
+  assert.ok(Math.abs(lnHalf(0.5, 0.1) - z * Math.hypot(0.5, 0.1)) < 1e-6);
 });
 
 /**
