@@ -91,6 +91,8 @@ export interface PlannerOptions {
   readonly clock: () => number;
   /** Told of phases and of every measurement recorded. */
   readonly onEvent?: (event: ProgressEvent) => void;
+  /** How long the same run took on this machine last time, s, for the ETA (`lastRunSeconds`). */
+  readonly lastRunS?: number | null;
 }
 
 /**
@@ -168,7 +170,7 @@ export class PlanState {
     this.sessionSeq = this.#seq;
     this.system = options.system ?? null;
     this.progressTotal = options.plan.estimatedCases;
-    this.time = new TimeKeeper(options.plan, options.clock, options.llm);
+    this.time = new TimeKeeper(options.plan, options.clock, options.llm, options.lastRunS ?? null);
     this.#llm = options.llm;
     this.#emit = options.onEvent ?? (() => {});
   }

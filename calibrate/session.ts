@@ -16,6 +16,7 @@ import { describeMachine, hugePageWarning, machineFingerprint, machineSlug } fro
 import { measureMany, type RunnerSource, type WindowSamples } from "./measure.ts";
 import { type CalibrationPlan, type LlmValidationPlan, type Mode, planFor } from "./plan.ts";
 import { Planner } from "./planner.ts";
+import { lastRunSeconds } from "./timekeeper.ts";
 import { measurementKey, type PlanStep, type StepOutcome } from "./plan_state.ts";
 import type { Runner } from "./runner.ts";
 import { openRunner } from "./runners/mod.ts";
@@ -185,6 +186,11 @@ export class CalibrationSession {
       llm,
       clock: () => this.elapsedS(),
       ...(this.options.onProgress ? { onEvent: this.options.onProgress } : {}),
+      // A resumed run measures only what is left: the last run's length says nothing of it.
+      lastRunS: this.options.resume ? null : lastRunSeconds(this.options.earlier ?? [], {
+        fingerprint: this.#fingerprint,
+        plan: this.plan(),
+      }),
     });
     return this.#planner;
   }

@@ -1,7 +1,9 @@
 import assert from "node:assert/strict";
 import { getOp } from "../kernels/catalog.ts";
 import { planFor } from "../calibrate/plan.ts";
-import { TimeKeeper } from "../calibrate/timekeeper.ts";
+import { lastRunSeconds, TimeKeeper } from "../calibrate/timekeeper.ts";
+import type { Report } from "../core/schema.ts";
+import { syntheticReport } from "./_fixtures.ts";
 
 const plan = planFor({
   quick: false,
@@ -139,4 +141,83 @@ Deno.test("a default run's revisit takes its reserve even when the jobs ran past
   const reserve = plan.time.revisitShare * (plan.time.totalS! - plan.time.systemS);
   assert.ok(Math.abs(time.startRevisit() - (now + reserve)) < 1e-9, "the reserve, from now");
   assert.ok(!time.past(time.startRevisit()), "the noisy points still get their second window");
+});
+
+Deno.test("until the jobs are done, the ETA reaches at least the end the same run reached last time on this machine", () => {
+  let now = 0;
+  const planned = new TimeKeeper(plan, () => now, true);
+  const remembered = new TimeKeeper(plan, () => now, true, 560);
+  for (const time of [planned, remembered]) {
+    time.systemDone();
+    time.startJob(0);
+  }
+  now = 100;
+  // The plan's 290 s would say under 200 s left; last time the run took 560 s.
+  assert.ok(planned.etaS()! < 200, `${planned.etaS()}`);
+  assert.equal(remembered.etaS(), 460);
+  // Past the last run's length, the plan's own estimate is all there is.
+  now = 600;
+  assert.equal(remembered.etaS(), planned.etaS());
+  // The revisit and the LLM validation have deadlines of their own.
+  now = 200;
+  for (const time of [planned, remembered]) {
+    time.endJob(0);
+    time.startRevisit();
+  }
+  assert.equal(remembered.etaS(), planned.etaS());
+});
+
+/** A report of `plan`'s jobs as `lastRunSeconds` reads it: provenance, fingerprint, measured ops. */
+function earlierReport(
+  durationS: number,
+  changes: {
+    date?: string;
+    fingerprint?: string;
+    mode?: "quick";
+    complete?: false;
+    ops?: string[];
+  } = {},
+): Report {
+  const report = syntheticReport();
+  const template = report.measurements.find((m) => m.op === "add" && m.dtype === "f32")!;
+  return {
+    ...report,
+    fingerprint: changes.fingerprint ?? report.fingerprint,
+    provenance: {
+      ...report.provenance,
+      date: changes.date ?? "2026-11-27T10:00:00.000Z",
+      durationS,
+      mode: changes.mode ?? "default",
+      complete: changes.complete ?? true,
+      stopReason: "finished",
+      resumedFrom: null,
+    },
+    // One measurement of each job the report ran.
+    measurements: (changes.ops ?? ["add", "mul"]).map((op) => ({ ...template, op })),
+  };
+}
+
+Deno.test("lastRunSeconds() takes the latest complete run of the same machine, mode and jobs", () => {
+  const fingerprint = syntheticReport().fingerprint;
+  const run = { fingerprint, plan };
+  assert.equal(lastRunSeconds([], run), null, "a first calibration has none");
+  assert.equal(lastRunSeconds([earlierReport(560)], run), 560);
+  assert.equal(
+    lastRunSeconds([
+      earlierReport(560),
+      earlierReport(610, { date: "2026-11-28T10:00:00.000Z" }),
+    ], run),
+    610,
+    "the latest",
+  );
+  for (
+    const other of [
+      earlierReport(560, { fingerprint: "another" }),
+      earlierReport(560, { mode: "quick" }),
+      earlierReport(560, { complete: false }),
+      earlierReport(560, { ops: ["add", "gemv"] }),
+    ]
+  ) {
+    assert.equal(lastRunSeconds([other], run), null, JSON.stringify(other.provenance));
+  }
 });
