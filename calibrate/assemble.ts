@@ -57,6 +57,8 @@ export interface RunContext {
   readonly probes?: readonly StabilityProbe[];
   /** Earlier calibrations of this machine, carried over from the report this run replaces. */
   readonly earlierRuns?: readonly EarlierRun[];
+  /** The date of the report whose measurements the run's pool with (`calibrate/pool.ts`). */
+  readonly pooledWith?: string;
 }
 
 /**
@@ -163,6 +165,7 @@ export function assembleReport(
       warnings,
       resumedFrom: ctx.resumedFrom,
       glibcTunables: ctx.machine.glibcTunables,
+      ...(ctx.pooledWith ? { pooledWith: ctx.pooledWith } : {}),
     },
     machine: {
       cpuModel: ctx.machine.cpuModel,

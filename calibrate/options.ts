@@ -85,6 +85,18 @@ export interface CalibrateOptions {
    * how far whole runs of this machine move (`betweenRunSigma`).
    */
   readonly earlier?: readonly Report[];
+  /**
+   * The report this run replaces: a run that finishes its measurements pools them with it
+   * (`calibrate/pool.ts`) when it is of this machine and mode, complete, and made by the same gpucal
+   * commit from a checkout without uncommitted changes; otherwise the run says why not and keeps
+   * its own.
+   */
+  readonly poolWith?: Report;
+  /**
+   * The gpucal checkout's commit and whether it is free of uncommitted changes outside `reports/`;
+   * read with git when absent.
+   */
+  readonly checkout?: { readonly commit: string | null; readonly clean: boolean };
   /** Aborting it (Ctrl-C) stops measuring and writes a partial report. */
   readonly signal?: AbortSignal;
   /** Told of every step. */

@@ -17,6 +17,7 @@ import { measureMany, type RunnerSource, type WindowSamples } from "./measure.ts
 import { type CalibrationPlan, type LlmValidationPlan, type Mode, planFor } from "./plan.ts";
 import { Planner } from "./planner.ts";
 import { lastRunSeconds } from "./timekeeper.ts";
+import { poolMeasurements, poolRefusal } from "./pool.ts";
 import { measurementKey, type PlanStep, type StepOutcome } from "./plan_state.ts";
 import type { Runner } from "./runner.ts";
 import { openRunner } from "./runners/mod.ts";
@@ -126,17 +127,61 @@ export class CalibrationSession {
         }": it was measured on another machine or adapter (fingerprint ${options.resume.fingerprint}, this one is ${fingerprint})`,
       );
     }
+    const checkout = options.checkout ?? { commit: await gitCommit(), clean: !(await gitDirty()) };
     const session = new CalibrationSession(options, machine, gpu, {
       fingerprint,
       slug,
-      commit: await gitCommit(),
+      commit: checkout.commit,
       unmeasuredAdapter: gpuLeftOut ? adapter : null,
     });
+    session.#choosePool(checkout.clean ? checkout.commit : null);
     const skipped = skippedWarning(session.plan().skippedDtypes);
     if (skipped !== null) warnings.push(skipped);
     // A resumed run carries its warnings over already.
     for (const w of warnings) if (!session.#warnings.includes(w)) session.warn(w);
     return session;
+  }
+
+  /** The report to pool with once the measurements are done (`calibrate/pool.ts`), if any. */
+  #poolWith: Report | null = null;
+  /** Set once the measurements are done: from then on the report pools with `#poolWith`. */
+  #measuringDone = false;
+
+  /**
+   * Decides whether this run pools with the report it replaces, and says so when it does not.
+   * A resumed run does not: what it replaces is its own partial report.
+   *
+   * @param cleanCommit The checkout's commit when it has no uncommitted changes, else null.
+   */
+  #choosePool(cleanCommit: string | null): void {
+    const earlier = this.options.poolWith;
+    if (earlier === undefined || this.options.resume) return;
+    const why = poolRefusal(earlier, {
+      fingerprint: this.#fingerprint,
+      mode: this.mode,
+      commit: cleanCommit,
+    });
+    if (why === null) {
+      this.#poolWith = earlier;
+      this.#notice(
+        `pools its measurements with the report it replaces (${earlier.provenance.date})`,
+      );
+    } else {
+      this.#notice(
+        `keeps its own measurements: the report it replaces is not pooled with (${why})`,
+      );
+    }
+  }
+
+  /** A line of the progress output that is not a warning. */
+  #notice(phase: string): void {
+    this.options.onProgress?.({
+      kind: "phase",
+      phase,
+      done: 0,
+      total: 0,
+      elapsedS: this.elapsedS(),
+    });
   }
 
   /** Seconds since this session began. */
@@ -225,6 +270,7 @@ export class CalibrationSession {
         await this.save(false, "interrupted");
         return {};
       case "llm":
+        this.#measuringDone = true;
         this.#llm = await this.options.validateLlm!(
           this.#gpu!,
           this.#reportSoFar(),
@@ -316,10 +362,17 @@ export class CalibrationSession {
 
   #report(complete: boolean, stopReason: Report["provenance"]["stopReason"]): Report {
     const planner = this.planner();
+    const own = [...planner.measurements];
+    const pool = this.#measuringDone && this.#poolWith
+      ? poolMeasurements(own, this.#poolWith.measurements)
+      : null;
+    const context = this.#context();
     return {
       ...assembleReport(
-        this.#context(),
-        [...planner.measurements],
+        pool !== null && pool.pooled > 0
+          ? { ...context, pooledWith: this.#poolWith!.provenance.date }
+          : context,
+        pool?.measurements ?? own,
         planner.system,
         complete,
         stopReason,
@@ -353,6 +406,7 @@ export class CalibrationSession {
   /** Saves the final report and releases the runners and the adapter. */
   async finish(stopReason: Report["provenance"]["stopReason"]): Promise<Report> {
     clearTimeout(this.#budgetTimer);
+    if (stopReason === "finished") this.#measuringDone = true;
     try {
       return await this.save(stopReason === "finished", stopReason);
     } finally {
@@ -385,6 +439,26 @@ async function gitCommit(): Promise<string | null> {
     return out.success && /^[0-9a-f]{7,64}$/.test(sha) ? sha : null;
   } catch {
     return null;
+  }
+}
+
+/**
+ * Whether the gpucal checkout has uncommitted changes outside `reports/` (where a calibration writes
+ * its own report); true when git cannot tell.
+ */
+async function gitDirty(): Promise<boolean> {
+  const dir = new URL("..", import.meta.url);
+  if (dir.protocol !== "file:") return true;
+  try {
+    const out = await new Deno.Command("git", {
+      args: ["status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)reports"],
+      cwd: dir,
+      stdout: "piped",
+      stderr: "null",
+    }).output();
+    return !out.success || new TextDecoder().decode(out.stdout).trim() !== "";
+  } catch {
+    return true;
   }
 }
 

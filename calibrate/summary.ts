@@ -40,6 +40,17 @@ export function webgpuCalibrated(report: Pick<Report, "adapter" | "measurements"
   return report.adapter === null || report.measurements.some((m) => m.backend === "webgpu");
 }
 
+/** The summary's line on the runs the measurements pool, when they pool more than this run. */
+function pooledLine(report: Report): string[] {
+  const pooled = report.measurements.filter((m) => (m.runs ?? 1) > 1);
+  if (report.provenance.pooledWith === undefined || pooled.length === 0) return [];
+  const most = Math.max(...pooled.map((m) => m.runs!));
+  return [
+    `${pooled.length} measurements pooled with the report it replaced (${report.provenance.pooledWith}), ` +
+    `up to ${most} runs each: the geometric mean of the runs' medians (--fresh keeps a run's own)`,
+  ];
+}
+
 /**
  * The summary printed at the end of `deno task calibrate`.
  *
@@ -68,6 +79,7 @@ export function formatSummary(report: Report, path: string): string {
     }: ${ok} measurements ok, ${failed.length} failed, ${
       report.measurements.length - ok - failed.length
     } unsupported`,
+    ...pooledLine(report),
     "",
     "Crossovers (size where the second backend starts beating the first):",
     textTable(

@@ -58,6 +58,12 @@ Options:
                        the ones carried over from the report this run replaces: with three runs
                        or more the report states how far whole runs move (betweenRunSigma), and
                        prediction intervals include it. Reports of another machine add nothing
+  --fresh              Keep this run's own measurements. By default a run that finishes pools
+                       them with the report it replaces (the geometric mean of the two runs'
+                       medians, the newest run weighing at least a quarter), when that report is
+                       of this machine and mode, complete, and made by the same gpucal commit
+                       from a checkout without uncommitted changes: each calibration then refines
+                       the report instead of redrawing one moment of a drifting host
   --no-llm             Skip the LLM decode validation (a synthetic WebGPU decode, ~1 min;
                        --quick skips it unless --llm is given)
   --llm                Run the LLM decode validation even with --quick
@@ -100,6 +106,7 @@ export async function main(args: string[]): Promise<number> {
       resume: { type: "string" },
       force: { type: "boolean" },
       "earlier-runs-from": { type: "string" },
+      fresh: { type: "boolean" },
       "no-llm": { type: "boolean" },
       llm: { type: "boolean" },
       json: { type: "boolean" },
@@ -127,10 +134,11 @@ export async function main(args: string[]): Promise<number> {
       args,
     });
     replaces = out.replaces;
-    const earlier = await earlierReports(
-      resume ? undefined : replaces ?? out.path,
-      values["earlier-runs-from"],
-    );
+    const replaced = resume ? null : await replacedReport(replaces ?? out.path);
+    const earlier = [
+      ...(replaced === null ? [] : [replaced]),
+      ...await earlierReports(values["earlier-runs-from"]),
+    ];
     options = {
       quick: values.quick ?? false,
       mode: values.quick ? "quick" : values.thorough ? "thorough" : "default",
@@ -142,6 +150,7 @@ export async function main(args: string[]): Promise<number> {
       out: out.path,
       ...(resume ? { resume, resumePath: values.resume! } : {}),
       ...(earlier.length > 0 ? { earlier } : {}),
+      ...(replaced !== null && !values.fresh ? { poolWith: replaced } : {}),
       ...(values["no-llm"] ? { llm: false } : values.llm ? { llm: true } : {}),
       command: ["deno", "task", "calibrate", ...args],
     };
@@ -220,22 +229,25 @@ async function resumable(path: string): Promise<Report> {
 }
 
 /**
- * The earlier reports whose drift probes the run carries over: the report it will replace, when
- * gpucal can read it (one it cannot is left to the replacement checks and carries nothing), and
- * each `--earlier-runs-from` report, which must load.
+ * The report the run will replace, when gpucal can read it (one it cannot is left to the
+ * replacement checks, and carries nothing over), else null.
  */
-async function earlierReports(replaced: string | undefined, list: string | undefined) {
-  const reports: Report[] = [];
-  if (replaced !== undefined && await Deno.stat(replaced).catch(() => null) !== null) {
-    try {
-      reports.push(await loadReport(replaced, { onWarning: () => {} }));
-    } catch (e) {
-      console.error(
-        `Note: "${replaced}" cannot be read as a report (${e instanceof Error ? e.message : e}); ` +
-          `its earlier runs are not carried over`,
-      );
-    }
+async function replacedReport(path: string): Promise<Report | null> {
+  if (await Deno.stat(path).catch(() => null) === null) return null;
+  try {
+    return await loadReport(path, { onWarning: () => {} });
+  } catch (e) {
+    console.error(
+      `Note: "${path}" cannot be read as a report (${e instanceof Error ? e.message : e}); ` +
+        `its earlier runs are not carried over`,
+    );
+    return null;
   }
+}
+
+/** The `--earlier-runs-from` reports, whose drift probes the run carries over; each must load. */
+async function earlierReports(list: string | undefined): Promise<Report[]> {
+  const reports: Report[] = [];
   for (const path of list === undefined ? [] : list.split(",").map((p) => p.trim())) {
     if (path === "") throw new UsageError("--earlier-runs-from: an empty path in the list");
     try {

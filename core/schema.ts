@@ -246,6 +246,12 @@ export type MeasurementPlace = {
    * while fits, crossovers and the tuning table keep to the axis.
    */
   offAxis?: true;
+  /**
+   * How many calibration runs of this machine the median pools (`calibrate/pool.ts`: the
+   * geometric mean of their medians, the latest run weighing at least a quarter); absent, the run's
+   * own.
+   */
+  runs?: number;
 };
 
 /**
@@ -271,6 +277,9 @@ const measureIdentity = {
   seq: count,
   offAxis: z.literal(true).exactOptional().describe(
     "True for a shape measured beside the op's sweep axis (a non-square matmul, a gemv with rows != cols): used by predictions, left out of fits, crossovers and tuning",
+  ),
+  runs: z.int().min(2).max(1_000_000).exactOptional().describe(
+    "How many calibration runs of this machine the median pools (the geometric mean of their medians, the latest run weighing at least a quarter); absent: this run's own",
   ),
 };
 
@@ -987,6 +996,11 @@ export type ReportProvenance = {
    * in reports made before gpucal recorded it.
    */
   glibcTunables?: string | null | undefined;
+  /**
+   * The date (`provenance.date`) of the report this run replaced and pooled its measurements with
+   * (`calibrate/pool.ts`); absent when the run's measurements are its own.
+   */
+  pooledWith?: string | undefined;
 };
 
 /** How, when and how completely the report was produced. */
@@ -1005,6 +1019,7 @@ export const ReportProvenanceSchema: z.ZodType<ReportProvenance> = exactly<Repor
     warnings: z.array(text).max(MAX.warnings),
     resumedFrom: text.nullable(),
     glibcTunables: z.string().max(1024).nullable().optional(),
+    pooledWith: z.iso.datetime({ offset: true }).optional(),
   }),
 );
 

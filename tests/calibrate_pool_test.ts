@@ -1,0 +1,60 @@
+import assert from "node:assert/strict";
+import { calibrate } from "../calibrate/calibrate.ts";
+import { fitAll } from "../calibrate/analyze.ts";
+import type { ProgressEvent } from "../calibrate/progress.ts";
+import type { Report } from "../core/schema.ts";
+
+const COMMIT = "c0ffee0000000000000000000000000000000000";
+
+/** A quick js + wasm calibration of `add` from a checkout at `commit`, and its progress lines. */
+async function quickRun(
+  options: { poolWith?: Report; commit?: string; clean?: boolean } = {},
+): Promise<{ report: Report; phases: string[] }> {
+  const dir = await Deno.makeTempDir();
+  const phases: string[] = [];
+  try {
+    const { report } = await calibrate({
+      quick: true,
+      ops: ["add"],
+      backends: ["js", "wasm"],
+      out: `${dir}/report.json`,
+      checkout: { commit: options.commit ?? COMMIT, clean: options.clean ?? true },
+      ...(options.poolWith ? { poolWith: options.poolWith } : {}),
+      onProgress: (e: ProgressEvent) => {
+        if (e.kind === "phase") phases.push(e.phase);
+      },
+    });
+    return { report, phases };
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+Deno.test("a finished run pools its measurements with the report it replaces from the same checkout", async () => {
+  const first = await quickRun();
+  assert.ok(first.report.measurements.every((m) => m.runs === undefined));
+  const second = await quickRun({ poolWith: first.report });
+  assert.ok(
+    second.phases.some((p) => /pools its measurements with the report it replaces/.test(p)),
+  );
+  assert.equal(second.report.provenance.pooledWith, first.report.provenance.date);
+  const pooled = second.report.measurements.filter((m) => m.runs === 2);
+  assert.ok(pooled.length > 0, "cases both runs measured pool two runs");
+  // The fits are made from the pooled medians the report holds.
+  assert.deepEqual(second.report.fits, fitAll(second.report.measurements));
+});
+
+Deno.test("a run keeps its own measurements beside a report of another commit, or from a checkout with changes, and says why", async () => {
+  const first = await quickRun();
+  for (
+    const [options, why] of [
+      [{ commit: "beef000000000000000000000000000000000000" }, /another gpucal commit \(c0ffee0\)/],
+      [{ clean: false }, /commit of one of the two runs is unknown/],
+    ] as const
+  ) {
+    const next = await quickRun({ poolWith: first.report, ...options });
+    assert.ok(next.phases.some((p) => /keeps its own measurements/.test(p) && why.test(p)));
+    assert.equal(next.report.provenance.pooledWith, undefined);
+    assert.ok(next.report.measurements.every((m) => m.runs === undefined));
+  }
+});

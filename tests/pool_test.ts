@@ -1,0 +1,119 @@
+import assert from "node:assert/strict";
+import { poolMeasurements, poolRefusal } from "../calibrate/pool.ts";
+import { parseReport } from "../reports/load.ts";
+import type { Measurement } from "../core/schema.ts";
+import { syntheticReport } from "./_fixtures.ts";
+
+/** An ok measurement of the synthetic report, at `median` ms (its statistics scaled to it). */
+function okAt(median: number, changes: Partial<Measurement> = {}): Measurement {
+  const m = syntheticReport().measurements.find((x) => x.state === "ok" && x.op === "add")!;
+  assert.ok(m.state === "ok");
+  const f = median / m.wall.median;
+  return {
+    ...m,
+    wall: {
+      ...m.wall,
+      median,
+      p10: m.wall.p10 * f,
+      p90: m.wall.p90 * f,
+      ciHalfWidth: median * 0.01,
+      relCi: 0.01,
+    },
+    gflops: m.flops / (median * 1e6),
+    gbps: m.bytes / (median * 1e6),
+    ...changes,
+  } as Measurement;
+}
+
+Deno.test("a case both runs measured takes the geometric mean of their medians, and says it pools two runs", () => {
+  const { measurements, pooled } = poolMeasurements([okAt(2)], [okAt(0.5)]);
+  assert.equal(pooled, 1);
+  const m = measurements[0]!;
+  assert.ok(m.state === "ok");
+  assert.ok(Math.abs(m.wall.median - 1) < 1e-12);
+  assert.equal(m.runs, 2);
+  // The rates follow the pooled median; the window's statistics are scaled to it.
+  assert.ok(Math.abs(m.gflops * m.wall.median * 1e6 / m.flops - 1) < 1e-9);
+  assert.ok(Math.abs(m.gbps * m.wall.median * 1e6 / m.bytes - 1) < 1e-9);
+  assert.ok(m.wall.p10 <= m.wall.median && m.wall.median <= m.wall.p90);
+});
+
+Deno.test("a pooled median is as unsure as the runs disagree, at least", () => {
+  const m = poolMeasurements([okAt(2)], [okAt(0.5)]).measurements[0]!;
+  assert.ok(m.state === "ok");
+  // The runs sit ×2 either side: the half-width reaches halfway to each in ln time.
+  assert.ok(Math.abs(m.wall.ciHalfWidth - Math.expm1(Math.log(2))) < 1e-9);
+  assert.ok(Math.abs(m.wall.relCi - m.wall.ciHalfWidth / m.wall.median) < 1e-12);
+  // Runs that agree keep the window's own half-width.
+  const agreeing = poolMeasurements([okAt(1)], [okAt(1)]).measurements[0]!;
+  assert.ok(agreeing.state === "ok" && Math.abs(agreeing.wall.relCi - 0.01) < 1e-12);
+});
+
+Deno.test("the newest run weighs at least a quarter, however many runs the earlier median pooled", () => {
+  const after = (runs: number) => {
+    const m = poolMeasurements([okAt(16)], [okAt(1, { runs })]).measurements[0]!;
+    assert.ok(m.state === "ok");
+    return { log2: Math.log2(m.wall.median), runs: m.runs };
+  };
+  // 16 against 1: weighed 1/3 against two runs, 1/4 against three or more.
+  assert.ok(Math.abs(after(2).log2 - 4 / 3) < 1e-9);
+  assert.equal(after(2).runs, 3);
+  assert.ok(Math.abs(after(3).log2 - 1) < 1e-9);
+  assert.ok(Math.abs(after(9).log2 - 1) < 1e-9);
+  assert.equal(after(9).runs, 10);
+});
+
+Deno.test("cases only one run measured, and failed ones, stay as this run has them", () => {
+  const mine = [okAt(1), okAt(1, { size: 999, shape: { n: 999 } })];
+  const failed = {
+    ...okAt(1, { size: 77, shape: { n: 77 } }),
+    state: "failed",
+    error: "wrong",
+  } as unknown as Measurement;
+  const { measurements, pooled } = poolMeasurements([...mine, failed], [okAt(4), failed]);
+  assert.equal(pooled, 1);
+  assert.deepEqual(measurements.slice(1), [mine[1], failed]);
+});
+
+Deno.test("a run pools only with a complete report of its machine, mode and gpucal commit", () => {
+  const earlier = syntheticReport();
+  const commit = "1234567890abcdef1234567890abcdef12345678";
+  const withCommit = { ...earlier, gpucal: { ...earlier.gpucal, commit } };
+  const run = { fingerprint: earlier.fingerprint, mode: "default", commit };
+  const finished = {
+    ...withCommit,
+    provenance: {
+      ...withCommit.provenance,
+      mode: "default" as const,
+      complete: true,
+      stopReason: "finished" as const,
+    },
+  };
+  assert.equal(poolRefusal(finished, run), null);
+  assert.match(poolRefusal(finished, { ...run, fingerprint: "other" })!, /another machine/);
+  assert.match(poolRefusal(finished, { ...run, mode: "quick" })!, /another mode/);
+  assert.match(
+    poolRefusal(finished, { ...run, commit: "abc1234" })!,
+    /another gpucal commit \(1234567\)/,
+  );
+  assert.match(poolRefusal(finished, { ...run, commit: null })!, /commit .* unknown/);
+  assert.match(
+    poolRefusal({ ...finished, provenance: { ...finished.provenance, complete: false } }, run)!,
+    /not a complete, finished run/,
+  );
+});
+
+Deno.test("a pooled report is a valid report: its measurements say how many runs they pool, its provenance which report", () => {
+  const report = syntheticReport();
+  const { measurements } = poolMeasurements(report.measurements, report.measurements);
+  const pooled = parseReport({
+    ...report,
+    measurements,
+    provenance: { ...report.provenance, pooledWith: "2026-11-27T10:00:00.000Z" },
+  });
+  assert.ok(pooled.measurements.some((m) => m.runs === 2));
+  assert.equal(pooled.provenance.pooledWith, "2026-11-27T10:00:00.000Z");
+  assert.throws(() =>
+    parseReport({ ...report, measurements: [{ ...report.measurements[0]!, runs: 1 }] })
+  );
+});
