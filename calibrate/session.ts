@@ -366,12 +366,14 @@ export class CalibrationSession {
     const pool = this.#measuringDone && this.#poolWith
       ? poolMeasurements(own, this.#poolWith.measurements)
       : null;
+    // A resumed run carries the pooling its partial report was saved with.
+    const pooledWith = pool !== null && pool.pooled > 0
+      ? this.#poolWith!.provenance.date
+      : this.options.resume?.provenance.pooledWith;
     const context = this.#context();
     return {
       ...assembleReport(
-        pool !== null && pool.pooled > 0
-          ? { ...context, pooledWith: this.#poolWith!.provenance.date }
-          : context,
+        pooledWith === undefined ? context : { ...context, pooledWith },
         pool?.measurements ?? own,
         planner.system,
         complete,
