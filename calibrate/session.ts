@@ -428,20 +428,8 @@ async function openRunnerOn(gpu: GpuHandle) {
 
 /** The gpucal checkout's commit, or null (imported from a URL, no git, or not permitted). */
 async function gitCommit(): Promise<string | null> {
-  const dir = new URL("..", import.meta.url);
-  if (dir.protocol !== "file:") return null;
-  try {
-    const out = await new Deno.Command("git", {
-      args: ["rev-parse", "HEAD"],
-      cwd: dir,
-      stdout: "piped",
-      stderr: "null",
-    }).output();
-    const sha = new TextDecoder().decode(out.stdout).trim();
-    return out.success && /^[0-9a-f]{7,64}$/.test(sha) ? sha : null;
-  } catch {
-    return null;
-  }
+  const sha = (await gitOutput(["rev-parse", "HEAD"]))?.trim() ?? "";
+  return /^[0-9a-f]{7,64}$/.test(sha) ? sha : null;
 }
 
 /**
@@ -449,18 +437,26 @@ async function gitCommit(): Promise<string | null> {
  * its own report); true when git cannot tell.
  */
 async function gitDirty(): Promise<boolean> {
+  const status = await gitOutput(
+    ["status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)reports"],
+  );
+  return status === null || status.trim() !== "";
+}
+
+/** What `git args` printed in the gpucal checkout, or null when it could not run or failed. */
+async function gitOutput(args: readonly string[]): Promise<string | null> {
   const dir = new URL("..", import.meta.url);
-  if (dir.protocol !== "file:") return true;
+  if (dir.protocol !== "file:") return null;
   try {
     const out = await new Deno.Command("git", {
-      args: ["status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)reports"],
+      args: [...args],
       cwd: dir,
       stdout: "piped",
       stderr: "null",
     }).output();
-    return !out.success || new TextDecoder().decode(out.stdout).trim() !== "";
+    return out.success ? new TextDecoder().decode(out.stdout) : null;
   } catch {
-    return true;
+    return null;
   }
 }
 
