@@ -101,14 +101,14 @@ export function poolMeasurements(
     const lnOld = Math.log(old.wall.median);
     const median = Math.exp((lnNew + n * lnOld) / (n + 1));
     const f = median / m.wall.median;
-    const wall = scaled(m.wall, f);
+    const wall = scaledStats(m.wall, f);
     const disagreement = median * Math.expm1(Math.abs(lnNew - lnOld) / 2);
     const ciHalfWidth = Math.max(wall.ciHalfWidth, disagreement);
     pooled++;
     return {
       ...m,
       wall: { ...wall, ciHalfWidth, relCi: ciHalfWidth / median },
-      ...(m.gpu ? { gpu: scaled(m.gpu, f) } : {}),
+      ...(m.gpu ? { gpu: scaledStats(m.gpu, f) } : {}),
       gflops: m.gflops / f,
       gbps: m.gbps / f,
       runs: (old.runs ?? 1) + 1,
@@ -117,8 +117,20 @@ export function poolMeasurements(
   return { measurements: out, pooled };
 }
 
-/** Sample statistics with every time multiplied by `f`. */
-function scaled(s: SampleStats, f: number): SampleStats {
+/**
+ * Sample statistics with every time multiplied by `f` (their relative spread kept).
+ *
+ * @param s The statistics.
+ * @param f The factor.
+ * @returns The scaled statistics.
+ * @example
+ * ```ts
+ * import { scaledStats } from "./pool.ts";
+ * const s = { n: 5, median: 2, p10: 1, p90: 3, mad: 0.5, min: 1, max: 3, ciHalfWidth: 0.4, relCi: 0.2 };
+ * console.log(scaledStats(s, 2).median, scaledStats(s, 2).relCi); // 4 0.2
+ * ```
+ */
+export function scaledStats(s: SampleStats, f: number): SampleStats {
   return {
     ...s,
     median: s.median * f,

@@ -6,6 +6,7 @@
  */
 import type { Figure, Report } from "../core/schema.ts";
 import { syntheticReport } from "./_fixtures.ts";
+import { scaledStats } from "../calibrate/pool.ts";
 
 /**
  * The synthetic report with the end-to-end matmul f32 CPU→WebGPU crossover (and its interval)
@@ -214,26 +215,12 @@ export function slowedBackends(
   backends: readonly string[],
   factor: number,
 ): Report {
-  const scale = <T extends { median: number; p10: number; p90: number; min: number; max: number }>(
-    s: T,
-  ): T => ({
-    ...s,
-    median: s.median * factor,
-    p10: s.p10 * factor,
-    p90: s.p90 * factor,
-    min: s.min * factor,
-    max: s.max * factor,
-  });
   report.measurements = report.measurements.map((m) =>
     m.state === "ok" && backends.includes(m.backend)
       ? {
         ...m,
-        wall: {
-          ...scale(m.wall),
-          mad: m.wall.mad * factor,
-          ciHalfWidth: m.wall.ciHalfWidth * factor,
-        },
-        ...(m.gpu ? { gpu: scale(m.gpu) } : {}),
+        wall: scaledStats(m.wall, factor),
+        ...(m.gpu ? { gpu: scaledStats(m.gpu, factor) } : {}),
         gflops: m.gflops / factor,
         gbps: m.gbps / factor,
       }
