@@ -3,8 +3,8 @@
  * calibration's own points left out in turn (the axis curve's held-out error, the shape model's
  * spread): each left-out point was measured at its own moment of the run, so those errors already
  * hold the run's window-to-window noise and its drift within the run. Adding that drift again
- * counted it twice: on the 2-vCPU AMD EPYC VM, 90 % intervals covered 95–98 % of four of eight
- * `bench:regret` truths, and 96–100 % off the axis. What a learned part does not hold is how far a
+ * counted it twice: on the 2-vCPU AMD EPYC VM, 90 % intervals covered 95.4–97.5 % of five of eight
+ * `bench:regret` truths, and 96.7–100 % off the axis. What a learned part does not hold is how far a
  * later run moves as a whole (the between-run drift), so only that adds to it, and the whole drift
  * stays the floor: an interval is never narrower than the machine's own movement.
  *
