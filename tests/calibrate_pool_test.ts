@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
-import { calibrate } from "../calibrate/calibrate.ts";
 import { fitAll } from "../calibrate/analyze.ts";
 import type { ProgressEvent } from "../calibrate/progress.ts";
 import type { Report } from "../core/schema.ts";
+import { quickAddCalibration } from "./_quick_add.ts";
 
 const COMMIT = "c0ffee0000000000000000000000000000000000";
 
@@ -10,24 +10,15 @@ const COMMIT = "c0ffee0000000000000000000000000000000000";
 async function quickRun(
   options: { poolWith?: Report; commit?: string; clean?: boolean } = {},
 ): Promise<{ report: Report; phases: string[] }> {
-  const dir = await Deno.makeTempDir();
   const phases: string[] = [];
-  try {
-    const { report } = await calibrate({
-      quick: true,
-      ops: ["add"],
-      backends: ["js", "wasm"],
-      out: `${dir}/report.json`,
-      checkout: { commit: options.commit ?? COMMIT, clean: options.clean ?? true },
-      ...(options.poolWith ? { poolWith: options.poolWith } : {}),
-      onProgress: (e: ProgressEvent) => {
-        if (e.kind === "phase") phases.push(e.phase);
-      },
-    });
-    return { report, phases };
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  const report = await quickAddCalibration({
+    checkout: { commit: options.commit ?? COMMIT, clean: options.clean ?? true },
+    ...(options.poolWith ? { poolWith: options.poolWith } : {}),
+    onProgress: (e: ProgressEvent) => {
+      if (e.kind === "phase") phases.push(e.phase);
+    },
+  });
+  return { report, phases };
 }
 
 Deno.test("a finished run pools its measurements with the report it replaces from the same checkout", async () => {

@@ -7,6 +7,7 @@ import type { Backend } from "../kernels/types.ts";
 import { parseReport } from "../reports/load.ts";
 import { median } from "../core/stats.ts";
 import type { Measurement } from "../core/schema.ts";
+import { quickAddCalibration } from "./_quick_add.ts";
 
 const cpuOnly = { quick: true, ops: ["add"], backends: ["js", "wasm"] as const };
 
@@ -154,19 +155,8 @@ async function wasmAddAt(
   n: number,
   openCpuRunner: (backend: Backend) => Promise<Runner | string>,
 ): Promise<Measurement[]> {
-  const dir = await Deno.makeTempDir();
-  try {
-    const { report } = await calibrate({
-      quick: true,
-      ops: ["add"],
-      backends: ["js", "wasm"],
-      out: `${dir}/report.json`,
-      openCpuRunner,
-    });
-    return report.measurements.filter((m) => m.backend === "wasm" && m.size === n);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  const report = await quickAddCalibration({ openCpuRunner });
+  return report.measurements.filter((m) => m.backend === "wasm" && m.size === n);
 }
 
 Deno.test("calibrate() repeats a CPU measurement taken through a stall and keeps the surer one", async () => {
