@@ -165,6 +165,7 @@ export function assembleReport(
       warnings,
       resumedFrom: ctx.resumedFrom,
       glibcTunables: ctx.machine.glibcTunables,
+      ...(ctx.machine.driverEnv === null ? {} : { driverEnv: { ...ctx.machine.driverEnv } }),
       ...(ctx.pooledWith ? { pooledWith: ctx.pooledWith } : {}),
     },
     machine: {

@@ -35,6 +35,11 @@ export interface MachineInfo {
   readonly v8Version: string;
   /** `GLIBC_TUNABLES` this process runs with, or null when unset or denied. */
   readonly glibcTunables: string | null;
+  /**
+   * The environment variables set for this process that change what the GPU driver or WebGPU does
+   * ({@linkcode driverSettings}), or null when `--allow-env` is denied.
+   */
+  readonly driverEnv: Readonly<Record<string, string>> | null;
 }
 
 /**
@@ -90,7 +95,55 @@ export async function describeMachine(): Promise<MachineInfo> {
     denoVersion: Deno.version.deno,
     v8Version: Deno.version.v8,
     glibcTunables: permitted(() => Deno.env.get("GLIBC_TUNABLES")) ?? null,
+    driverEnv: mapOrNull(permitted(() => Deno.env.toObject()), driverSettings),
   };
+}
+
+/**
+ * Prefixes of the environment variables that change how fast the same kernels run on the same
+ * machine: Mesa's (llvmpipe and lavapipe read `LP_NUM_THREADS`: one thread instead of one per
+ * core), Gallium's, OpenGL's, the Vulkan loader's (which driver loads), Deno's WebGPU backend
+ * choice and wgpu's.
+ */
+export const DRIVER_ENV_PREFIXES: readonly string[] = [
+  "LP_",
+  "GALLIUM_",
+  "MESA_",
+  "LIBGL_",
+  "VK_",
+  "DENO_WEBGPU_",
+  "WGPU_",
+];
+
+/** Most driver settings a report records, and the longest value. */
+const MAX_DRIVER_SETTINGS = 64;
+const MAX_DRIVER_VALUE = 1024;
+/** The names a report keeps (the prefixes are upper case; anything else is not a driver's). */
+const DRIVER_ENV_NAME = /^[A-Z][A-Z0-9_]{0,127}$/;
+
+/**
+ * The driver settings among `env`: the variables named with one of
+ * {@linkcode DRIVER_ENV_PREFIXES}, sorted by name (at most 64, values cut at 1024 characters).
+ * Two runs with different settings measured different configurations of the machine.
+ *
+ * @param env Environment variables, as `Deno.env.toObject()` gives them.
+ * @returns The settings, by name.
+ * @example
+ * ```ts
+ * import { driverSettings } from "./machine.ts";
+ * console.log(driverSettings({ LP_NUM_THREADS: "1", HOME: "/root" })); // { LP_NUM_THREADS: "1" }
+ * ```
+ */
+export function driverSettings(env: Readonly<Record<string, string>>): Record<string, string> {
+  const names = Object.keys(env)
+    .filter((k) => DRIVER_ENV_NAME.test(k) && DRIVER_ENV_PREFIXES.some((p) => k.startsWith(p)))
+    .sort()
+    .slice(0, MAX_DRIVER_SETTINGS);
+  return Object.fromEntries(names.map((k) => [k, env[k]!.slice(0, MAX_DRIVER_VALUE)]));
+}
+
+function mapOrNull<T, U>(value: T | undefined, f: (v: T) => U): U | null {
+  return value === undefined ? null : f(value);
 }
 
 /**
@@ -105,6 +158,7 @@ export async function describeMachine(): Promise<MachineInfo> {
  * const m: MachineInfo = {
  *   cpuModel: "Xeon", cores: 2, memoryBytes: 8 * 2 ** 30, os: "linux", osRelease: "6.1",
  *   arch: "x86_64", denoVersion: "2.9.6", v8Version: "14.0", glibcTunables: null,
+ *   driverEnv: {},
  * };
  * console.log(hugePageWarning(m)?.startsWith("GLIBC_TUNABLES")); // true
  * ```
@@ -159,6 +213,7 @@ export function parseCpuModel(cpuinfo: string): string {
  * const m: MachineInfo = {
  *   cpuModel: "Xeon", cores: 2, memoryBytes: 8 * 2 ** 30, os: "linux", osRelease: "6.1",
  *   arch: "x86_64", denoVersion: "2.9.6", v8Version: "14.0", glibcTunables: null,
+ *   driverEnv: {},
  * };
  * console.log((await machineFingerprint(m, null)).length); // 16
  * ```

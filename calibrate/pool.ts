@@ -11,9 +11,13 @@
  * every pair of them pooled this way averaged 77.7–81.0 %, above the better of the two in four
  * pairs of six, and the noisiest run (70.4 %) pooled with the best (80.6 %) gave 80.5 %.
  *
- * Pooling is safe only when both runs measured the same kernels: the replaced report must be of
- * this machine (fingerprint) and mode, complete, and made by the same gpucal commit (a report
- * without a commit, from gpucal imported by URL, is not pooled with). `--fresh` turns it off.
+ * Pooling is safe only when both runs measured the same kernels on the same configuration of the
+ * machine: the replaced report must be of this machine (fingerprint) and mode, complete, made by
+ * the same gpucal commit (a report without a commit, from gpucal imported by URL, is not pooled
+ * with) and with the same driver settings (`LP_NUM_THREADS`, `MESA_*`, … `calibrate/machine.ts`).
+ * And a backend whose two runs disagree more than runs of one machine do keeps this run's own
+ * times ({@linkcode disagreeingBackends}): the machine changed between them, and the newest run
+ * is what it is now. `--fresh` turns pooling off.
  *
  * ```ts
  * import { poolMeasurements } from "./pool.ts";
@@ -24,6 +28,8 @@
  */
 import type { Measurement, Report } from "../core/schema.ts";
 import type { SampleStats } from "../core/result.ts";
+import type { Backend, Residency } from "../kernels/types.ts";
+import { median } from "../core/stats.ts";
 import { measurementKey } from "./plan_state.ts";
 
 /** Most earlier runs one new run is averaged against: the latest run weighs at least a quarter. */
@@ -35,6 +41,8 @@ export interface RunIdentity {
   readonly mode: string;
   /** The gpucal checkout's commit; null when unknown (imported by URL). */
   readonly commit: string | null;
+  /** The run's driver settings (`calibrate/machine.ts` `driverSettings`); null when unknown. */
+  readonly driverEnv: Readonly<Record<string, string>> | null;
 }
 
 /**
@@ -66,7 +74,104 @@ export function poolRefusal(earlier: Report, run: RunIdentity): string | null {
     return `it was made by another gpucal commit (${earlier.gpucal.commit.slice(0, 7)}), whose ` +
       `kernels may differ`;
   }
+  const settings = settingsDifference(run.driverEnv, p.driverEnv ?? null);
+  if (settings !== null) return settings;
   return null;
+}
+
+/** How two runs' driver settings differ, in words, or null when they are the same. */
+function settingsDifference(
+  mine: Readonly<Record<string, string>> | null,
+  theirs: Readonly<Record<string, string>> | null,
+): string | null {
+  if (mine === null || theirs === null) {
+    return "the driver settings of one of the two runs are unknown, so they may have measured " +
+      "another configuration";
+  }
+  const names = [...new Set([...Object.keys(mine), ...Object.keys(theirs)])].sort();
+  const differing = names.filter((k) => mine[k] !== theirs[k]);
+  if (differing.length === 0) return null;
+  const said = (v: string | undefined) => v === undefined ? "unset" : `"${v}"`;
+  const words = differing.slice(0, 3).map((k) =>
+    `${k} ${said(mine[k])} in this run, ${said(theirs[k])} in it`
+  );
+  return `it ran with other driver settings (${words.join("; ")})`;
+}
+
+/**
+ * How far apart two runs of one backend typically are, as a factor (the median over their shared
+ * cases of |ln(this / earlier)|), beyond which they measured different states of the machine.
+ * Default calibrations of a 2-vCPU AMD EPYC VM (seven pairs of six runs over two sessions, at
+ * nearby commits) were typically ×1.09–1.23 apart on the CPU backends and
+ * ×1.12–1.21 on device-resident WebGPU, although a tenth to a quarter of their cases were more
+ * than ×1.5 apart; a quick run with `LP_NUM_THREADS=1` against one without was ×1.51 apart on
+ * device-resident WebGPU (small dispatches ×2 faster on one thread, 255³ matmul ×3.1 slower) while
+ * their wasm, unchanged, was ×1.31 (a quick run's windows are short).
+ */
+export const MAX_TYPICAL_DISAGREEMENT = 1.35;
+/** Fewest shared cases a backend's disagreement is judged on; with fewer, it pools. */
+const MIN_CASES_JUDGED = 5;
+
+/**
+ * A backend whose two runs disagree more than runs of one machine state do, and in which residency.
+ *
+ * @example
+ * ```ts
+ * import type { BackendDisagreement } from "./pool.ts";
+ * const d: BackendDisagreement = {
+ *   backend: "webgpu", residency: "device-resident", cases: 12, typicalFactor: 1.67,
+ * };
+ * ```
+ */
+export interface BackendDisagreement {
+  readonly backend: Backend;
+  readonly residency: Residency;
+  /** The cases of this residency both runs measured ok. */
+  readonly cases: number;
+  /** exp(median |ln(this run's median / the earlier one's)|) over those cases. */
+  readonly typicalFactor: number;
+}
+
+/**
+ * The backends with a residency whose shared cases (both runs ok) sit typically more than
+ * {@linkcode MAX_TYPICAL_DISAGREEMENT} apart: a driver setting, the machine's load or its clocks
+ * changed between the runs, and averaging them would describe neither. Judged per residency (an
+ * end-to-end WebGPU time is mostly the ~12 ms readback, which hides a changed device) on at least
+ * five shared cases; a backend appears once, with its most disagreeing residency.
+ *
+ * @param measurements This run's measurements.
+ * @param earlier The replaced report's measurements.
+ * @returns The disagreeing backends, in the order they first appear.
+ * @example
+ * ```ts
+ * import { disagreeingBackends } from "./pool.ts";
+ * console.log(disagreeingBackends([], [])); // []
+ * ```
+ */
+export function disagreeingBackends(
+  measurements: readonly Measurement[],
+  earlier: readonly Measurement[],
+): BackendDisagreement[] {
+  const before = new Map(earlier.map((m) => [measurementKey(m), m]));
+  const logRatios = new Map<string, { backend: Backend; residency: Residency; r: number[] }>();
+  for (const m of measurements) {
+    const old = before.get(measurementKey(m));
+    if (m.state !== "ok" || old?.state !== "ok") continue;
+    const key = `${m.backend}|${m.residency}`;
+    const group = logRatios.get(key) ?? { backend: m.backend, residency: m.residency, r: [] };
+    group.r.push(Math.abs(Math.log(m.wall.median / old.wall.median)));
+    logRatios.set(key, group);
+  }
+  const worst = new Map<Backend, BackendDisagreement>();
+  for (const { backend, residency, r } of logRatios.values()) {
+    if (r.length < MIN_CASES_JUDGED) continue;
+    const typicalFactor = Math.exp(median(r));
+    if (typicalFactor <= MAX_TYPICAL_DISAGREEMENT) continue;
+    if ((worst.get(backend)?.typicalFactor ?? 0) < typicalFactor) {
+      worst.set(backend, { backend, residency, cases: r.length, typicalFactor });
+    }
+  }
+  return [...worst.values()];
 }
 
 /**
@@ -75,7 +180,8 @@ export function poolRefusal(earlier: Report, run: RunIdentity): string | null {
  * 1/(n + 1) against an earlier median that pooled n runs (n at most
  * {@linkcode MAX_EARLIER_WEIGHT}). The window statistics are this run's, scaled to the pooled
  * median; its confidence half-width is at least half the two medians' disagreement. Cases only one
- * run measured stay as this run measured them (this run's cases only).
+ * run measured, and every case of a backend whose runs disagree ({@linkcode disagreeingBackends}),
+ * stay as this run measured them (this run's cases only).
  *
  * @param measurements This run's measurements.
  * @param earlier The replaced report's measurements.
@@ -92,10 +198,11 @@ export function poolMeasurements(
   earlier: readonly Measurement[],
 ): { measurements: Measurement[]; pooled: number } {
   const before = new Map(earlier.map((m) => [measurementKey(m), m]));
+  const changed = new Set(disagreeingBackends(measurements, earlier).map((d) => d.backend));
   let pooled = 0;
   const out = measurements.map((m): Measurement => {
     const old = before.get(measurementKey(m));
-    if (m.state !== "ok" || old?.state !== "ok") return m;
+    if (m.state !== "ok" || old?.state !== "ok" || changed.has(m.backend)) return m;
     const n = Math.min(old.runs ?? 1, MAX_EARLIER_WEIGHT);
     const lnNew = Math.log(m.wall.median);
     const lnOld = Math.log(old.wall.median);

@@ -17,7 +17,12 @@ import { measureMany, type RunnerSource, type WindowSamples } from "./measure.ts
 import { type CalibrationPlan, type LlmValidationPlan, type Mode, planFor } from "./plan.ts";
 import { Planner } from "./planner.ts";
 import { lastRunSeconds } from "./timekeeper.ts";
-import { poolMeasurements, poolRefusal } from "./pool.ts";
+import {
+  disagreeingBackends,
+  MAX_TYPICAL_DISAGREEMENT,
+  poolMeasurements,
+  poolRefusal,
+} from "./pool.ts";
 import { measurementKey, type PlanStep, type StepOutcome } from "./plan_state.ts";
 import type { Runner } from "./runner.ts";
 import { openRunner } from "./runners/mod.ts";
@@ -160,6 +165,7 @@ export class CalibrationSession {
       fingerprint: this.#fingerprint,
       mode: this.mode,
       commit: cleanCommit,
+      driverEnv: this.#machine.driverEnv,
     });
     if (why === null) {
       this.#poolWith = earlier;
@@ -169,6 +175,26 @@ export class CalibrationSession {
     } else {
       this.#notice(
         `keeps its own measurements: the report it replaces is not pooled with (${why})`,
+      );
+    }
+  }
+
+  /**
+   * Marks the measurements done, from when the report pools them, and warns of each backend that
+   * keeps this run's own times because its two runs disagree (`calibrate/pool.ts`).
+   */
+  #endMeasuring(): void {
+    if (this.#measuringDone) return;
+    this.#measuringDone = true;
+    if (this.#poolWith === null) return;
+    const own = this.planner().measurements;
+    for (const d of disagreeingBackends(own, this.#poolWith.measurements)) {
+      this.warn(
+        `${d.backend} keeps this run's own measurements: they sit typically ×${
+          d.typicalFactor.toFixed(2)
+        } from the replaced report's (${d.residency}, ${d.cases} cases), more than two runs of one machine state ` +
+          `do (×${MAX_TYPICAL_DISAGREEMENT}); the machine changed between them (a driver ` +
+          `setting, its load or its clocks), so the report describes it as it is now`,
       );
     }
   }
@@ -270,7 +296,7 @@ export class CalibrationSession {
         await this.save(false, "interrupted");
         return {};
       case "llm":
-        this.#measuringDone = true;
+        this.#endMeasuring();
         this.#llm = await this.options.validateLlm!(
           this.#gpu!,
           this.#reportSoFar(),
@@ -408,7 +434,7 @@ export class CalibrationSession {
   /** Saves the final report and releases the runners and the adapter. */
   async finish(stopReason: Report["provenance"]["stopReason"]): Promise<Report> {
     clearTimeout(this.#budgetTimer);
-    if (stopReason === "finished") this.#measuringDone = true;
+    if (stopReason === "finished") this.#endMeasuring();
     try {
       return await this.save(stopReason === "finished", stopReason);
     } finally {

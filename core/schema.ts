@@ -997,6 +997,12 @@ export type ReportProvenance = {
    */
   glibcTunables?: string | null | undefined;
   /**
+   * The environment variables that change what the GPU driver or WebGPU does (`LP_NUM_THREADS`,
+   * `MESA_*`, `VK_*`, `DENO_WEBGPU_*`, … `calibrate/machine.ts`) set for the run, by name; `{}`
+   * when none was. Absent when not recorded (denied, or a report made before gpucal recorded it).
+   */
+  driverEnv?: Record<string, string> | undefined;
+  /**
    * The date (`provenance.date`) of the report this run replaced and pooled its measurements with
    * (`calibrate/pool.ts`); absent when the run's measurements are its own.
    */
@@ -1019,6 +1025,8 @@ export const ReportProvenanceSchema: z.ZodType<ReportProvenance> = exactly<Repor
     warnings: z.array(text).max(MAX.warnings),
     resumedFrom: text.nullable(),
     glibcTunables: z.string().max(1024).nullable().optional(),
+    driverEnv: boundedRecord(z.string().regex(/^[A-Z][A-Z0-9_]{0,127}$/), z.string().max(1024), 64)
+      .optional(),
     pooledWith: z.iso.datetime({ offset: true }).optional(),
   }),
 );

@@ -3,6 +3,7 @@ import { fitAll } from "../calibrate/analyze.ts";
 import type { ProgressEvent } from "../calibrate/progress.ts";
 import type { Report } from "../core/schema.ts";
 import { quickAddCalibration } from "./_quick_add.ts";
+import { scaledStats } from "../calibrate/pool.ts";
 
 const COMMIT = "c0ffee0000000000000000000000000000000000";
 
@@ -35,12 +36,18 @@ Deno.test("a finished run pools its measurements with the report it replaces fro
   assert.deepEqual(second.report.fits, fitAll(second.report.measurements));
 });
 
-Deno.test("a run keeps its own measurements beside a report of another commit, or from a checkout with changes, and says why", async () => {
+Deno.test("a run keeps its own measurements beside a report of another commit, from a checkout with changes or with other driver settings, and says why", async () => {
   const first = await quickRun();
+  const p = first.report.provenance;
+  const oneThread = {
+    ...first.report,
+    provenance: { ...p, driverEnv: { ...p.driverEnv, LP_NUM_THREADS: "1" } },
+  };
   for (
     const [options, why] of [
       [{ commit: "beef000000000000000000000000000000000000" }, /another gpucal commit \(c0ffee0\)/],
       [{ clean: false }, /commit of one of the two runs is unknown/],
+      [{ poolWith: oneThread }, /other driver settings \(LP_NUM_THREADS unset in this run, "1"/],
     ] as const
   ) {
     const next = await quickRun({ poolWith: first.report, ...options });
@@ -48,4 +55,29 @@ Deno.test("a run keeps its own measurements beside a report of another commit, o
     assert.equal(next.report.provenance.pooledWith, undefined);
     assert.ok(next.report.measurements.every((m) => m.runs === undefined));
   }
+});
+
+Deno.test("a backend whose two runs disagree beyond one machine state keeps this run's times, and the report says so", async () => {
+  const first = await quickRun();
+  // The earlier run's js, four times as slow: the machine changed since; its wasm is as it was.
+  const slowerJs: Report = {
+    ...first.report,
+    measurements: first.report.measurements.map((m) =>
+      m.state === "ok" && m.backend === "js"
+        ? { ...m, wall: scaledStats(m.wall, 4), gflops: m.gflops / 4, gbps: m.gbps / 4 }
+        : m
+    ),
+  };
+  const { report } = await quickRun({ poolWith: slowerJs });
+  const ok = report.measurements.filter((m) => m.state === "ok");
+  assert.ok(ok.filter((m) => m.backend === "js").every((m) => m.runs === undefined));
+  const warned = (backend: string) =>
+    report.provenance.warnings.some((w) =>
+      w.startsWith(`${backend} keeps this run's own measurements: they sit typically ×`)
+    );
+  assert.ok(warned("js"));
+  // wasm pools, unless this host moved it more than a machine state does between the two runs.
+  const wasm = ok.filter((m) => m.backend === "wasm");
+  if (warned("wasm")) assert.ok(wasm.every((m) => m.runs === undefined));
+  else assert.ok(wasm.some((m) => m.runs === 2), "wasm still pools");
 });

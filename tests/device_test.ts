@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { describeAdapter, type GpuEntry, openGpu } from "../calibrate/device.ts";
 import {
   describeMachine,
+  driverSettings,
   HUGE_PAGE_MALLOC,
   hugePageWarning,
   machineFingerprint,
@@ -37,6 +38,7 @@ const machine: MachineInfo = {
   arch: "x86_64",
   denoVersion: "2.9.6",
   glibcTunables: null,
+  driverEnv: {},
   v8Version: "14.0",
 };
 
@@ -216,7 +218,41 @@ Deno.test({
     assert.equal(m.cpuModel, "unknown");
     assert.equal(m.memoryBytes, null);
     assert.equal(m.osRelease, "unknown");
+    assert.equal(m.driverEnv, null);
   },
+});
+
+Deno.test("driverSettings() keeps the variables that change what the GPU driver or WebGPU does, by name", () => {
+  assert.deepEqual(
+    driverSettings({
+      VK_ICD_FILENAMES: "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json",
+      HOME: "/root",
+      LP_NUM_THREADS: "1",
+      DENO_WEBGPU_BACKEND: "vulkan",
+      XDG_RUNTIME_DIR: "/tmp/xdg",
+      lp_num_threads: "4",
+    }),
+    {
+      DENO_WEBGPU_BACKEND: "vulkan",
+      LP_NUM_THREADS: "1",
+      VK_ICD_FILENAMES: "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json",
+    },
+  );
+  assert.deepEqual(Object.keys(driverSettings({ MESA_X: "y".repeat(5000) })), ["MESA_X"]);
+  assert.equal(driverSettings({ MESA_X: "y".repeat(5000) }).MESA_X!.length, 1024);
+});
+
+Deno.test("describeMachine() records the driver settings the process runs with", async () => {
+  const before = Deno.env.get("LP_NUM_THREADS");
+  try {
+    Deno.env.set("LP_NUM_THREADS", "1");
+    assert.equal((await describeMachine()).driverEnv?.LP_NUM_THREADS, "1");
+    Deno.env.delete("LP_NUM_THREADS");
+    assert.equal((await describeMachine()).driverEnv?.LP_NUM_THREADS, undefined);
+  } finally {
+    if (before === undefined) Deno.env.delete("LP_NUM_THREADS");
+    else Deno.env.set("LP_NUM_THREADS", before);
+  }
 });
 
 Deno.test("machineFingerprint() is stable and 16 hex digits", async () => {

@@ -1,7 +1,13 @@
 import assert from "node:assert/strict";
-import { poolMeasurements, poolRefusal } from "../calibrate/pool.ts";
+import {
+  disagreeingBackends,
+  MAX_TYPICAL_DISAGREEMENT,
+  poolMeasurements,
+  poolRefusal,
+} from "../calibrate/pool.ts";
 import { parseReport } from "../reports/load.ts";
 import type { Measurement } from "../core/schema.ts";
+import type { Backend, Residency } from "../kernels/types.ts";
 import { syntheticReport } from "./_fixtures.ts";
 
 /** An ok measurement of the synthetic report, at `median` ms (its statistics scaled to it). */
@@ -79,7 +85,8 @@ Deno.test("a run pools only with a complete report of its machine, mode and gpuc
   const earlier = syntheticReport();
   const commit = "1234567890abcdef1234567890abcdef12345678";
   const withCommit = { ...earlier, gpucal: { ...earlier.gpucal, commit } };
-  const run = { fingerprint: earlier.fingerprint, mode: "default", commit };
+  const driverEnv = { DENO_WEBGPU_BACKEND: "vulkan" };
+  const run = { fingerprint: earlier.fingerprint, mode: "default", commit, driverEnv };
   const finished = {
     ...withCommit,
     provenance: {
@@ -87,6 +94,7 @@ Deno.test("a run pools only with a complete report of its machine, mode and gpuc
       mode: "default" as const,
       complete: true,
       stopReason: "finished" as const,
+      driverEnv,
     },
   };
   assert.equal(poolRefusal(finished, run), null);
@@ -100,6 +108,70 @@ Deno.test("a run pools only with a complete report of its machine, mode and gpuc
   assert.match(
     poolRefusal({ ...finished, provenance: { ...finished.provenance, complete: false } }, run)!,
     /not a complete, finished run/,
+  );
+  assert.match(
+    poolRefusal(finished, { ...run, driverEnv: { ...driverEnv, LP_NUM_THREADS: "1" } })!,
+    /other driver settings \(LP_NUM_THREADS "1" in this run, unset in it\)/,
+  );
+  assert.match(
+    poolRefusal(finished, { ...run, driverEnv: { DENO_WEBGPU_BACKEND: "gl" } })!,
+    /DENO_WEBGPU_BACKEND "gl" in this run, "vulkan" in it/,
+  );
+  assert.match(poolRefusal(finished, { ...run, driverEnv: null })!, /driver settings .* unknown/);
+  const unrecorded = { ...finished, provenance: { ...finished.provenance, driverEnv: undefined } };
+  assert.match(poolRefusal(unrecorded, run)!, /driver settings .* unknown/);
+});
+
+/** Ok measurements of `add` on `backend` in `residency`, one per median, at sizes 1, 2, 3… */
+function series(backend: Backend, residency: Residency, medians: number[]): Measurement[] {
+  return medians.map((t, i) =>
+    okAt(t, { backend, residency, size: i + 1, shape: { n: i + 1 } } as Partial<Measurement>)
+  );
+}
+
+Deno.test("a backend whose runs sit typically further apart than one machine state's keeps this run's times", () => {
+  // Run to run, cases scatter ×1.2 either way (and one ×3): one state of the machine.
+  const scatter = [1.2, 1 / 1.2, 1.1, 3, 1 / 1.15, 1.05];
+  const ones = scatter.map(() => 1);
+  // On one lavapipe thread, small dispatches ran twice as fast and large ones three times slower.
+  const oneThread = [0.5, 0.5, 0.6, 2, 3, 3.1];
+  const mine = [
+    ...series("wasm", "end-to-end", scatter),
+    ...series("webgpu", "end-to-end", ones.map((x) => 12 * x)),
+    ...series("webgpu", "device-resident", oneThread),
+  ];
+  const earlier = [
+    ...series("wasm", "end-to-end", ones),
+    ...series("webgpu", "end-to-end", ones.map((x) => 12 * x)),
+    ...series("webgpu", "device-resident", ones),
+  ];
+  const apart = disagreeingBackends(mine, earlier);
+  // The readback hides the device's change end to end; device-resident shows it.
+  assert.deepEqual(apart.map((d) => [d.backend, d.residency, d.cases]), [
+    ["webgpu", "device-resident", 6],
+  ]);
+  assert.ok(apart[0]!.typicalFactor > MAX_TYPICAL_DISAGREEMENT);
+  const { measurements, pooled } = poolMeasurements(mine, earlier);
+  assert.equal(pooled, 6, "wasm pools; webgpu keeps its own in both residencies");
+  assert.deepEqual(measurements.filter((m) => m.backend === "webgpu"), mine.slice(6));
+});
+
+Deno.test("disagreement is judged on five shared cases or more", () => {
+  const twice = [2, 2, 2, 2];
+  assert.deepEqual(
+    disagreeingBackends(
+      series("js", "end-to-end", twice),
+      series("js", "end-to-end", [1, 1, 1, 1]),
+    ),
+    [],
+  );
+  assert.equal(
+    disagreeingBackends(
+      series("js", "end-to-end", [...twice, 2]),
+      series("js", "end-to-end", [1, 1, 1, 1, 1]),
+    )
+      .length,
+    1,
   );
 });
 
