@@ -43,6 +43,7 @@ export {
 export type { BatchTiming, Prepared, Runner } from "./calibrate/runner.ts";
 export type * from "./core/result.ts";
 export type { CalibrateOptions, CalibrationResult, LlmValidator } from "./calibrate/calibrate.ts";
+export type { Checkout } from "./calibrate/checkout.ts";
 export type { ProgressEvent } from "./calibrate/progress.ts";
 export type { LlmValidationPlan } from "./calibrate/plan.ts";
 export { calibrate } from "./decode/hook.ts";

@@ -10,6 +10,7 @@ import type { GpuHandle } from "./device.ts";
 import type { LlmValidationPlan } from "./plan.ts";
 import type { ProgressEvent } from "./progress.ts";
 import type { Runner } from "./runner.ts";
+import type { Checkout } from "./checkout.ts";
 
 /**
  * Validates the LLM decode estimate on the run's adapter against the report so far; it warns
@@ -87,16 +88,13 @@ export interface CalibrateOptions {
   readonly earlier?: readonly Report[];
   /**
    * The report this run replaces: a run that finishes its measurements pools them with it
-   * (`calibrate/pool.ts`) when it is of this machine and mode, complete, and made by the same gpucal
-   * commit from a checkout without uncommitted changes; otherwise the run says why not and keeps
-   * its own.
+   * (`calibrate/pool.ts`) when it is of this machine and mode, complete, measured by the code this
+   * checkout measures with and with the same driver settings; otherwise the run says why not and
+   * keeps its own.
    */
   readonly poolWith?: Report;
-  /**
-   * The gpucal checkout's commit and whether it is free of uncommitted changes outside `reports/`;
-   * read with git when absent.
-   */
-  readonly checkout?: { readonly commit: string | null; readonly clean: boolean };
+  /** The gpucal checkout (`checkout.ts`); read with git when absent. */
+  readonly checkout?: Checkout;
   /** Aborting it (Ctrl-C) stops measuring and writes a partial report. */
   readonly signal?: AbortSignal;
   /** Told of every step. */

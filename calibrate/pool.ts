@@ -13,10 +13,12 @@
  *
  * Pooling is safe only when both runs measured the same kernels on the same configuration of the
  * machine: the replaced report must be of this machine (fingerprint) and mode, complete, made by
- * the same gpucal commit (a report without a commit, from gpucal imported by URL, is not pooled
- * with) and with the same driver settings (`LP_NUM_THREADS`, `MESA_*`, … `calibrate/machine.ts`).
- * And a backend whose two runs disagree more than runs of one machine do keeps this run's own
- * times ({@linkcode disagreeingBackends}): the machine changed between them, and the newest run
+ * a gpucal commit whose measuring code (kernels, runners, the measuring loop:
+ * `calibrate/checkout.ts`) is this checkout's, uncommitted changes included (a report without a
+ * commit, or gpucal imported by URL, is not pooled with), and with the same driver settings
+ * (`LP_NUM_THREADS`, `MESA_*`, … `calibrate/machine.ts`). And a backend whose two runs disagree
+ * more than runs of one machine do keeps this run's own times ({@linkcode disagreeingBackends}):
+ * the machine changed between them, and the newest run
  * is what it is now. `--fresh` turns pooling off.
  *
  * ```ts
@@ -39,8 +41,11 @@ const MAX_EARLIER_WEIGHT = 3;
 export interface RunIdentity {
   readonly fingerprint: string;
   readonly mode: string;
-  /** The gpucal checkout's commit; null when unknown (imported by URL). */
-  readonly commit: string | null;
+  /**
+   * Whether this run measures with the code the earlier report's commit measured with
+   * (`calibrate/checkout.ts` `measuresAs`); null when unknown (no commit, no git, imported by URL).
+   */
+  readonly measuresAsEarlier: boolean | null;
   /** The run's driver settings (`calibrate/machine.ts` `driverSettings`); null when unknown. */
   readonly driverEnv: Readonly<Record<string, string>> | null;
 }
@@ -56,8 +61,8 @@ export interface RunIdentity {
  * import { poolRefusal } from "./pool.ts";
  * import { loadReport } from "../reports/load.ts";
  * const earlier = await loadReport("reports/llvmpipe-vulkan-x86_64-1ec2aa7f.json");
- * console.log(poolRefusal(earlier, { fingerprint: earlier.fingerprint, mode: "default", commit: null }));
- * // "the gpucal commit of one of the two runs is unknown, so their kernels may differ"
+ * const run = { fingerprint: earlier.fingerprint, mode: "default", measuresAsEarlier: null, driverEnv: {} };
+ * console.log(poolRefusal(earlier, run)); // "whether it was measured by this checkout's kernels …"
  * ```
  */
 export function poolRefusal(earlier: Report, run: RunIdentity): string | null {
@@ -67,12 +72,13 @@ export function poolRefusal(earlier: Report, run: RunIdentity): string | null {
     return `it was calibrated in another mode (${p.mode ?? "unknown"})`;
   }
   if (!p.complete || p.stopReason !== "finished") return "it is not a complete, finished run";
-  if (run.commit === null || earlier.gpucal.commit === null) {
-    return "the gpucal commit of one of the two runs is unknown, so their kernels may differ";
+  if (run.measuresAsEarlier === null) {
+    return "whether it was measured by this checkout's kernels and runners is unknown (no gpucal " +
+      "commit, or no git to compare it with)";
   }
-  if (earlier.gpucal.commit !== run.commit) {
-    return `it was made by another gpucal commit (${earlier.gpucal.commit.slice(0, 7)}), whose ` +
-      `kernels may differ`;
+  if (!run.measuresAsEarlier) {
+    return `its gpucal commit (${earlier.gpucal.commit?.slice(0, 7)}) measured with other ` +
+      `kernels or runners than this checkout's`;
   }
   const settings = settingsDifference(run.driverEnv, p.driverEnv ?? null);
   if (settings !== null) return settings;
@@ -109,8 +115,11 @@ function settingsDifference(
  * their wasm, unchanged, was ×1.31 (a quick run's windows are short).
  */
 export const MAX_TYPICAL_DISAGREEMENT = 1.35;
-/** Fewest shared cases a backend's disagreement is judged on; with fewer, it pools. */
-const MIN_CASES_JUDGED = 5;
+/**
+ * Fewest shared cases a residency's disagreement is judged on (a quick run's `add` has four sizes);
+ * with fewer, it pools.
+ */
+const MIN_CASES_JUDGED = 4;
 
 /**
  * A backend whose two runs disagree more than runs of one machine state do, and in which residency.
@@ -137,7 +146,7 @@ export interface BackendDisagreement {
  * {@linkcode MAX_TYPICAL_DISAGREEMENT} apart: a driver setting, the machine's load or its clocks
  * changed between the runs, and averaging them would describe neither. Judged per residency (an
  * end-to-end WebGPU time is mostly the ~12 ms readback, which hides a changed device) on at least
- * five shared cases; a backend appears once, with its most disagreeing residency.
+ * four shared cases; a backend appears once, with its most disagreeing residency.
  *
  * @param measurements This run's measurements.
  * @param earlier The replaced report's measurements.

@@ -17,6 +17,7 @@ import { measureMany, type RunnerSource, type WindowSamples } from "./measure.ts
 import { type CalibrationPlan, type LlmValidationPlan, type Mode, planFor } from "./plan.ts";
 import { Planner } from "./planner.ts";
 import { lastRunSeconds } from "./timekeeper.ts";
+import { type Checkout, gitCheckout } from "./checkout.ts";
 import {
   disagreeingBackends,
   MAX_TYPICAL_DISAGREEMENT,
@@ -132,14 +133,14 @@ export class CalibrationSession {
         }": it was measured on another machine or adapter (fingerprint ${options.resume.fingerprint}, this one is ${fingerprint})`,
       );
     }
-    const checkout = options.checkout ?? { commit: await gitCommit(), clean: !(await gitDirty()) };
+    const checkout = options.checkout ?? await gitCheckout();
     const session = new CalibrationSession(options, machine, gpu, {
       fingerprint,
       slug,
       commit: checkout.commit,
       unmeasuredAdapter: gpuLeftOut ? adapter : null,
     });
-    session.#choosePool(checkout.clean ? checkout.commit : null);
+    await session.#choosePool(checkout);
     const skipped = skippedWarning(session.plan().skippedDtypes);
     if (skipped !== null) warnings.push(skipped);
     // A resumed run carries its warnings over already.
@@ -156,15 +157,16 @@ export class CalibrationSession {
    * Decides whether this run pools with the report it replaces, and says so when it does not.
    * A resumed run does not: what it replaces is its own partial report.
    *
-   * @param cleanCommit The checkout's commit when it has no uncommitted changes, else null.
+   * @param checkout The checkout this run measures with.
    */
-  #choosePool(cleanCommit: string | null): void {
+  async #choosePool(checkout: Checkout): Promise<void> {
     const earlier = this.options.poolWith;
     if (earlier === undefined || this.options.resume) return;
+    const commit = earlier.gpucal.commit;
     const why = poolRefusal(earlier, {
       fingerprint: this.#fingerprint,
       mode: this.mode,
-      commit: cleanCommit,
+      measuresAsEarlier: commit === null ? null : await checkout.measuresAs(commit),
       driverEnv: this.#machine.driverEnv,
     });
     if (why === null) {
@@ -450,40 +452,6 @@ export class CalibrationSession {
 async function openRunnerOn(gpu: GpuHandle) {
   const { createWebGpuRunner } = await import("./runners/webgpu.ts");
   return createWebGpuRunner(gpu);
-}
-
-/** The gpucal checkout's commit, or null (imported from a URL, no git, or not permitted). */
-async function gitCommit(): Promise<string | null> {
-  const sha = (await gitOutput(["rev-parse", "HEAD"]))?.trim() ?? "";
-  return /^[0-9a-f]{7,64}$/.test(sha) ? sha : null;
-}
-
-/**
- * Whether the gpucal checkout has uncommitted changes outside `reports/` (where a calibration writes
- * its own report); true when git cannot tell.
- */
-async function gitDirty(): Promise<boolean> {
-  const status = await gitOutput(
-    ["status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)reports"],
-  );
-  return status === null || status.trim() !== "";
-}
-
-/** What `git args` printed in the gpucal checkout, or null when it could not run or failed. */
-async function gitOutput(args: readonly string[]): Promise<string | null> {
-  const dir = new URL("..", import.meta.url);
-  if (dir.protocol !== "file:") return null;
-  try {
-    const out = await new Deno.Command("git", {
-      args: [...args],
-      cwd: dir,
-      stdout: "piped",
-      stderr: "null",
-    }).output();
-    return out.success ? new TextDecoder().decode(out.stdout) : null;
-  } catch {
-    return null;
-  }
 }
 
 /** The report's word that a quick run left dtypes out, or null when it left none out. */

@@ -7,13 +7,17 @@ import { scaledStats } from "../calibrate/pool.ts";
 
 const COMMIT = "c0ffee0000000000000000000000000000000000";
 
-/** A quick js + wasm calibration of `add` from a checkout at `commit`, and its progress lines. */
+/**
+ * A quick js + wasm calibration of `add` from a checkout at `COMMIT` whose measuring code is
+ * `COMMIT`'s unless `measuresAs` says otherwise, and its progress lines.
+ */
 async function quickRun(
-  options: { poolWith?: Report; commit?: string; clean?: boolean } = {},
+  options: { poolWith?: Report; measuresAs?: boolean | null } = {},
 ): Promise<{ report: Report; phases: string[] }> {
   const phases: string[] = [];
+  const same = options.measuresAs === undefined ? true : options.measuresAs;
   const report = await quickAddCalibration({
-    checkout: { commit: options.commit ?? COMMIT, clean: options.clean ?? true },
+    checkout: { commit: COMMIT, measuresAs: () => Promise.resolve(same) },
     ...(options.poolWith ? { poolWith: options.poolWith } : {}),
     onProgress: (e: ProgressEvent) => {
       if (e.kind === "phase") phases.push(e.phase);
@@ -22,7 +26,7 @@ async function quickRun(
   return { report, phases };
 }
 
-Deno.test("a finished run pools its measurements with the report it replaces from the same checkout", async () => {
+Deno.test("a finished run pools its measurements with the report it replaces when the same code measured it", async () => {
   const first = await quickRun();
   assert.ok(first.report.measurements.every((m) => m.runs === undefined));
   const second = await quickRun({ poolWith: first.report });
@@ -36,7 +40,7 @@ Deno.test("a finished run pools its measurements with the report it replaces fro
   assert.deepEqual(second.report.fits, fitAll(second.report.measurements));
 });
 
-Deno.test("a run keeps its own measurements beside a report of another commit, from a checkout with changes or with other driver settings, and says why", async () => {
+Deno.test("a run keeps its own measurements beside a report measured by other kernels or runners, or with other driver settings, and says why", async () => {
   const first = await quickRun();
   const p = first.report.provenance;
   const oneThread = {
@@ -45,8 +49,14 @@ Deno.test("a run keeps its own measurements beside a report of another commit, f
   };
   for (
     const [options, why] of [
-      [{ commit: "beef000000000000000000000000000000000000" }, /another gpucal commit \(c0ffee0\)/],
-      [{ clean: false }, /commit of one of the two runs is unknown/],
+      [
+        { measuresAs: false },
+        /its gpucal commit \(c0ffee0\) measured with other kernels or runners/,
+      ],
+      [
+        { measuresAs: null },
+        /whether it was measured by this checkout's kernels and runners is unknown/,
+      ],
       [{ poolWith: oneThread }, /other driver settings \(LP_NUM_THREADS unset in this run, "1"/],
     ] as const
   ) {
