@@ -80,24 +80,42 @@ export function poolRefusal(earlier: Report, run: RunIdentity): string | null {
     return `its gpucal commit (${earlier.gpucal.commit?.slice(0, 7)}) measured with other ` +
       `kernels or runners than this checkout's`;
   }
-  const settings = settingsDifference(run.driverEnv, p.driverEnv ?? null);
+  const settings = settingsDifference(run.driverEnv, p.driverEnv);
   if (settings !== null) return settings;
   return null;
 }
 
-/** How two runs' driver settings differ, in words, or null when they are the same. */
+/**
+ * Driver settings a fingerprint already tells apart: the WebGPU backend is part of the adapter's
+ * identity (`calibrate/machine.ts`), so a report of this fingerprint ran on the same one.
+ */
+const FINGERPRINTED_SETTINGS = new Set(["DENO_WEBGPU_BACKEND"]);
+
+/**
+ * How two runs' driver settings differ, in words, or null when they are the same. A report made
+ * before gpucal recorded them (`theirs` undefined) is taken as made in the default configuration,
+ * so it pools only with a run that sets nothing the fingerprint does not already tell apart; the
+ * disagreement check ({@linkcode disagreeingBackends}) stands behind that guess.
+ */
 function settingsDifference(
   mine: Readonly<Record<string, string>> | null,
-  theirs: Readonly<Record<string, string>> | null,
+  theirs: Readonly<Record<string, string>> | undefined,
 ): string | null {
-  if (mine === null || theirs === null) {
-    return "the driver settings of one of the two runs are unknown, so they may have measured " +
-      "another configuration";
+  if (mine === null) {
+    return "this run's driver settings are unknown (no permission to read the environment), so " +
+      "it may measure another configuration";
+  }
+  const said = (v: string | undefined) => v === undefined ? "unset" : `"${v}"`;
+  if (theirs === undefined) {
+    const set = Object.keys(mine).filter((k) => !FINGERPRINTED_SETTINGS.has(k)).sort();
+    if (set.length === 0) return null;
+    return `it does not record its driver settings, and this run sets ${
+      set.slice(0, 3).map((k) => `${k}=${said(mine[k])}`).join(", ")
+    }`;
   }
   const names = [...new Set([...Object.keys(mine), ...Object.keys(theirs)])].sort();
   const differing = names.filter((k) => mine[k] !== theirs[k]);
   if (differing.length === 0) return null;
-  const said = (v: string | undefined) => v === undefined ? "unset" : `"${v}"`;
   const words = differing.slice(0, 3).map((k) =>
     `${k} ${said(mine[k])} in this run, ${said(theirs[k])} in it`
   );

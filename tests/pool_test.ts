@@ -125,9 +125,14 @@ Deno.test("a run pools only with a complete report of its machine and mode, meas
     poolRefusal(finished, { ...run, driverEnv: { DENO_WEBGPU_BACKEND: "gl" } })!,
     /DENO_WEBGPU_BACKEND "gl" in this run, "vulkan" in it/,
   );
-  assert.match(poolRefusal(finished, { ...run, driverEnv: null })!, /driver settings .* unknown/);
+  assert.match(poolRefusal(finished, { ...run, driverEnv: null })!, /driver settings are unknown/);
+  // A report from before gpucal recorded settings counts as the default configuration.
   const unrecorded = { ...finished, provenance: { ...finished.provenance, driverEnv: undefined } };
-  assert.match(poolRefusal(unrecorded, run)!, /driver settings .* unknown/);
+  assert.equal(poolRefusal(unrecorded, run), null);
+  assert.match(
+    poolRefusal(unrecorded, { ...run, driverEnv: { ...driverEnv, LP_NUM_THREADS: "1" } })!,
+    /does not record its driver settings, and this run sets LP_NUM_THREADS="1"/,
+  );
 });
 
 /** Ok measurements of `add` on `backend` in `residency`, one per median, at sizes 1, 2, 3… */
