@@ -12,7 +12,8 @@
  * pairs of six, and the noisiest run (70.4 %) pooled with the best (80.6 %) gave 80.5 %.
  *
  * Pooling is safe only when both runs measured the same kernels on the same configuration of the
- * machine: the replaced report must be of this machine (fingerprint) and mode, complete, made by
+ * machine: the replaced report must be of this machine (fingerprint) and mode, complete, run on
+ * the same Deno (its V8 and wgpu run the kernels), made by
  * a gpucal commit whose measuring code (kernels, runners, the measuring loop:
  * `calibrate/checkout.ts`) is this checkout's, uncommitted changes included (a report without a
  * commit, or gpucal imported by URL, is not pooled with), and with the same driver settings
@@ -48,6 +49,8 @@ export interface RunIdentity {
   readonly measuresAsEarlier: boolean | null;
   /** The run's driver settings (`calibrate/machine.ts` `driverSettings`); null when unknown. */
   readonly driverEnv: Readonly<Record<string, string>> | null;
+  /** `Deno.version.deno`: its V8 compiles the js and wasm kernels, its wgpu runs WebGPU's. */
+  readonly denoVersion: string;
 }
 
 /**
@@ -61,7 +64,10 @@ export interface RunIdentity {
  * import { poolRefusal } from "./pool.ts";
  * import { loadReport } from "../reports/load.ts";
  * const earlier = await loadReport("reports/llvmpipe-vulkan-x86_64-1ec2aa7f.json");
- * const run = { fingerprint: earlier.fingerprint, mode: "default", measuresAsEarlier: null, driverEnv: {} };
+ * const run = {
+ *   fingerprint: earlier.fingerprint, mode: "default", denoVersion: earlier.provenance.denoVersion,
+ *   measuresAsEarlier: null, driverEnv: {},
+ * };
  * console.log(poolRefusal(earlier, run)); // "whether it was measured by this checkout's kernels …"
  * ```
  */
@@ -72,6 +78,10 @@ export function poolRefusal(earlier: Report, run: RunIdentity): string | null {
     return `it was calibrated in another mode (${p.mode ?? "unknown"})`;
   }
   if (!p.complete || p.stopReason !== "finished") return "it is not a complete, finished run";
+  if (p.denoVersion !== run.denoVersion) {
+    return `it ran on Deno ${p.denoVersion}, this run on ${run.denoVersion}, whose V8 and wgpu ` +
+      `may run the kernels differently`;
+  }
   if (run.measuresAsEarlier === null) {
     return "whether it was measured by this checkout's kernels and runners is unknown (no gpucal " +
       "commit, or no git to compare it with)";

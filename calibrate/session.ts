@@ -168,6 +168,7 @@ export class CalibrationSession {
       mode: this.mode,
       measuresAsEarlier: commit === null ? null : await checkout.measuresAs(commit),
       driverEnv: this.#machine.driverEnv,
+      denoVersion: this.#machine.denoVersion,
     });
     if (why === null) {
       this.#poolWith = earlier;

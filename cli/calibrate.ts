@@ -62,12 +62,12 @@ Options:
   --fresh              Keep this run's own measurements. By default a run that finishes pools
                        them with the report it replaces (the geometric mean of the two runs'
                        medians, the newest run weighing at least a quarter), when that report is
-                       of this machine and mode, complete, measured by the kernels and runners
-                       of this checkout (its gpucal commit's are, uncommitted changes included)
-                       and with the same driver settings (LP_*, MESA_*, VK_*, DENO_WEBGPU_*,
-                       ...): each calibration then
-                       refines the report instead of redrawing one moment of a drifting host. A
-                       backend whose runs sit typically over x1.35 apart keeps this run's times
+                       of this machine and mode, complete, on the same Deno, measured by the
+                       kernels and runners of this checkout (its gpucal commit's are,
+                       uncommitted changes included) and with the same driver settings (LP_*,
+                       MESA_*, VK_*, DENO_WEBGPU_*, ...): each calibration then refines the
+                       report instead of redrawing one moment of a drifting host. A backend
+                       whose runs sit typically over x1.35 apart keeps this run's times
   --no-llm             Skip the LLM decode validation (a synthetic WebGPU decode, ~1 min;
                        --quick skips it unless --llm is given)
   --llm                Run the LLM decode validation even with --quick

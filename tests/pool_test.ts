@@ -89,6 +89,7 @@ Deno.test("a run pools only with a complete report of its machine and mode, meas
   const run = {
     fingerprint: earlier.fingerprint,
     mode: "default",
+    denoVersion: earlier.provenance.denoVersion,
     measuresAsEarlier: true,
     driverEnv,
   };
@@ -105,6 +106,10 @@ Deno.test("a run pools only with a complete report of its machine and mode, meas
   assert.equal(poolRefusal(finished, run), null);
   assert.match(poolRefusal(finished, { ...run, fingerprint: "other" })!, /another machine/);
   assert.match(poolRefusal(finished, { ...run, mode: "quick" })!, /another mode/);
+  assert.match(
+    poolRefusal(finished, { ...run, denoVersion: "9.9.9" })!,
+    /it ran on Deno .*, this run on 9\.9\.9/,
+  );
   assert.match(
     poolRefusal(finished, { ...run, measuresAsEarlier: false })!,
     /its gpucal commit \(1234567\) measured with other kernels or runners/,
