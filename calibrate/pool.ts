@@ -102,7 +102,9 @@ export function poolRefusal(earlier: Report, run: RunIdentity): string | null {
 const FINGERPRINTED_SETTINGS = new Set(["DENO_WEBGPU_BACKEND"]);
 
 /**
- * How two runs' driver settings differ, in words, or null when they are the same. A report made
+ * How two runs' driver settings differ, in words, or null when they are the same (but for those
+ * the fingerprint tells apart: `DENO_WEBGPU_BACKEND=vulkan` and a Vulkan adapter picked unasked
+ * are one configuration). A report made
  * before gpucal recorded them (`theirs` undefined) is taken as made in the default configuration,
  * so it pools only with a run that sets nothing the fingerprint does not already tell apart; the
  * disagreement check ({@linkcode disagreeingBackends}) stands behind that guess.
@@ -124,7 +126,7 @@ function settingsDifference(
     }`;
   }
   const names = [...new Set([...Object.keys(mine), ...Object.keys(theirs)])].sort();
-  const differing = names.filter((k) => mine[k] !== theirs[k]);
+  const differing = names.filter((k) => !FINGERPRINTED_SETTINGS.has(k) && mine[k] !== theirs[k]);
   if (differing.length === 0) return null;
   const words = differing.slice(0, 3).map((k) =>
     `${k} ${said(mine[k])} in this run, ${said(theirs[k])} in it`
