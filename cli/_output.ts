@@ -2,14 +2,15 @@
  * Where `deno task calibrate` writes, decided and checked before anything is measured: `--out`,
  * else the report `--resume` continues, else `reports/<machine-slug>.json`. Write access is
  * checked up front with the command that grants it, a report holding more measurements than the
- * run starts from is never replaced without `--force`, and the temporary files of a run killed
- * mid-save are removed.
+ * run starts from is never replaced without `--force` (nor is the machine's complete report by a
+ * run that measures less of it), and the temporary files of a run killed mid-save are removed.
  *
  * @module
  */
 import config from "../deno.json" with { type: "json" };
 import type { Backend } from "../kernels/types.ts";
 import { loadReport } from "../reports/load.ts";
+import type { CalibrationMode, Report } from "../core/schema.ts";
 import { UsageError } from "../core/cli_args.ts";
 import { describeAdapter } from "../calibrate/device.ts";
 import { describeMachine, machineFingerprint, machineSlug } from "../calibrate/machine.ts";
@@ -214,4 +215,57 @@ export async function checkReplaceable(
       `starting from ${run.startsWith}: it would replace it with fewer; pass --force to ` +
       `replace it${resume}, or --out another path`,
   );
+}
+
+/**
+ * What a run would measure, for comparing it with the report it would replace.
+ *
+ * @example
+ * ```ts
+ * import type { RunScope } from "./_output.ts";
+ * const quickAdd: RunScope = { mode: "quick", jobs: new Set(["add|f32|js", "add|f32|wasm"]) };
+ * ```
+ */
+export interface RunScope {
+  readonly mode: CalibrationMode;
+  /** The run's jobs as `op|dtype|backend`. */
+  readonly jobs: ReadonlySet<string>;
+}
+
+/** How thorough a mode is: a run of a lower rank measures fewer sizes, budgets and passes. */
+const MODE_RANK: Readonly<Record<CalibrationMode, number>> = { quick: 0, default: 1, thorough: 2 };
+
+/**
+ * What a run of `scope` would lose of the complete report `existing` by replacing it, in words:
+ * a more thorough mode, or jobs (op, dtype, backend) the run does not measure; null when it loses
+ * nothing (an incomplete report is the run's to finish or replace).
+ *
+ * @param existing The report at the path the run would replace.
+ * @param scope The run.
+ * @returns The loss, or null.
+ * @example
+ * ```ts ignore
+ * import { lossOnReplacing } from "./_output.ts";
+ * import { loadReport } from "../reports/load.ts";
+ * const full = await loadReport("reports/llvmpipe-vulkan-x86_64-1ec2aa7f.json");
+ * console.log(lossOnReplacing(full, { mode: "quick", jobs: new Set(["add|f32|js"]) }));
+ * // "a default run's sizes and windows, and 83 jobs this run leaves out (matmul f32 on webgpu, …)"
+ * ```
+ */
+export function lossOnReplacing(existing: Report, scope: RunScope): string | null {
+  const p = existing.provenance;
+  if (!p.complete) return null;
+  const mode: CalibrationMode = p.mode ?? (p.quick ? "quick" : "default");
+  const jobs = [...new Set(existing.measurements.map((m) => `${m.op}|${m.dtype}|${m.backend}`))];
+  const leftOut = jobs.filter((j) => !scope.jobs.has(j));
+  const losses = [
+    ...(MODE_RANK[mode] > MODE_RANK[scope.mode] ? [`a ${mode} run's sizes and windows`] : []),
+    ...(leftOut.length === 0 ? [] : [
+      `${leftOut.length} job${leftOut.length === 1 ? "" : "s"} this run leaves out (${
+        leftOut.slice(0, 3).map((j) => j.split("|").join(" ").replace(/ (\S+)$/, " on $1"))
+          .join(", ")
+      }${leftOut.length > 3 ? ", …" : ""})`,
+    ]),
+  ];
+  return losses.length === 0 ? null : losses.join(", and ");
 }

@@ -15,10 +15,16 @@ import {
   UsageError,
   usageFailure,
 } from "../core/cli_args.ts";
-import { checkReplaceable, checkWritable, chooseOutput } from "./_output.ts";
+import {
+  checkReplaceable,
+  checkWritable,
+  chooseOutput,
+  lossOnReplacing,
+  type RunScope,
+} from "./_output.ts";
 import type { CalibrateOptions } from "../calibrate/calibrate.ts";
 import { calibrate } from "../decode/hook.ts";
-import { MAX_PASSES } from "../calibrate/plan.ts";
+import { MAX_PASSES, planFor } from "../calibrate/plan.ts";
 import { progressPrinter } from "../calibrate/progress.ts";
 import { formatSummary } from "../calibrate/summary.ts";
 
@@ -53,7 +59,8 @@ Options:
                        starts from (a fresh run saves after every op, so it would shrink a full
                        calibration to the ops done so far). This machine's report at the default
                        path needs no --force: the run saves beside it (<slug>.partial.json) and
-                       replaces it once complete
+                       replaces it once complete, unless the run measures less of it (a lighter
+                       mode, or ops, dtypes or backends it leaves out): then --force, or --out
   --earlier-runs-from LIST
                        Comma-separated earlier reports of this machine whose drift probes join
                        the ones carried over from the report this run replaces: with three runs
@@ -139,13 +146,24 @@ export async function main(args: string[]): Promise<number> {
     });
     replaces = out.replaces;
     const replaced = resume ? null : await replacedReport(replaces ?? out.path);
+    const mode = values.quick ? "quick" : values.thorough ? "thorough" : "default";
+    if (replaced !== null && out.replaces !== null && !values.force) {
+      const loss = lossOnReplacing(replaced, scopeOf(mode, ops, dtypes, backends));
+      if (loss !== null) {
+        throw new UsageError(
+          `"${out.replaces}" holds this machine's complete calibration (${replaced.measurements.length} ` +
+            `measurements), and this run would replace it with less: ${loss}. Pass --out ` +
+            `reports/<name>.json to keep both, or --force to replace it`,
+        );
+      }
+    }
     const earlier = [
       ...(replaced === null ? [] : [replaced]),
       ...await earlierReports(values["earlier-runs-from"]),
     ];
     options = {
       quick: values.quick ?? false,
-      mode: values.quick ? "quick" : values.thorough ? "thorough" : "default",
+      mode,
       ...(ops ? { ops } : {}),
       ...(dtypes ? { dtypes } : {}),
       ...(backends ? { backends } : {}),
@@ -298,6 +316,24 @@ async function prepareOutput(
     ? path.slice(0, -".partial.json".length) + ".json"
     : null;
   return { path, replaces: staged ? choice.path : resumedStage };
+}
+
+/** The jobs a run of these flags plans, as `op|dtype|backend`, and its mode. */
+function scopeOf(
+  mode: RunScope["mode"],
+  ops: readonly string[] | undefined,
+  dtypes: CalibrateOptions["dtypes"],
+  backends: CalibrateOptions["backends"],
+): RunScope {
+  const plan = planFor({
+    quick: mode === "quick",
+    mode,
+    ops: ops ? OPS.filter((op) => ops.includes(op.name)) : OPS,
+    dtypes: dtypes ?? null,
+    backends: backends ?? BACKENDS,
+  });
+  const jobs = plan.jobs.flatMap((j) => j.backends.map((b) => `${j.op.name}|${j.dtype}|${b}`));
+  return { mode, jobs: new Set(jobs) };
 }
 
 /** Where a run staged beside `path` saves until it is complete: `x.json` → `x.partial.json`. */

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { defaultReportPath } from "../cli/_output.ts";
+import { defaultReportPath, lossOnReplacing } from "../cli/_output.ts";
 import { calibrate } from "../calibrate/calibrate.ts";
 import { main } from "../cli/calibrate.ts";
 import { removeStaleTemps, removeTempFilesSync, writeFileAtomic } from "../core/atomic.ts";
@@ -287,14 +287,43 @@ Deno.test("calibrate of a machine whose report exists saves beside it and replac
       "the staged file became the report",
     );
 
-    // A fresh run does the same in one go.
-    await Deno.writeTextFile(machinePath, full);
+    // A fresh run does the same in one go (beside a report it may replace: an incomplete one).
+    const partial = JSON.stringify({
+      ...syntheticReport(),
+      provenance: { ...syntheticReport().provenance, complete: false, stopReason: "budget" },
+    });
+    await Deno.writeTextFile(machinePath, partial);
     const fresh = await captureCli(() => main(QUICK));
     assert.equal(fresh.code, 0, fresh.err);
     const replaced = parseReport(JSON.parse(await Deno.readTextFile(machinePath)));
     assert.equal(replaced.provenance.complete, true);
-    assert.notEqual(JSON.stringify(replaced), full);
+    assert.notEqual(JSON.stringify(replaced), partial);
     assert.equal(await Deno.stat(staged).catch(() => null), null);
+  });
+});
+
+Deno.test("calibrate does not replace the machine's complete report with a run that measures less of it, unless forced", async () => {
+  await inTempDir(async () => {
+    const machinePath = await defaultReportPath(["js"]);
+    await Deno.mkdir("reports");
+    // A default run of matmul, add and gemv on every backend; the run below is a quick one of add
+    // on js.
+    const full = JSON.stringify(syntheticReport());
+    await Deno.writeTextFile(machinePath, full);
+    const narrower = await captureCli(() => main(QUICK));
+    assert.equal(narrower.code, 2);
+    assert.match(
+      narrower.err,
+      /holds this machine's complete calibration \(\d+ measurements\), and this run would replace it with less: a default run's sizes and windows, and \d+ jobs this run leaves out \(matmul f32 on js, /,
+    );
+    assert.match(narrower.err, /Pass --out reports\/<name>\.json to keep both, or --force/);
+    assert.equal(await Deno.readTextFile(machinePath), full, "refused before measuring");
+    const forced = await captureCli(() => main([...QUICK, "--force"]));
+    assert.equal(forced.code, 0, forced.err);
+    assert.equal(
+      parseReport(JSON.parse(await Deno.readTextFile(machinePath))).provenance.mode,
+      "quick",
+    );
   });
 });
 
@@ -364,4 +393,28 @@ Deno.test("a report records the GLIBC_TUNABLES it was calibrated with, and on Li
     if (before === undefined) Deno.env.delete("GLIBC_TUNABLES");
     else Deno.env.set("GLIBC_TUNABLES", before);
   }
+});
+
+Deno.test("lossOnReplacing() names a lighter mode and the jobs a run leaves out of a complete report", () => {
+  const report = syntheticReport();
+  const every = new Set(report.measurements.map((m) => `${m.op}|${m.dtype}|${m.backend}`));
+  assert.equal(lossOnReplacing(report, { mode: "default", jobs: every }), null);
+  assert.equal(lossOnReplacing(report, { mode: "thorough", jobs: every }), null);
+  assert.equal(
+    lossOnReplacing(report, { mode: "quick", jobs: every }),
+    "a default run's sizes and windows",
+  );
+  const noJs = new Set([...every].filter((j) => !j.endsWith("|js")));
+  assert.match(
+    lossOnReplacing(report, { mode: "default", jobs: noJs })!,
+    /^\d+ jobs this run leaves out \(matmul f32 on js, add f32 on js, /,
+  );
+  const gone = new Set([...every].filter((j) => j !== "add|f32|js"));
+  assert.equal(
+    lossOnReplacing(report, { mode: "default", jobs: gone }),
+    "1 job this run leaves out (add f32 on js)",
+  );
+  // An incomplete report is the run's to finish or replace.
+  const partial = { ...report, provenance: { ...report.provenance, complete: false } };
+  assert.equal(lossOnReplacing(partial, { mode: "quick", jobs: new Set() }), null);
 });
