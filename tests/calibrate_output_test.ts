@@ -25,6 +25,14 @@ async function inTempDir(fn: (dir: string) => Promise<void>): Promise<void> {
   }
 }
 
+/** Writes `text` as this machine's report (js only) at its default path, and returns the path. */
+async function machineReportOf(text: string): Promise<string> {
+  const machinePath = await defaultReportPath(["js"]);
+  await Deno.mkdir("reports", { recursive: true });
+  await Deno.writeTextFile(machinePath, text);
+  return machinePath;
+}
+
 /** A partial report of this machine (js only), interrupted after two measurements. */
 async function partialReport(out: string): Promise<number> {
   const stop = new AbortController();
@@ -75,10 +83,8 @@ Deno.test("calibrate --resume R completes R and leaves the machine's full report
 
 Deno.test("calibrate refuses to replace an --out report holding more measurements, before measuring", async () => {
   await inTempDir(async () => {
-    const machinePath = await defaultReportPath(["js"]);
-    await Deno.mkdir("reports");
     const full = JSON.stringify(syntheticReport());
-    await Deno.writeTextFile(machinePath, full);
+    const machinePath = await machineReportOf(full);
     await Deno.writeTextFile("other.json", full);
     await Deno.writeTextFile("notes.json", "my notes");
 
@@ -304,12 +310,10 @@ Deno.test("calibrate of a machine whose report exists saves beside it and replac
 
 Deno.test("calibrate does not replace the machine's complete report with a run that measures less of it, unless forced", async () => {
   await inTempDir(async () => {
-    const machinePath = await defaultReportPath(["js"]);
-    await Deno.mkdir("reports");
     // A default run of matmul, add and gemv on every backend; the run below is a quick one of add
     // on js.
     const full = JSON.stringify(syntheticReport());
-    await Deno.writeTextFile(machinePath, full);
+    const machinePath = await machineReportOf(full);
     const narrower = await captureCli(() => main(QUICK));
     assert.equal(narrower.code, 2);
     assert.match(
