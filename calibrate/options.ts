@@ -88,9 +88,9 @@ export interface CalibrateOptions {
   readonly earlier?: readonly Report[];
   /**
    * The report this run replaces: a run that finishes its measurements pools them with it
-   * (`calibrate/pool.ts`) when it is of this machine and mode, complete, measured by the code this
-   * checkout measures with and with the same driver settings; otherwise the run says why not and
-   * keeps its own.
+   * (`calibrate/pool.ts`) when it is of this machine and mode, complete, run on the same Deno,
+   * measured by the code this checkout measures with and with the same driver settings; otherwise
+   * the run says why not and keeps its own.
    */
   readonly poolWith?: Report;
   /** The gpucal checkout (`checkout.ts`); read with git when absent. */

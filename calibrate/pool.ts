@@ -12,15 +12,14 @@
  * pairs of six, and the noisiest run (70.4 %) pooled with the best (80.6 %) gave 80.5 %.
  *
  * Pooling is safe only when both runs measured the same kernels on the same configuration of the
- * machine: the replaced report must be of this machine (fingerprint) and mode, complete, run on
- * the same Deno (its V8 and wgpu run the kernels), made by
- * a gpucal commit whose measuring code (kernels, runners, the measuring loop:
- * `calibrate/checkout.ts`) is this checkout's, uncommitted changes included (a report without a
- * commit, or gpucal imported by URL, is not pooled with), and with the same driver settings
- * (`LP_NUM_THREADS`, `MESA_*`, … `calibrate/machine.ts`). And a backend whose two runs disagree
- * more than runs of one machine do keeps this run's own times ({@linkcode disagreeingBackends}):
- * the machine changed between them, and the newest run
- * is what it is now. `--fresh` turns pooling off.
+ * machine: the replaced report must be of this machine (fingerprint) and mode, complete, run on the
+ * same Deno (its V8 and wgpu run the kernels), made by a gpucal commit whose measuring code
+ * (kernels, runners, the measuring loop: `calibrate/checkout.ts`) is this checkout's, uncommitted
+ * changes included (a report without a commit, or gpucal imported by URL, is not pooled with), and
+ * with the same driver settings (`LP_NUM_THREADS`, `MESA_*`, … `calibrate/machine.ts`). And a
+ * backend whose two runs disagree more than runs of one machine do keeps this run's own times
+ * ({@linkcode disagreeingBackends}): the machine changed between them, and the newest run is what
+ * it is now. `--fresh` turns pooling off.
  *
  * ```ts
  * import { poolMeasurements } from "./pool.ts";
@@ -90,9 +89,7 @@ export function poolRefusal(earlier: Report, run: RunIdentity): string | null {
     return `its gpucal commit (${earlier.gpucal.commit?.slice(0, 7)}) measured with other ` +
       `kernels or runners than this checkout's`;
   }
-  const settings = settingsDifference(run.driverEnv, p.driverEnv);
-  if (settings !== null) return settings;
-  return null;
+  return settingsDifference(run.driverEnv, p.driverEnv);
 }
 
 /**
@@ -104,10 +101,10 @@ const FINGERPRINTED_SETTINGS = new Set(["DENO_WEBGPU_BACKEND"]);
 /**
  * How two runs' driver settings differ, in words, or null when they are the same (but for those
  * the fingerprint tells apart: `DENO_WEBGPU_BACKEND=vulkan` and a Vulkan adapter picked unasked
- * are one configuration). A report made
- * before gpucal recorded them (`theirs` undefined) is taken as made in the default configuration,
- * so it pools only with a run that sets nothing the fingerprint does not already tell apart; the
- * disagreement check ({@linkcode disagreeingBackends}) stands behind that guess.
+ * are one configuration). A report made before gpucal recorded them (`theirs` undefined) is taken
+ * as made in the default configuration, so it pools only with a run that sets nothing the
+ * fingerprint does not already tell apart; the disagreement check
+ * ({@linkcode disagreeingBackends}) stands behind that guess.
  */
 function settingsDifference(
   mine: Readonly<Record<string, string>> | null,
@@ -138,9 +135,8 @@ function settingsDifference(
  * How far apart two runs of one backend typically are, as a factor (the median over their shared
  * cases of |ln(this / earlier)|), beyond which they measured different states of the machine.
  * Default calibrations of a 2-vCPU AMD EPYC VM (seven pairs of six runs over two sessions, at
- * nearby commits) were typically ×1.09–1.23 apart on the CPU backends and
- * ×1.12–1.21 on device-resident WebGPU, although a tenth to a quarter of their cases were more
- * than ×1.5 apart; a quick run with `LP_NUM_THREADS=1` against one without was ×1.51 apart on
+ * nearby commits) were typically ×1.09–1.23 apart on the CPU backends and ×1.12–1.21 on
+ * device-resident WebGPU, although a tenth to a quarter of their cases were more than ×1.5 apart; a quick run with `LP_NUM_THREADS=1` against one without was ×1.51 apart on
  * device-resident WebGPU (small dispatches ×2 faster on one thread, 255³ matmul ×3.1 slower) while
  * their wasm, unchanged, was ×1.31 (a quick run's windows are short).
  */

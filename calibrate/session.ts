@@ -192,12 +192,12 @@ export class CalibrationSession {
     if (this.#poolWith === null) return;
     const own = this.planner().measurements;
     for (const d of disagreeingBackends(own, this.#poolWith.measurements)) {
+      const apart = `×${d.typicalFactor.toFixed(2)}`;
       this.warn(
-        `${d.backend} keeps this run's own measurements: they sit typically ×${
-          d.typicalFactor.toFixed(2)
-        } from the replaced report's (${d.residency}, ${d.cases} cases), more than two runs of one machine state ` +
-          `do (×${MAX_TYPICAL_DISAGREEMENT}); the machine changed between them (a driver ` +
-          `setting, its load or its clocks), so the report describes it as it is now`,
+        `${d.backend} keeps this run's own measurements: they sit typically ${apart} from the ` +
+          `replaced report's (${d.residency}, ${d.cases} cases), more than two runs of one ` +
+          `machine state do (×${MAX_TYPICAL_DISAGREEMENT}); the machine changed between them (a ` +
+          `driver setting, its load or its clocks), so the report describes it as it is now`,
       );
     }
   }
