@@ -52,7 +52,7 @@ export interface LlmValidator {
  */
 export interface CalibrateOptions {
   /**
-   * The mode: `quick` (under 45 s here), `default` (a 5-minute plan here) or `thorough` (every
+   * The mode: `quick` (about 50 s here), `default` (a 5-minute plan here) or `thorough` (every
    * size, budget and pass; about half an hour here). Default: `quick` when `quick` is set, else
    * `default`.
    */

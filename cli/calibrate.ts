@@ -34,9 +34,9 @@ Measures this machine's WebGPU adapter and CPU backends (js, wasm, wasm-mt), fit
 crossover thresholds, and writes a calibration report (JSON) atomically after every op.
 
 Modes (times on a 2-core VM with a software GPU; faster machines finish sooner):
-  (default)            Plans 5 minutes and takes 7-10 here (its sure work runs however late):
+  (default)            Plans 5 minutes and takes 9-10 here (its sure work runs however late):
                        a complete report, LLM validation included
-  --quick              Under 45 s: fewer sizes, smaller budgets, no variant search, no LLM check,
+  --quick              About 50 s: fewer sizes, smaller budgets, no variant search, no LLM check,
                        no f16 unless --dtypes names it (the report says f16 was not measured)
   --thorough           Every size, budget and pass, about 30 minutes (the exhaustive run)
 

@@ -934,7 +934,7 @@ export const GpucalInfoSchema: z.ZodType<GpucalInfo> = exactly<GpucalInfo>()(z.s
 }));
 
 /**
- * A calibration mode: `quick` (under 45 s here), `default` (a 5-minute budget here, a complete
+ * A calibration mode: `quick` (about 50 s here), `default` (a 5-minute budget here, a complete
  * report) or `thorough` (every size, budget and pass, about half an hour here).
  *
  * @example
