@@ -25,7 +25,7 @@ import {
   threadWakePoints,
 } from "./bends.ts";
 import { pooledResult, requestOf, UNSURE_REL_CI, windowsDisagree } from "./measure.ts";
-import type { CalibrationJob } from "./plan.ts";
+import { type CalibrationJob, decodeKernelsChosenAfter } from "./plan.ts";
 import { measurementKey, type PlanState, type Steps } from "./plan_state.ts";
 import type { MeasureRequest } from "../core/result.ts";
 import { gridSteps, runnable, screeningResidency } from "./grid.ts";
@@ -69,7 +69,7 @@ export function* jobSteps(state: PlanState, job: CalibrationJob): Steps {
   yield* retryUnsure(state, op, dtype, retried);
   if (state.probeDue(job === state.plan.jobs.at(-1))) yield* state.probe();
   yield { kind: "save" };
-  yield* state.llmSample();
+  if (decodeKernelsChosenAfter(state.plan, job)) yield* state.llmSample();
 }
 
 /**

@@ -27,6 +27,8 @@ const DECODE_OPS = new Set(["gemv"]);
  * decode can be sampled through the rest of the run (`LlmValidationPlan.sampleEveryS`).
  */
 const DECODE_ESTIMATE_OPS = ["matmul", "gemv", "softmax"];
+/** The ops whose chosen variants an LLM decode's kernels run (its projections and softmax). */
+const DECODE_KERNEL_OPS = new Set(["gemv", "softmax"]);
 /** Host bytes one case may touch in a quick run. */
 const QUICK_MAX_BYTES = 48 * 2 ** 20;
 /**
@@ -354,6 +356,29 @@ export function planFor(options: PlanOptions): CalibrationPlan {
     estimatedCases,
     mode,
   };
+}
+
+/**
+ * Whether the decode's kernels are chosen once `job` is done: no later job of `plan` measures an
+ * op whose variants they run. A decode sampled before then may run other variants than the
+ * validation's estimate prices, and is left out of it.
+ *
+ * @param plan The run's plan.
+ * @param job One of its jobs.
+ * @returns True when no later job measures gemv or softmax.
+ * @example
+ * ```ts
+ * import { decodeKernelsChosenAfter, planFor } from "./plan.ts";
+ * import { getOp } from "../kernels/catalog.ts";
+ * const ops = ["add", "gemv", "softmax"].map(getOp);
+ * const plan = planFor({ quick: true, ops, dtypes: ["f32"], backends: ["js"] });
+ * // Jobs run gemv, softmax, then add: the decode's kernels are chosen after softmax.
+ * console.log(plan.jobs.map((j) => decodeKernelsChosenAfter(plan, j))); // [ false, true, true ]
+ * ```
+ */
+export function decodeKernelsChosenAfter(plan: CalibrationPlan, job: CalibrationJob): boolean {
+  const later = plan.jobs.slice(plan.jobs.indexOf(job) + 1);
+  return !later.some((j) => DECODE_KERNEL_OPS.has(j.op.name));
 }
 
 /** `ops` with {@linkcode DECODE_ESTIMATE_OPS} first, in that order; the rest keep theirs. */

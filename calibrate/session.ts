@@ -310,7 +310,11 @@ export class CalibrationSession {
       case "llm-sample": {
         const sample = this.options.validateLlm?.sample;
         if (!sample || !this.#gpu || this.signal.aborted) return { sampled: false };
-        return { sampled: await sample(this.#gpu, this.#reportSoFar(), this.#llmPlan()) };
+        // The decode runs the variants the final, pooled report will choose.
+        const pooled = this.#poolWith ? this.#report(false, "interrupted", true) : null;
+        return {
+          sampled: await sample(this.#gpu, pooled ?? this.#reportSoFar(), this.#llmPlan()),
+        };
       }
       case "measure":
         return await this.#measure(step.requests, step.stopping);
@@ -389,10 +393,18 @@ export class CalibrationSession {
     };
   }
 
-  #report(complete: boolean, stopReason: Report["provenance"]["stopReason"]): Report {
+  /**
+   * The report as it stands; its measurements pooled with `#poolWith` once the measurements are
+   * done, or before when `poolNow` asks (a decode sample picks its variants from that view).
+   */
+  #report(
+    complete: boolean,
+    stopReason: Report["provenance"]["stopReason"],
+    poolNow = false,
+  ): Report {
     const planner = this.planner();
     const own = [...planner.measurements];
-    const pool = this.#measuringDone && this.#poolWith
+    const pool = (this.#measuringDone || poolNow) && this.#poolWith
       ? poolMeasurements(own, this.#poolWith.measurements)
       : null;
     // A resumed run carries the pooling its partial report was saved with.

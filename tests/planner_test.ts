@@ -109,6 +109,26 @@ Deno.test("a planner samples the LLM decode between jobs: again after each job u
   );
 });
 
+Deno.test("a planner samples the LLM decode only once the jobs that choose its kernels (gemv, softmax) are done", () => {
+  const clock = { s: 0 };
+  const base = planFor({
+    quick: false,
+    mode: "default",
+    ops: ["add", "gemv", "softmax"].map(getOp),
+    dtypes: ["f32"],
+    backends: ["js"],
+  });
+  const plan = { ...base, llm: { ...base.llm, sampleEveryS: 1e9 } };
+  const planner = new Planner({ plan, llm: true, clock: () => clock.s });
+  // Every shape's work, on the fake clock: rows × cols, or n.
+  const times = (req: MeasureRequest) =>
+    0.001 + 1e-5 * (req.shape.n ?? req.shape.rows! * req.shape.cols!);
+  const steps = drive(planner, times, clock, null, () => false);
+  const jobs = steps.filter((s) => s.kind === "save" || s.kind === "llm-sample").map((s) => s.kind);
+  // gemv's save, softmax's save, then a sample (none ran, so another after add's save).
+  assert.deepEqual(jobs.slice(0, 5), ["save", "save", "llm-sample", "save", "llm-sample"]);
+});
+
 Deno.test("a plan measures the ops the decode estimate rests on first: matmul, gemv, softmax", () => {
   const plan = planFor({
     quick: false,
