@@ -22,6 +22,8 @@ import {
   softmaxLanes,
 } from "./decode.ts";
 import { AlongsideKernels } from "./_alongside.ts";
+import { type DecodePricing, kernelsKey, pricedAlike } from "./_sample_match.ts";
+import { predictTime } from "../models/predict.ts";
 import {
   estimateTokensPerSec,
   type KernelEstimate,
@@ -181,7 +183,9 @@ export async function validateDecode(
   const plans = planDecodes(models, quants, rates, estimateOpts, sourceFor, opts);
   await runDecodes(gpu, plans, { tokens, context, repeats, bareRounds, deadlineMs }, opts);
   const earlier = opts.earlier ?? [];
-  return plans.map((plan) => validationOf(plan, rates, estimateOpts, earlierOf(plan, earlier)));
+  return plans.map((plan) =>
+    validationOf(plan, rates, estimateOpts, earlierOf(plan, earlier, pricingOf(plan, report)))
+  );
 }
 
 /**
@@ -295,7 +299,7 @@ function planDecodes(
         alongside,
         ...projections,
         // What the decode runs: the softmax's lanes, not the id that names them.
-        kernels: JSON.stringify([model.name, quant, projections.variants, softmaxLanes(softmax)]),
+        kernels: kernelsKey(model.name, quant, projections.variants, softmaxLanes(softmax)),
         weightSpanBytes,
         /** The decodes bracketed by alongside windows. */
         runs: [] as DecodeMeasurement[],
@@ -360,18 +364,68 @@ async function roundsWithin(
   }
 }
 
-/** The earlier samples of a plan's pair: those that ran its kernels, and how many others. */
+/**
+ * The earlier samples of a plan's pair that ran its decode (its kernels, or projection variants
+ * the report prices alike: `_sample_match.ts`), how many of them ran other variants, and how many
+ * others were left out.
+ */
 function earlierOf(
   plan: DecodePlan,
   earlier: readonly DecodeSample[],
-): { runs: DecodeMeasurement[]; spanS: number | null; otherKernels: number } {
+  pricing: DecodePricing,
+): { runs: DecodeMeasurement[]; spanS: number | null; otherKernels: number; alike: number } {
   const pair = earlier.filter((e) => e.run.model === plan.model.name && e.run.quant === plan.quant);
-  const same = pair.filter((e) => e.kernels === plan.kernels);
+  const mine = {
+    model: plan.model.name,
+    quant: plan.quant,
+    variants: plan.variants,
+    lanes: softmaxLanes(plan.softmax),
+  };
+  const exact = pair.filter((e) => e.kernels === plan.kernels);
+  const alike = pair.filter((e) =>
+    e.kernels !== plan.kernels && pricedAlike(e.kernels, mine, pricing)
+  );
+  const same = [...exact, ...alike].sort((a, b) => a.atMs - b.atMs);
   const firstMs = Math.min(...same.map((e) => e.atMs));
   return {
     runs: same.map((e) => e.run),
     spanS: same.length === 0 ? null : Math.round((performance.now() - firstMs) / 1000),
     otherKernels: pair.length - same.length,
+    alike: alike.length,
+  };
+}
+
+/**
+ * How `report` prices a plan's decode: each projection's launches a step, its device-resident
+ * time at a gemv variant the report measured for its dtype (null for another), the step's
+ * estimated time.
+ */
+function pricingOf(plan: DecodePlan, report: Report): DecodePricing {
+  const projections = plan.estimate.kernels.filter((k) => k.op === "gemv" && k.standIn === null);
+  const measured = (dtype: Dtype, variant: string) =>
+    report.measurements.some((m) =>
+      m.state === "ok" && m.op === "gemv" && m.dtype === dtype && m.backend === "webgpu" &&
+      m.residency === "device-resident" && m.variant === variant
+    );
+  return {
+    launches: new Map(projections.map((k) => [k.name, k.launches])),
+    price: (name, variant) => {
+      const k = projections.find((p) => p.name === name);
+      if (k === undefined || !measured(k.dtype, variant)) return null;
+      try {
+        return predictTime(report, {
+          op: "gemv",
+          shape: k.shape,
+          dtype: k.dtype,
+          backend: "webgpu",
+          residency: "device-resident",
+          variant,
+        }).ms;
+      } catch {
+        return null;
+      }
+    },
+    stepMs: plan.estimate.perTokenMs.totalMs,
   };
 }
 
@@ -464,6 +518,7 @@ function validationOf(
       decodesThroughRun: earlier.runs.length,
       ...(earlier.spanS === null ? {} : { decodeSpanS: earlier.spanS }),
       ...(earlier.otherKernels > 0 ? { decodesWithOtherKernelsLeftOut: earlier.otherKernels } : {}),
+      ...(earlier.alike > 0 ? { decodesWithVariantsPricedAlike: earlier.alike } : {}),
       warmup: first.warmup,
       kvDtype: first.kvDtype,
       gemvVariant: first.gemvVariant,
