@@ -232,6 +232,23 @@ export interface RunScope {
   readonly jobs: ReadonlySet<string>;
 }
 
+/**
+ * A job's key in a {@linkcode RunScope}.
+ *
+ * @param op The op's name.
+ * @param dtype The dtype.
+ * @param backend The backend.
+ * @returns `op|dtype|backend`.
+ * @example
+ * ```ts
+ * import { jobKey } from "./_output.ts";
+ * console.log(jobKey("add", "f32", "js")); // "add|f32|js"
+ * ```
+ */
+export function jobKey(op: string, dtype: string, backend: string): string {
+  return `${op}|${dtype}|${backend}`;
+}
+
 /** How thorough a mode is: a run of a lower rank measures fewer sizes, budgets and passes. */
 const MODE_RANK: Readonly<Record<CalibrationMode, number>> = { quick: 0, default: 1, thorough: 2 };
 
@@ -249,14 +266,14 @@ const MODE_RANK: Readonly<Record<CalibrationMode, number>> = { quick: 0, default
  * import { loadReport } from "../reports/load.ts";
  * const full = await loadReport("reports/llvmpipe-vulkan-x86_64-1ec2aa7f.json");
  * console.log(lossOnReplacing(full, { mode: "quick", jobs: new Set(["add|f32|js"]) }));
- * // "a default run's sizes and windows, and 83 jobs this run leaves out (matmul f32 on webgpu, …)"
+ * // "a default run's sizes and windows, and 44 jobs this run leaves out (matmul f32 on webgpu, …)"
  * ```
  */
 export function lossOnReplacing(existing: Report, scope: RunScope): string | null {
   const p = existing.provenance;
   if (!p.complete) return null;
   const mode: CalibrationMode = p.mode ?? (p.quick ? "quick" : "default");
-  const jobs = [...new Set(existing.measurements.map((m) => `${m.op}|${m.dtype}|${m.backend}`))];
+  const jobs = [...new Set(existing.measurements.map((m) => jobKey(m.op, m.dtype, m.backend)))];
   const leftOut = jobs.filter((j) => !scope.jobs.has(j));
   const losses = [
     ...(MODE_RANK[mode] > MODE_RANK[scope.mode] ? [`a ${mode} run's sizes and windows`] : []),

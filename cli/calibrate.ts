@@ -19,6 +19,7 @@ import {
   checkReplaceable,
   checkWritable,
   chooseOutput,
+  jobKey,
   lossOnReplacing,
   type RunScope,
 } from "./_output.ts";
@@ -332,7 +333,7 @@ function scopeOf(
     dtypes: dtypes ?? null,
     backends: backends ?? BACKENDS,
   });
-  const jobs = plan.jobs.flatMap((j) => j.backends.map((b) => `${j.op.name}|${j.dtype}|${b}`));
+  const jobs = plan.jobs.flatMap((j) => j.backends.map((b) => jobKey(j.op.name, j.dtype, b)));
   return { mode, jobs: new Set(jobs) };
 }
 
