@@ -7,6 +7,7 @@
 import { oneLineFailure, parseFlags, UsageError } from "../core/cli_args.ts";
 import { loadReport, ReportError } from "../reports/load.ts";
 import type { Report } from "../core/schema.ts";
+import { describeSettingsDifference, driverSettings } from "../calibrate/machine.ts";
 
 /** What a held-out bench runs, from its command line. */
 export interface HeldOutArgs {
@@ -86,11 +87,47 @@ export function parseHeldOutArgs(args: string[], flags: HeldOutFlags): HeldOutAr
  * ```
  */
 export async function loadHeldOutReport(path: string): Promise<Report | number> {
+  let report: Report;
   try {
-    return await loadReport(path);
+    report = await loadReport(path);
   } catch (e) {
     if (!(e instanceof ReportError)) throw e;
     console.error(`error: --report: ${e.message}`);
     return 2;
   }
+  const differing = settingsUnlikeReport(report, Deno.env.toObject());
+  if (differing !== null) console.error(`warning: ${differing}`);
+  return report;
+}
+
+/**
+ * What a held-out bench says when it runs with other driver settings than its report was
+ * calibrated with (`calibrate/machine.ts` `driverSettings`): its truth is of one configuration of
+ * the machine and the predictions of another, so its errors are the setting's as much as the
+ * models'. Null when they match, or the report does not record its settings (then it was made in
+ * the default configuration, and so is the bench unless the environment sets one).
+ *
+ * @param report The report the bench judges.
+ * @param env This process's environment.
+ * @returns The warning, or null.
+ * @example
+ * ```ts
+ * import { settingsUnlikeReport } from "./_held_out_flags.ts";
+ * import { syntheticReport } from "../tests/_fixtures.ts";
+ * console.log(settingsUnlikeReport(syntheticReport(), { LP_NUM_THREADS: "1" })?.slice(0, 33));
+ * // "this bench runs with other driver"
+ * ```
+ */
+export function settingsUnlikeReport(
+  report: Report,
+  env: Readonly<Record<string, string>>,
+): string | null {
+  const differing = describeSettingsDifference(
+    driverSettings(env),
+    report.provenance.driverEnv,
+    ["this bench", "the report"],
+  );
+  return differing === null ? null : `this bench runs with other driver settings than the ` +
+    `report was calibrated with (${differing}): its held-out times are of another configuration ` +
+    `of the machine than the predictions, so its errors are the setting's as much as the models'`;
 }

@@ -142,6 +142,102 @@ export function driverSettings(env: Readonly<Record<string, string>>): Record<st
   return Object.fromEntries(names.map((k) => [k, env[k]!.slice(0, MAX_DRIVER_VALUE)]));
 }
 
+/**
+ * Driver settings a machine fingerprint already tells apart: the WebGPU backend is part of the
+ * adapter's identity ({@linkcode machineFingerprint}), so `DENO_WEBGPU_BACKEND=vulkan` and a Vulkan
+ * adapter picked unasked are one configuration.
+ */
+export const FINGERPRINTED_SETTINGS: ReadonlySet<string> = new Set(["DENO_WEBGPU_BACKEND"]);
+
+/**
+ * The driver settings that make another configuration of one fingerprinted machine: `driverEnv`
+ * without those the fingerprint tells apart ({@linkcode FINGERPRINTED_SETTINGS}).
+ *
+ * @param driverEnv Recorded driver settings; undefined or null is none.
+ * @returns The settings, by name, sorted.
+ * @example
+ * ```ts
+ * import { configurationSettings } from "./machine.ts";
+ * console.log(configurationSettings({ DENO_WEBGPU_BACKEND: "vulkan", LP_NUM_THREADS: "1" }));
+ * // { LP_NUM_THREADS: "1" }
+ * ```
+ */
+export function configurationSettings(
+  driverEnv: Readonly<Record<string, string>> | null | undefined,
+): Record<string, string> {
+  const names = Object.keys(driverEnv ?? {}).filter((k) => !FINGERPRINTED_SETTINGS.has(k)).sort();
+  return Object.fromEntries(names.map((k) => [k, driverEnv![k]!]));
+}
+
+/**
+ * How the driver settings of two runs differ, in words (`LP_NUM_THREADS "1" in this run, unset in
+ * the baseline`), or null when they are one configuration ({@linkcode configurationSettings}).
+ * At most three settings are named.
+ *
+ * @param mine One run's settings.
+ * @param theirs The other's.
+ * @param names What to call the two runs in the words.
+ * @returns The difference, or null.
+ * @example
+ * ```ts
+ * import { describeSettingsDifference } from "./machine.ts";
+ * console.log(describeSettingsDifference({ LP_NUM_THREADS: "1" }, {}, ["this run", "it"]));
+ * // 'LP_NUM_THREADS "1" in this run, unset in it'
+ * ```
+ */
+export function describeSettingsDifference(
+  mine: Readonly<Record<string, string>> | null | undefined,
+  theirs: Readonly<Record<string, string>> | null | undefined,
+  names: readonly [string, string],
+): string | null {
+  const a = configurationSettings(mine);
+  const b = configurationSettings(theirs);
+  const said = (v: string | undefined) => v === undefined ? "unset" : `"${v}"`;
+  const differing = [...new Set([...Object.keys(a), ...Object.keys(b)])].sort()
+    .filter((k) => a[k] !== b[k]);
+  if (differing.length === 0) return null;
+  const more = differing.length > 3 ? ` and ${differing.length - 3} more` : "";
+  return differing.slice(0, 3)
+    .map((k) => `${k} ${said(a[k])} in ${names[0]}, ${said(b[k])} in ${names[1]}`)
+    .join("; ") + more;
+}
+
+/** Longest settings part of a slug spelled out; longer ones are named by a hash. */
+const MAX_SETTINGS_SLUG = 40;
+
+/**
+ * The part of a machine slug that names a configuration other than the default
+ * ({@linkcode configurationSettings}): `""` with none, else `-<name>-<value>…` in lower case
+ * (`-lp_num_threads-1`), or `-env-<8 hex>` when that would be longer than 40 characters.
+ *
+ * @param driverEnv The run's driver settings.
+ * @returns The suffix.
+ * @example
+ * ```ts
+ * import { settingsSlug } from "./machine.ts";
+ * console.log(settingsSlug({ LP_NUM_THREADS: "1" })); // "-lp_num_threads-1"
+ * console.log(settingsSlug({ DENO_WEBGPU_BACKEND: "vulkan" })); // ""
+ * ```
+ */
+export function settingsSlug(
+  driverEnv: Readonly<Record<string, string>> | null | undefined,
+): string {
+  const settings = Object.entries(configurationSettings(driverEnv));
+  if (settings.length === 0) return "";
+  const spelled = settings.map(([k, v]) => `-${slugify(k)}-${slugify(v) || "empty"}`).join("");
+  if (spelled.length <= MAX_SETTINGS_SLUG) return spelled;
+  return `-env-${fnv1a(JSON.stringify(settings)).toString(16).padStart(8, "0")}`;
+}
+
+/** 32-bit FNV-1a of a string's UTF-16 code units: a short, stable name, not a secure digest. */
+function fnv1a(text: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    hash = Math.imul(hash ^ text.charCodeAt(i), 0x01000193) >>> 0;
+  }
+  return hash;
+}
+
 function mapOrNull<T, U>(value: T | undefined, f: (v: T) => U): U | null {
   return value === undefined ? null : f(value);
 }
@@ -239,9 +335,11 @@ export async function machineFingerprint(
 
 /**
  * A file-name-safe name for a machine and adapter: `<adapter>-<backend>-<arch>-<hash8>`, or
- * `cpu-only-<arch>-<hash8>` without an adapter.
+ * `cpu-only-<arch>-<hash8>` without an adapter, followed by the driver settings of a
+ * configuration other than the default ({@linkcode settingsSlug}): a calibration with
+ * `LP_NUM_THREADS=1` (lavapipe on one thread) lands beside the machine's report, not over it.
  *
- * @param machine The machine.
+ * @param machine The machine, and its driver settings.
  * @param adapter The adapter, or null for CPU-only.
  * @param fingerprint The {@linkcode machineFingerprint} of the two.
  * @returns The slug, e.g. `llvmpipe-vulkan-x86_64-3f2a9c1e`.
@@ -251,19 +349,23 @@ export async function machineFingerprint(
  * const m = { arch: "x86_64" } as MachineInfo;
  * const a = { description: "llvmpipe (LLVM 15.0.6, 256 bits)", vendor: "", backend: "vulkan" };
  * console.log(machineSlug(m, a, "3f2a9c1e00112233")); // "llvmpipe-vulkan-x86_64-3f2a9c1e"
+ * const one = { arch: "x86_64", driverEnv: { LP_NUM_THREADS: "1" } };
+ * console.log(machineSlug(one, a, "3f2a9c1e00112233"));
+ * // "llvmpipe-vulkan-x86_64-3f2a9c1e-lp_num_threads-1"
  * ```
  */
 export function machineSlug(
-  machine: Pick<MachineInfo, "arch">,
+  machine: Pick<MachineInfo, "arch"> & Partial<Pick<MachineInfo, "driverEnv">>,
   adapter: AdapterIdentity | null,
   fingerprint: string,
 ): string {
   const hash = fingerprint.slice(0, 8);
-  if (!adapter) return `cpu-only-${slugify(machine.arch)}-${hash}`;
+  const settings = settingsSlug(machine.driverEnv);
+  if (!adapter) return `cpu-only-${slugify(machine.arch)}-${hash}${settings}`;
   // The parenthesised tail of a driver name is versions and widths, not identity worth a file name.
   const name = slugify(adapter.description.replace(/\(.*$/, "")).slice(0, 32).replace(/-+$/, "") ||
     slugify(adapter.vendor) || "gpu";
-  return `${name}-${slugify(adapter.backend)}-${slugify(machine.arch)}-${hash}`;
+  return `${name}-${slugify(adapter.backend)}-${slugify(machine.arch)}-${hash}${settings}`;
 }
 
 function slugify(text: string): string {

@@ -33,6 +33,7 @@ import type { SampleStats } from "../core/result.ts";
 import type { Backend, Residency } from "../kernels/types.ts";
 import { median } from "../core/stats.ts";
 import { measurementKey } from "./plan_state.ts";
+import { describeSettingsDifference } from "./machine.ts";
 
 /** Most earlier runs one new run is averaged against: the latest run weighs at least a quarter. */
 const MAX_EARLIER_WEIGHT = 3;
@@ -93,18 +94,11 @@ export function poolRefusal(earlier: Report, run: RunIdentity): string | null {
 }
 
 /**
- * Driver settings a fingerprint already tells apart: the WebGPU backend is part of the adapter's
- * identity (`calibrate/machine.ts`), so a report of this fingerprint ran on the same one.
- */
-const FINGERPRINTED_SETTINGS = new Set(["DENO_WEBGPU_BACKEND"]);
-
-/**
  * How two runs' driver settings differ, in words, or null when they are the same (but for those
- * the fingerprint tells apart: `DENO_WEBGPU_BACKEND=vulkan` and a Vulkan adapter picked unasked
- * are one configuration). A report made before gpucal recorded them (`theirs` undefined) is taken
- * as made in the default configuration, so it pools only with a run that sets nothing the
- * fingerprint does not already tell apart; the disagreement check
- * ({@linkcode disagreeingBackends}) stands behind that guess.
+ * the fingerprint tells apart: `calibrate/machine.ts` `configurationSettings`). A report made
+ * before gpucal recorded them (`theirs` undefined) is taken as made in the default configuration,
+ * so it pools only with a run that sets nothing the fingerprint does not already tell apart; the
+ * disagreement check ({@linkcode disagreeingBackends}) stands behind that guess.
  */
 function settingsDifference(
   mine: Readonly<Record<string, string>> | null,
@@ -114,21 +108,10 @@ function settingsDifference(
     return "this run's driver settings are unknown (no permission to read the environment), so " +
       "it may measure another configuration";
   }
-  const said = (v: string | undefined) => v === undefined ? "unset" : `"${v}"`;
-  if (theirs === undefined) {
-    const set = Object.keys(mine).filter((k) => !FINGERPRINTED_SETTINGS.has(k)).sort();
-    if (set.length === 0) return null;
-    return `it does not record its driver settings, and this run sets ${
-      set.slice(0, 3).map((k) => `${k}=${said(mine[k])}`).join(", ")
-    }`;
-  }
-  const names = [...new Set([...Object.keys(mine), ...Object.keys(theirs)])].sort();
-  const differing = names.filter((k) => !FINGERPRINTED_SETTINGS.has(k) && mine[k] !== theirs[k]);
-  if (differing.length === 0) return null;
-  const words = differing.slice(0, 3).map((k) =>
-    `${k} ${said(mine[k])} in this run, ${said(theirs[k])} in it`
-  );
-  return `it ran with other driver settings (${words.join("; ")})`;
+  const differing = describeSettingsDifference(mine, theirs, ["this run", "it"]);
+  if (differing === null) return null;
+  if (theirs === undefined) return `it does not record its driver settings (${differing})`;
+  return `it ran with other driver settings (${differing})`;
 }
 
 /**

@@ -16,6 +16,7 @@
  * @module
  */
 import type { IndexEntry, ReportIndex } from "../reports/index.ts";
+import { describeSettingsDifference } from "../calibrate/machine.ts";
 import type { Figure, Report } from "../core/schema.ts";
 
 /**
@@ -35,6 +36,11 @@ export interface MachineDescription {
   readonly machine: IndexEntry["machine"];
   /** The WebGPU adapter, or null without one. */
   readonly adapter: IndexEntry["adapter"];
+  /**
+   * The driver settings the machine runs with (`calibrate/machine.ts` `driverSettings`), e.g.
+   * `{ LP_NUM_THREADS: "1" }`; none when absent.
+   */
+  readonly driverEnv?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -67,6 +73,7 @@ const WEIGHT = {
   backend: 2,
   cpuModel: 3,
   coresPerDoubling: 1,
+  driverSettings: 2,
   incomplete: 0.5,
 } as const;
 
@@ -131,6 +138,14 @@ function score(want: MachineDescription, entry: IndexEntry): NearestReport {
       Math.min(2, Math.abs(Math.log2(entry.machine.cores / want.machine.cores)));
     differences.push(`${entry.machine.cores} cores instead of ${want.machine.cores}`);
   }
+  const settings = describeSettingsDifference(entry.driverEnv, want.driverEnv, [
+    "the report",
+    "this machine",
+  ]);
+  if (settings !== null) {
+    distance += WEIGHT.driverSettings;
+    differences.push(`driver settings: ${settings}`);
+  }
   if (!entry.complete) {
     distance += WEIGHT.incomplete;
     differences.push("the report is incomplete");
@@ -140,7 +155,8 @@ function score(want: MachineDescription, entry: IndexEntry): NearestReport {
 
 /**
  * Picks the published report whose machine is most like `machine`, scoring adapter presence,
- * software/hardware, vendor, adapter description and graphics API, then CPU model and core count.
+ * software/hardware, vendor, adapter description and graphics API, then CPU model, core count and
+ * driver settings (a report of the same machine with `LP_NUM_THREADS=1` is not its default one).
  * Ties go to the newer report.
  *
  * @param index The reports index (`reports/index.json`).

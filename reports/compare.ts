@@ -26,6 +26,7 @@ import { normalCdf, normalQuantile, roundSignificant } from "../core/numeric.ts"
 import { median } from "../core/stats.ts";
 import { bestPerSize } from "../calibrate/analyze.ts";
 import { hostProbeMs } from "../calibrate/stability.ts";
+import { describeSettingsDifference } from "../calibrate/machine.ts";
 import { predictMs } from "../core/costmodel.ts";
 import { OPS } from "../kernels/catalog.ts";
 import type { Backend } from "../kernels/types.ts";
@@ -789,6 +790,16 @@ function caveats(baseline: Report, current: Report, allowDifferentMachine: boole
   if (baseline.provenance.quick !== current.provenance.quick) {
     out.push(
       `One report is a --quick run and the other is not: quick runs measure fewer sizes, so crossovers and fits are less certain`,
+    );
+  }
+  const settings = describeSettingsDifference(
+    current.provenance.driverEnv,
+    baseline.provenance.driverEnv,
+    ["the current run", "the baseline"],
+  );
+  if (settings !== null) {
+    out.push(
+      `The runs used different driver settings (${settings}): they measured different configurations of the machine, so a moved figure may be the setting, not the code`,
     );
   }
   const host = hostSpeedCaveat(baseline, current);

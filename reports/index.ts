@@ -12,6 +12,7 @@
  *
  * @module
  */
+import { configurationSettings } from "../calibrate/machine.ts";
 import { checkJsonText } from "./_json_guard.ts";
 import { sha256Hex } from "./_read.ts";
 import { DEFAULT_MAX_BYTES, parseReport, ReportError } from "./load.ts";
@@ -50,6 +51,12 @@ export interface IndexEntry {
   readonly sha256: string;
   /** Whether the calibration finished (false: stopped by budget, interrupt or error). */
   readonly complete: boolean;
+  /**
+   * The driver settings of a configuration other than the machine's default, e.g.
+   * `{ LP_NUM_THREADS: "1" }` (`calibrate/machine.ts` `configurationSettings`); absent for the
+   * default configuration.
+   */
+  readonly driverEnv?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -97,6 +104,7 @@ export interface BuildIndexOptions {
  */
 export function indexEntry(file: string, report: Report, sha256: string): IndexEntry {
   const a = report.adapter;
+  const settings = configurationSettings(report.provenance.driverEnv);
   return {
     file,
     slug: report.slug,
@@ -109,6 +117,7 @@ export function indexEntry(file: string, report: Report, sha256: string): IndexE
     schemaVersion: report.schemaVersion,
     sha256,
     complete: report.provenance.complete,
+    ...(Object.keys(settings).length === 0 ? {} : { driverEnv: settings }),
   };
 }
 

@@ -212,6 +212,22 @@ Deno.test("compareReports() refuses reports of different machines unless allowed
   assert.match(allowed.reasons.join("\n"), /Different machines/);
 });
 
+Deno.test("compareReports() compares a run with other driver settings and says they differ", () => {
+  const oneThread = syntheticReport();
+  oneThread.provenance.driverEnv = { LP_NUM_THREADS: "1", DENO_WEBGPU_BACKEND: "vulkan" };
+  const result = compareReports(syntheticReport(), oneThread);
+  assert.equal(result.comparable, true);
+  assert.match(
+    result.reasons.join("\n"),
+    /different driver settings \(LP_NUM_THREADS "1" in the current run, unset in the baseline\)/,
+  );
+  const sameConfiguration = syntheticReport();
+  sameConfiguration.provenance.driverEnv = { DENO_WEBGPU_BACKEND: "vulkan" };
+  assert.ok(
+    !compareReports(syntheticReport(), sameConfiguration).reasons.some((r) => /driver/.test(r)),
+  );
+});
+
 Deno.test("compareReports() refuses different schema versions", () => {
   const newer = { ...syntheticReport(), schemaVersion: 2 } as unknown as ReturnType<
     typeof syntheticReport

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { describeAdapter, type GpuEntry, openGpu } from "../calibrate/device.ts";
 import {
   describeMachine,
+  describeSettingsDifference,
   driverSettings,
   HUGE_PAGE_MALLOC,
   hugePageWarning,
@@ -305,5 +306,52 @@ Deno.test("machineSlug() names the adapter, backend and arch, or says cpu-only",
   assert.match(
     machineSlug(machine, nvidia, hash),
     /^nvidia-geforce-rtx-4090-vulkan-x86_64-[0-9a-f]{8}$/,
+  );
+});
+
+Deno.test("machineSlug() names a configuration other than the default after the machine, so its report lands beside the machine's", async () => {
+  const adapter = { description: LLVMPIPE, vendor: "65541", backend: "vulkan" };
+  const hash = await machineFingerprint(machine, adapter);
+  const base = `llvmpipe-vulkan-x86_64-${hash.slice(0, 8)}`;
+  const slug = (driverEnv: Record<string, string>) =>
+    machineSlug({ ...machine, driverEnv }, adapter, hash);
+  assert.equal(slug({ LP_NUM_THREADS: "1" }), `${base}-lp_num_threads-1`);
+  // The backend choice is the adapter's identity, already in the fingerprint.
+  assert.equal(slug({ DENO_WEBGPU_BACKEND: "vulkan" }), base);
+  assert.equal(
+    slug({ MESA_NO_DITHER: "1", LP_NUM_THREADS: "2" }),
+    `${base}-lp_num_threads-2-mesa_no_dither-1`,
+  );
+  const long = slug({ VK_ICD_FILENAMES: "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json" });
+  assert.match(long, new RegExp(`^${base}-env-[0-9a-f]{8}$`));
+  assert.equal(slug({ VK_ICD_FILENAMES: "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json" }), long);
+  assert.notEqual(
+    slug({ VK_ICD_FILENAMES: "/usr/share/vulkan/icd.d/other_icd.x86_64.json" }),
+    long,
+  );
+  assert.equal(slug({ MESA_DEBUG: "" }), `${base}-mesa_debug-empty`);
+  assert.equal(
+    machineSlug({ ...machine, driverEnv: { LP_NUM_THREADS: "1" } }, null, hash),
+    `cpu-only-x86_64-${hash.slice(0, 8)}-lp_num_threads-1`,
+  );
+});
+
+Deno.test("describeSettingsDifference() names what differs, leaving out what the fingerprint tells apart", () => {
+  assert.equal(
+    describeSettingsDifference({ LP_NUM_THREADS: "1" }, {}, ["the current report", "the baseline"]),
+    'LP_NUM_THREADS "1" in the current report, unset in the baseline',
+  );
+  assert.equal(
+    describeSettingsDifference({ DENO_WEBGPU_BACKEND: "vulkan" }, undefined, ["a", "b"]),
+    null,
+  );
+  assert.equal(
+    describeSettingsDifference(null, { LP_NUM_THREADS: "1" }, ["a", "b"]),
+    'LP_NUM_THREADS unset in a, "1" in b',
+  );
+  const many = { LP_A: "1", LP_B: "1", LP_C: "1", LP_D: "1", LP_E: "1" };
+  assert.match(
+    describeSettingsDifference(many, {}, ["a", "b"])!,
+    /LP_C "1" in a, unset in b and 2 more$/,
   );
 });

@@ -47,6 +47,34 @@ const INDEX: ReportIndex = {
   ],
 };
 
+Deno.test("nearestReport() picks the machine's default configuration over a newer one with other driver settings, and the other way round", () => {
+  const oneThread = {
+    ...entry("llvmpipe-lp_num_threads-1.json", EPYC, LLVMPIPE, "2026-03-01T00:00:00.000Z"),
+    driverEnv: { LP_NUM_THREADS: "1" },
+  };
+  const index: ReportIndex = {
+    generated: "2026-04-01T00:00:00.000Z",
+    reports: [entry("llvmpipe.json", EPYC, LLVMPIPE), oneThread],
+  };
+  const asDefault = nearestReport(index, { machine: EPYC, adapter: LLVMPIPE });
+  assert.equal(asDefault?.entry.file, "llvmpipe.json");
+  assert.equal(asDefault.distance, 0);
+  const asOneThread = nearestReport(index, {
+    machine: EPYC,
+    adapter: LLVMPIPE,
+    driverEnv: { LP_NUM_THREADS: "1", DENO_WEBGPU_BACKEND: "vulkan" },
+  });
+  assert.equal(asOneThread?.entry.file, "llvmpipe-lp_num_threads-1.json");
+  assert.equal(asOneThread.distance, 0);
+  const onlyOneThread = nearestReport({ ...index, reports: [oneThread] }, {
+    machine: EPYC,
+    adapter: LLVMPIPE,
+  });
+  assert.deepEqual(onlyOneThread?.differences, [
+    'driver settings: LP_NUM_THREADS "1" in the report, unset in this machine',
+  ]);
+});
+
 Deno.test("nearestReport() prefers the same software adapter over a real GPU", () => {
   const want: MachineDescription = {
     machine: { cpuModel: "AMD EPYC 9654 96-Core Processor", cores: 4 },

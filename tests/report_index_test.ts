@@ -73,6 +73,18 @@ Deno.test("buildIndex() lists every report with its machine, adapter and SHA-256
   });
 });
 
+Deno.test("buildIndex() lists a configuration's driver settings, and none for the default one", async () => {
+  const oneThread = syntheticReport({ slug: "llvmpipe-vulkan-x86_64-3f9a1c0d-lp_num_threads-1" });
+  oneThread.provenance.driverEnv = { DENO_WEBGPU_BACKEND: "vulkan", LP_NUM_THREADS: "1" };
+  const usual = syntheticReport();
+  usual.provenance.driverEnv = { DENO_WEBGPU_BACKEND: "vulkan" };
+  await withDir({ "a.json": usual, "b.json": oneThread }, async (dir) => {
+    const [a, b] = (await buildIndex(dir)).reports;
+    assert.equal(a?.driverEnv, undefined);
+    assert.deepEqual(b?.driverEnv, { LP_NUM_THREADS: "1" });
+  });
+});
+
 Deno.test("buildIndex() names the file of an invalid report", async () => {
   const bad = { ...syntheticReport(), slug: "Not A Slug" };
   await withDir({ "good.json": syntheticReport(), "broken.json": bad as Report }, async (dir) => {
