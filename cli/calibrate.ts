@@ -53,7 +53,9 @@ Options:
   --passes N           Windows per sweep point, minutes apart, pooled (default: 2, the noisy
                        points only; --thorough: 2, every fitted point; --quick: 1). On a machine
                        whose speed drifts, more passes make each point stand for the whole run
-  --out PATH           Report path (default: the --resume report, else reports/<machine-slug>.json)
+  --out PATH           Report path (default: the --resume report, else reports/<machine-slug>.json;
+                       a run with driver settings such as LP_NUM_THREADS=1 is another
+                       configuration, reports/<machine-slug>-lp_num_threads-1.json)
   --resume PATH        Continue a partial report of this machine without redoing its measurements;
                        the result is written back to PATH unless --out says otherwise
   --force              Replace an --out report that holds more measurements than this run

@@ -331,6 +331,28 @@ Deno.test("calibrate does not replace the machine's complete report with a run t
   });
 });
 
+Deno.test("calibrate with driver settings writes that configuration's own report beside the machine's, which it leaves alone", async () => {
+  await inTempDir(async () => {
+    const full = JSON.stringify(syntheticReport());
+    const machinePath = await machineReportOf(full);
+    const before = Deno.env.get("LP_NUM_THREADS");
+    Deno.env.set("LP_NUM_THREADS", "1");
+    try {
+      const onePath = await defaultReportPath(["js"]);
+      assert.equal(onePath, machinePath.replace(/\.json$/, "-lp_num_threads-1.json"));
+      const run = await captureCli(() => main(QUICK));
+      assert.equal(run.code, 0, run.err);
+      const one = parseReport(JSON.parse(await Deno.readTextFile(onePath)));
+      assert.match(one.slug, /-lp_num_threads-1$/);
+      assert.equal(one.provenance.driverEnv?.LP_NUM_THREADS, "1");
+    } finally {
+      if (before === undefined) Deno.env.delete("LP_NUM_THREADS");
+      else Deno.env.set("LP_NUM_THREADS", before);
+    }
+    assert.equal(await Deno.readTextFile(machinePath), full, "the default configuration's report");
+  });
+});
+
 Deno.test("calibrate carries the drift probes of the report it replaces over, and from three runs states how far runs move", async () => {
   await inTempDir(async () => {
     const machinePath = await defaultReportPath(["js"]);
