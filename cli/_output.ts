@@ -8,11 +8,10 @@
  * @module
  */
 import config from "../deno.json" with { type: "json" };
-import type { Backend } from "../kernels/types.ts";
 import { loadReport } from "../reports/load.ts";
 import type { CalibrationMode, Report } from "../core/schema.ts";
 import { UsageError } from "../core/cli_args.ts";
-import { describeAdapter } from "../calibrate/device.ts";
+import { peekAdapter } from "../calibrate/device.ts";
 import { describeMachine, machineFingerprint, machineSlug } from "../calibrate/machine.ts";
 
 /**
@@ -30,37 +29,23 @@ export interface OutputChoice {
   readonly flag: string;
 }
 
-function readEnv(name: string): string | undefined {
-  try {
-    return Deno.env.get(name);
-  } catch {
-    return undefined;
-  }
-}
-
 /**
  * The report path of this machine as `calibrate()` names it, `reports/<slug>.json`: the adapter is
- * asked for its description only (no device is opened), or left out when `backends` has no
- * `webgpu`.
+ * asked for its description only (no device is opened), also for a run that leaves WebGPU out,
+ * whose report still names the machine's adapter in its fingerprint and slug.
  *
- * @param backends The backends to calibrate (all when absent).
  * @returns The path.
  * @example
  * ```ts ignore
  * import { defaultReportPath } from "./_output.ts";
- * console.log(await defaultReportPath(["js", "wasm"])); // "reports/cpu-only-x86_64-….json"
+ * console.log(await defaultReportPath()); // "reports/llvmpipe-vulkan-x86_64-….json"
  * ```
  */
-export async function defaultReportPath(backends?: readonly Backend[]): Promise<string> {
+export async function defaultReportPath(): Promise<string> {
   const machine = await describeMachine();
-  const adapter = backends && !backends.includes("webgpu")
-    ? null
-    : await navigator.gpu?.requestAdapter().catch(() => null) ?? null;
-  const info = adapter === null
-    ? null
-    : describeAdapter(adapter, { env: readEnv, os: Deno.build.os });
-  const fingerprint = await machineFingerprint(machine, info);
-  return `reports/${machineSlug(machine, info, fingerprint)}.json`;
+  const adapter = await peekAdapter();
+  const fingerprint = await machineFingerprint(machine, adapter);
+  return `reports/${machineSlug(machine, adapter, fingerprint)}.json`;
 }
 
 /**
@@ -69,7 +54,6 @@ export async function defaultReportPath(backends?: readonly Backend[]): Promise<
  *
  * @param out `--out`, if given.
  * @param resume `--resume`, if given.
- * @param backends The backends to calibrate, for the default path.
  * @returns The path and the flag that chose it.
  * @example
  * ```ts
@@ -80,11 +64,10 @@ export async function defaultReportPath(backends?: readonly Backend[]): Promise<
 export async function chooseOutput(
   out: string | undefined,
   resume: string | undefined,
-  backends?: readonly Backend[],
 ): Promise<OutputChoice> {
   if (out !== undefined) return { path: out, flag: "--out" };
   if (resume !== undefined) return { path: resume, flag: "--resume" };
-  return { path: await defaultReportPath(backends), flag: "the default path" };
+  return { path: await defaultReportPath(), flag: "the default path" };
 }
 
 function splitPath(path: string): { folder: string; base: string } {

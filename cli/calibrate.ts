@@ -296,7 +296,7 @@ async function prepareOutput(
   resume: Report | undefined,
   run: { backends: CalibrateOptions["backends"]; force: boolean; args: readonly string[] },
 ): Promise<{ path: string; replaces: string | null }> {
-  const choice = await chooseOutput(out, resumePath, run.backends);
+  const choice = await chooseOutput(out, resumePath);
   await checkWritable(choice, run.args);
   const replace = {
     ...(resumePath === undefined ? {} : { resumePath }),

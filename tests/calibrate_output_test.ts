@@ -27,7 +27,7 @@ async function inTempDir(fn: (dir: string) => Promise<void>): Promise<void> {
 
 /** Writes `text` as this machine's report (js only) at its default path, and returns the path. */
 async function machineReportOf(text: string): Promise<string> {
-  const machinePath = await defaultReportPath(["js"]);
+  const machinePath = await defaultReportPath();
   await Deno.mkdir("reports", { recursive: true });
   await Deno.writeTextFile(machinePath, text);
   return machinePath;
@@ -57,7 +57,7 @@ function tempsIn(dir: string): string[] {
 
 Deno.test("calibrate --resume R completes R and leaves the machine's full report as it was", async () => {
   await inTempDir(async (dir) => {
-    const machinePath = await defaultReportPath(["js"]);
+    const machinePath = await defaultReportPath();
     await Deno.mkdir("reports");
     const full = JSON.stringify(syntheticReport());
     await Deno.writeTextFile(machinePath, full);
@@ -272,7 +272,7 @@ Deno.test("SIGTERM stops calibrate like Ctrl-C: a valid partial report, exit 130
 
 Deno.test("calibrate of a machine whose report exists saves beside it and replaces it only once complete", async () => {
   await inTempDir(async () => {
-    const machinePath = await defaultReportPath(["js"]);
+    const machinePath = await defaultReportPath();
     const staged = machinePath.replace(/\.json$/, ".partial.json");
     await Deno.mkdir("reports");
     const full = JSON.stringify(syntheticReport());
@@ -338,12 +338,12 @@ Deno.test("calibrate with driver settings writes that configuration's own report
     const before = Deno.env.get("LP_NUM_THREADS");
     Deno.env.set("LP_NUM_THREADS", "1");
     try {
-      const onePath = await defaultReportPath(["js"]);
+      const onePath = await defaultReportPath();
       assert.equal(onePath, machinePath.replace(/\.json$/, "-lp_num_threads-1.json"));
       const run = await captureCli(() => main(QUICK));
       assert.equal(run.code, 0, run.err);
       const one = parseReport(JSON.parse(await Deno.readTextFile(onePath)));
-      assert.match(one.slug, /-lp_num_threads-1$/);
+      assert.equal(`reports/${one.slug}.json`, onePath);
       assert.equal(one.provenance.driverEnv?.LP_NUM_THREADS, "1");
     } finally {
       if (before === undefined) Deno.env.delete("LP_NUM_THREADS");
@@ -355,7 +355,7 @@ Deno.test("calibrate with driver settings writes that configuration's own report
 
 Deno.test("calibrate carries the drift probes of the report it replaces over, and from three runs states how far runs move", async () => {
   await inTempDir(async () => {
-    const machinePath = await defaultReportPath(["js"]);
+    const machinePath = await defaultReportPath();
     await Deno.mkdir("reports");
     const first = await captureCli(() => main(QUICK));
     assert.equal(first.code, 0, first.err);
