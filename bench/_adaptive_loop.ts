@@ -6,6 +6,7 @@
  * @module
  */
 import { UsageError } from "../core/cli_args.ts";
+import { describeSettingsDifference } from "../calibrate/machine.ts";
 import type { Report } from "../core/schema.ts";
 import { median } from "../core/stats.ts";
 import { getOp } from "../kernels/catalog.ts";
@@ -369,17 +370,27 @@ export async function loadReports(dir: string): Promise<Report[]> {
 /**
  * The priors of the scenarios: (a) the report of this machine's fingerprint, else the newest AMD
  * report, else the newest; (b) the newest report of another machine, else (a) with its CPU
- * backends' figures permuted.
+ * backends' figures permuted. Among reports of one machine, one of the configuration the bench
+ * runs in (its driver settings, `calibrate/machine.ts`) comes first: the dataset holds the AMD VM
+ * with lavapipe on one thread beside its default configuration.
  *
  * @param reports The reports, newest first.
  * @param fingerprint This machine's fingerprint.
+ * @param driverEnv The driver settings the bench runs with (none by default).
  * @returns The correct prior and the wrong one.
  * @example
  * ```ts ignore
  * const [correct, wrong] = choosePriors(await loadReports("reports"), fingerprint);
  * ```
  */
-export function choosePriors(reports: readonly Report[], fingerprint: string): [Prior, Prior] {
+export function choosePriors(
+  reports: readonly Report[],
+  fingerprint: string,
+  driverEnv: Readonly<Record<string, string>> = {},
+): [Prior, Prior] {
+  const sameSettings = (r: Report) =>
+    describeSettingsDifference(r.provenance.driverEnv, driverEnv, ["it", "here"]) === null;
+  reports = [...reports.filter(sameSettings), ...reports.filter((r) => !sameSettings(r))];
   const name = (r: Report) => `${r.slug} (${r.machine.cpuModel}, ${r.provenance.date})`;
   const own = reports.find((r) => r.fingerprint === fingerprint);
   const amd = reports.find((r) => /\bAMD\b/i.test(r.machine.cpuModel));

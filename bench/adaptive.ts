@@ -17,7 +17,7 @@
  */
 import { oneLineFailure } from "../core/cli_args.ts";
 import { openGpu } from "../calibrate/device.ts";
-import { describeMachine, machineFingerprint } from "../calibrate/machine.ts";
+import { describeMachine, driverSettings, machineFingerprint } from "../calibrate/machine.ts";
 import type { Prepared, Runner } from "../calibrate/runner.ts";
 import { openRunner } from "../calibrate/runners/mod.ts";
 import { median } from "../core/stats.ts";
@@ -468,7 +468,11 @@ async function main(args: string[]): Promise<number> {
   } catch (e) {
     return oneLineFailure(e);
   }
-  const [correct, wrong] = choosePriors(reports, await thisFingerprint());
+  const [correct, wrong] = choosePriors(
+    reports,
+    await thisFingerprint(),
+    driverSettings(Deno.env.toObject()),
+  );
   const runners = await openRunners(log);
   const kernels = new Map<string, Kernel>();
   const prepare = async (w: Workload) => {

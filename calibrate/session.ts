@@ -94,7 +94,7 @@ export class CalibrationSession {
     this.#probes = [...(options.resume?.stability?.probes ?? [])];
     // A resumed run is the same run: it keeps the earlier runs it started with.
     this.#earlierRuns = options.resume?.stability?.earlierRuns ??
-      earlierRunsOf(options.earlier ?? [], ids.fingerprint);
+      earlierRunsOf(options.earlier ?? [], ids.fingerprint, machine.driverEnv);
     this.#llm = options.resume?.llm ?? null;
     const budgetMs = options.budgetS !== undefined ? options.budgetS * 1000 : Infinity;
     this.#budgetTimer = Number.isFinite(budgetMs)

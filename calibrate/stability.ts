@@ -21,6 +21,7 @@ import type { EarlierRun, RepeatabilityInfo, Report, StabilityInfo } from "../co
 import { measureMany, type RunnerSource } from "./measure.ts";
 import { median, robustSigma, type StoppingRule } from "../core/stats.ts";
 import { timeHostReference } from "./host_reference.ts";
+import { describeSettingsDifference } from "./machine.ts";
 
 /**
  * One probe: when it was taken (seconds since the calibration started, summed over resumed
@@ -324,20 +325,30 @@ export function betweenRunSigma(
  * The earlier runs a new calibration of this machine carries over from earlier reports of it (the
  * report it replaces, and any named with `--earlier-runs-from`): each report's own earlier runs
  * and its run (its date and median probe times), one per date, oldest first, the latest
- * {@linkcode MAX_EARLIER_RUNS} kept. Reports of another machine (fingerprint) give none.
+ * {@linkcode MAX_EARLIER_RUNS} kept. Reports of another machine (fingerprint) give none, nor do
+ * reports of another configuration of it (driver settings: `LP_NUM_THREADS=1` runs lavapipe's
+ * kernels at another speed, and its runs would read as the machine moving).
  *
  * @param reports Earlier reports.
  * @param fingerprint This run's machine fingerprint.
+ * @param driverEnv This run's driver settings (`machine.ts` `driverSettings`); none when absent.
  * @returns The earlier runs, oldest first.
  * @example
  * ```ts ignore
  * const earlier = earlierRunsOf([await loadReport("reports/<slug>.json")], fingerprint);
  * ```
  */
-export function earlierRunsOf(reports: readonly Report[], fingerprint: string): EarlierRun[] {
+export function earlierRunsOf(
+  reports: readonly Report[],
+  fingerprint: string,
+  driverEnv: Readonly<Record<string, string>> | null = {},
+): EarlierRun[] {
   const byDate = new Map<string, EarlierRun>();
   for (const report of reports) {
     if (report.fingerprint !== fingerprint) continue;
+    if (describeSettingsDifference(report.provenance.driverEnv, driverEnv, ["it", "here"])) {
+      continue;
+    }
     for (const run of report.stability?.earlierRuns ?? []) byDate.set(run.date, run);
     const medianMs = medianProbeMs(report.stability?.probes ?? []);
     if (Object.keys(medianMs).length > 0) {

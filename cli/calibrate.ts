@@ -68,7 +68,8 @@ Options:
                        Comma-separated earlier reports of this machine whose drift probes join
                        the ones carried over from the report this run replaces: with three runs
                        or more the report states how far whole runs move (betweenRunSigma), and
-                       prediction intervals include it. Reports of another machine add nothing
+                       prediction intervals include it. Reports of another machine, or of
+                       other driver settings (LP_NUM_THREADS, ...), add nothing
   --fresh              Keep this run's own measurements. By default a run that finishes pools
                        them with the report it replaces (the geometric mean of the two runs'
                        medians, the newest run weighing at least a quarter), when that report is

@@ -395,7 +395,7 @@ Deno.test("betweenRunSigma() counts a level that changed once as one step, and r
   assert.ok(betweenRunSigma(alternating).wasm! > 3 * step);
 });
 
-Deno.test("earlierRunsOf() carries the replaced report's runs and its own, for this machine only", () => {
+Deno.test("earlierRunsOf() carries the replaced report's runs and its own, for this machine and configuration only", () => {
   const first = {
     ...syntheticReport(),
     stability: summarizeStability(probesAround({ wasm: 0.01, js: 0.04 })),
@@ -407,6 +407,14 @@ Deno.test("earlierRunsOf() carries the replaced report's runs and its own, for t
   }]);
   assert.deepEqual(earlierRunsOf([first], "ffffffffffffffff"), [], "another machine's report");
   assert.deepEqual(earlierRunsOf([], first.fingerprint), []);
+  // Another configuration of this machine moves by its setting, not by the host.
+  assert.deepEqual(earlierRunsOf([first], first.fingerprint, { LP_NUM_THREADS: "1" }), []);
+  const oneThread = {
+    ...first,
+    provenance: { ...first.provenance, driverEnv: { LP_NUM_THREADS: "1" } },
+  };
+  assert.deepEqual(earlierRunsOf([oneThread], first.fingerprint), []);
+  assert.deepEqual(earlierRunsOf([oneThread], first.fingerprint, { LP_NUM_THREADS: "1" }), carried);
   // A second run replaces the first, a third the second: the third sees both.
   const second = {
     ...first,
