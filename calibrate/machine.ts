@@ -202,6 +202,26 @@ export function describeSettingsDifference(
     .join("; ") + more;
 }
 
+/**
+ * A configuration's driver settings as a person reads them, `LP_NUM_THREADS=1 MESA_X=y`, or null
+ * for the machine's default configuration ({@linkcode configurationSettings}).
+ *
+ * @param driverEnv Recorded driver settings.
+ * @returns The settings, or null.
+ * @example
+ * ```ts
+ * import { formatSettings } from "./machine.ts";
+ * console.log(formatSettings({ LP_NUM_THREADS: "1", DENO_WEBGPU_BACKEND: "vulkan" })); // "LP_NUM_THREADS=1"
+ * console.log(formatSettings(undefined)); // null
+ * ```
+ */
+export function formatSettings(
+  driverEnv: Readonly<Record<string, string>> | null | undefined,
+): string | null {
+  const settings = Object.entries(configurationSettings(driverEnv));
+  return settings.length === 0 ? null : settings.map(([k, v]) => `${k}=${v}`).join(" ");
+}
+
 /** Longest settings part of a slug spelled out; longer ones are named by a hash. */
 const MAX_SETTINGS_SLUG = 40;
 

@@ -5,6 +5,7 @@
  * @module
  */
 import type { DecodeStepProbe, LlmValidation, Report } from "../core/schema.ts";
+import { formatSettings } from "./machine.ts";
 import {
   formatFigure,
   formatNumber as fmt,
@@ -72,8 +73,11 @@ export function formatSummary(report: Report, path: string): string {
     : "none (CPU-only)";
   const ok = report.measurements.filter((m) => m.state === "ok").length;
   const failed = report.measurements.filter((m) => m.state === "failed");
+  const settings = formatSettings(p.driverEnv);
   const lines = [
-    `gpucal calibration of ${report.machine.cpuModel} ×${report.machine.cores}, adapter ${adapter}`,
+    `gpucal calibration of ${report.machine.cpuModel} ×${report.machine.cores}, adapter ${adapter}${
+      settings === null ? "" : `, driver settings ${settings}`
+    }`,
     `${p.complete ? "complete" : `INCOMPLETE (${p.stopReason})`} in ${
       formatSeconds(p.durationS)
     }: ${ok} measurements ok, ${failed.length} failed, ${

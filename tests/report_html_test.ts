@@ -518,3 +518,11 @@ Deno.test("report CLI writes HTML to --out and exits 2 naming the flag on bad in
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("renderHtml() names the driver settings of a configuration other than the machine's default", () => {
+  const cardOf = (report: Report) => load(renderHtml(report))("#machine .card").first().text();
+  const oneThread = syntheticReport();
+  oneThread.provenance.driverEnv = { DENO_WEBGPU_BACKEND: "vulkan", LP_NUM_THREADS: "1" };
+  assert.match(cardOf(oneThread), /driver settingsLP_NUM_THREADS=1/);
+  assert.match(cardOf(syntheticReport()), /driver settingsnone \(the default configuration\)/);
+});

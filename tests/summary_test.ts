@@ -110,3 +110,12 @@ Deno.test("formatSummary() states each backend's drift over the run beside the h
   assert.match(text, /the host alone {4}0\.0 % \(a loop with none of gpucal's code\)/);
   assert.doesNotMatch(formatSummary(report, "reports/x.json"), /Drift/);
 });
+
+Deno.test("formatSummary() names the driver settings of a configuration other than the machine's default", () => {
+  const oneThread = syntheticReport();
+  oneThread.provenance.driverEnv = { DENO_WEBGPU_BACKEND: "vulkan", LP_NUM_THREADS: "1" };
+  const first = (report: ReturnType<typeof syntheticReport>) =>
+    formatSummary(report, "reports/x.json").split("\n")[0]!;
+  assert.match(first(oneThread), /, driver settings LP_NUM_THREADS=1$/);
+  assert.doesNotMatch(first(syntheticReport()), /driver settings/);
+});

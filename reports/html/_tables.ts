@@ -13,6 +13,7 @@ import {
   webgpuCalibrated,
 } from "../../calibrate/summary.ts";
 import type { Comparison } from "../compare.ts";
+import { formatSettings } from "../../calibrate/machine.ts";
 import type { Crossover, Figure, Report, Tuning } from "../../core/schema.ts";
 import { escapeHtml as esc } from "./_escape.ts";
 import { type OpGroup, seriesId, seriesLabel } from "./_series.ts";
@@ -59,6 +60,7 @@ export function machineSection(report: Report): string {
   const ok = report.measurements.filter((x) => x.state === "ok").length;
   const failed = report.measurements.filter((x) => x.state === "failed").length;
   const unsupported = report.measurements.length - ok - failed;
+  const settings = formatSettings(p.driverEnv);
   const commit = report.gpucal.commit === null
     ? "unknown commit"
     : report.gpucal.commit.slice(0, 12);
@@ -70,7 +72,11 @@ export function machineSection(report: Report): string {
     num(m.memoryGiB)
   } GiB</dd><dt>OS</dt><dd>${esc(m.os)} ${esc(m.osRelease)} (${
     esc(m.arch)
-  })</dd><dt>fingerprint</dt><dd><code>${esc(report.fingerprint)}</code></dd></dl></div>
+  })</dd><dt>fingerprint</dt><dd><code>${
+    esc(report.fingerprint)
+  }</code></dd><dt>driver settings</dt><dd>${
+    settings === null ? "none (the default configuration)" : `<code>${esc(settings)}</code>`
+  }</dd></dl></div>
 <div class="card"><h3>Adapter</h3>${adapterCard(report)}</div>
 <div class="card"><h3>Provenance</h3><dl><dt>date</dt><dd>${esc(p.date)}</dd><dt>gpucal</dt><dd>${
     esc(report.gpucal.version)
