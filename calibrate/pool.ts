@@ -38,6 +38,13 @@ import { describeSettingsDifference } from "./machine.ts";
 /** Most earlier runs one new run is averaged against: the latest run weighs at least a quarter. */
 const MAX_EARLIER_WEIGHT = 3;
 
+/**
+ * Fewest on-axis sizes of a variant a run measured for its own curve of that variant to stand
+ * alone (a screen measures a variant at one or two sizes; a sweep at five or more): with fewer,
+ * the earlier runs' sizes of it are carried over ({@linkcode poolMeasurements}).
+ */
+export const MIN_OWN_AXIS_POINTS = 3;
+
 /** What a run is, for deciding whether to pool with a report. */
 export interface RunIdentity {
   readonly fingerprint: string;
@@ -197,26 +204,47 @@ export function disagreeingBackends(
  * variant, residency and shape, both ok) at the geometric mean of the two medians: this run weighs
  * 1/(n + 1) against an earlier median that pooled n runs (n at most
  * {@linkcode MAX_EARLIER_WEIGHT}). The window statistics are this run's, scaled to the pooled
- * median; its confidence half-width is at least half the two medians' disagreement. Cases only one
- * run measured, and every case of a backend whose runs disagree ({@linkcode disagreeingBackends}),
- * stay as this run measured them (this run's cases only).
+ * median; its confidence half-width is at least half the two medians' disagreement. Cases only
+ * this run measured, and every case of a backend whose runs disagree
+ * ({@linkcode disagreeingBackends}), stay as this run measured them.
+ *
+ * A variant whose axis the earlier runs swept and this run did not (fewer than
+ * {@linkcode MIN_OWN_AXIS_POINTS} of its on-axis sizes measured, in a job — op, dtype, backend,
+ * residency — this run measured) keeps the earlier runs' cases this run lacks, carried over as
+ * they were and marked `carriedOver` (once: a case the earlier report itself carried is dropped).
+ * Without it, a run whose screen picked another variant on a noisy moment dropped the axis the
+ * earlier runs had measured of the one they found fastest: on the AMD VM, a fourth default run
+ * screened device-resident softmax f32 at wg=256 (32 × 16384 at 4.55 ms pooled, against 4.43 for
+ * wg=64), swept only wg=256 (×1.7–3.4 slower at small sizes), and its report priced wg=64 through
+ * the ratio of the two: 32 × 100 predicted 0.79 ms against 0.23 measured. A variant this run swept
+ * keeps its own sizes only (the report describes the machine as its latest run found it, pooled
+ * where the runs overlap), and jobs this run left out stay out (its scope is what it replaces).
  *
  * @param measurements This run's measurements.
  * @param earlier The replaced report's measurements.
- * @returns The measurements and how many were pooled.
+ * @returns The measurements, how many were pooled and how many carried over.
  * @example
  * ```ts
  * import { poolMeasurements } from "./pool.ts";
- * const { measurements, pooled } = poolMeasurements([], []);
- * console.log(measurements.length, pooled); // 0 0
+ * const { measurements, pooled, carried } = poolMeasurements([], []);
+ * console.log(measurements.length, pooled, carried); // 0 0 0
  * ```
  */
 export function poolMeasurements(
   measurements: readonly Measurement[],
   earlier: readonly Measurement[],
-): { measurements: Measurement[]; pooled: number } {
+): { measurements: Measurement[]; pooled: number; carried: number } {
   const before = new Map(earlier.map((m) => [measurementKey(m), m]));
   const changed = new Set(disagreeingBackends(measurements, earlier).map((d) => d.backend));
+  const mine = new Set(measurements.map(measurementKey));
+  const jobs = new Set(measurements.map(jobOf));
+  const ownAxis = axisPointsBySeries(measurements);
+  const carriedOver = earlier
+    .filter((m) =>
+      m.state === "ok" && !m.carriedOver && !changed.has(m.backend) && jobs.has(jobOf(m)) &&
+      (ownAxis.get(seriesOf(m)) ?? 0) < MIN_OWN_AXIS_POINTS && !mine.has(measurementKey(m))
+    )
+    .map((m): Measurement => ({ ...m, carriedOver: true }));
   let pooled = 0;
   const out = measurements.map((m): Measurement => {
     const old = before.get(measurementKey(m));
@@ -239,7 +267,27 @@ export function poolMeasurements(
       runs: (old.runs ?? 1) + 1,
     };
   });
-  return { measurements: out, pooled };
+  return { measurements: [...out, ...carriedOver], pooled, carried: carriedOver.length };
+}
+
+/** The job a measurement belongs to, with its residency: op, dtype, backend, residency. */
+function jobOf(m: Measurement): string {
+  return `${m.op}|${m.dtype}|${m.backend}|${m.residency}`;
+}
+
+/** The series of a measurement: its job and variant. */
+function seriesOf(m: Measurement): string {
+  return `${jobOf(m)}|${m.variant}`;
+}
+
+/** How many ok on-axis sizes each series has. */
+function axisPointsBySeries(measurements: readonly Measurement[]): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const m of measurements) {
+    if (m.state !== "ok" || m.offAxis) continue;
+    counts.set(seriesOf(m), (counts.get(seriesOf(m)) ?? 0) + 1);
+  }
+  return counts;
 }
 
 /**

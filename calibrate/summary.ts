@@ -43,12 +43,17 @@ export function webgpuCalibrated(report: Pick<Report, "adapter" | "measurements"
 
 /** The summary's line on the runs the measurements pool, when they pool more than this run. */
 function pooledLine(report: Report): string[] {
-  const pooled = report.measurements.filter((m) => (m.runs ?? 1) > 1);
+  const pooled = report.measurements.filter((m) => (m.runs ?? 1) > 1 && !m.carriedOver);
+  const carried = report.measurements.filter((m) => m.carriedOver).length;
   if (report.provenance.pooledWith === undefined || pooled.length === 0) return [];
   const most = Math.max(...pooled.map((m) => m.runs!));
   return [
     `${pooled.length} measurements pooled with the report it replaced (${report.provenance.pooledWith}), ` +
-    `up to ${most} runs each: the geometric mean of the runs' medians (--fresh keeps a run's own)`,
+    `up to ${most} runs each: the geometric mean of the runs' medians (--fresh keeps a run's own)` +
+    (carried === 0
+      ? ""
+      : `; ${carried} more of its cases this run did not measure (variants its screens passed ` +
+        `over, sizes its grid did not visit) carried over as they were`),
   ];
 }
 

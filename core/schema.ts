@@ -252,6 +252,12 @@ export type MeasurementPlace = {
    * own.
    */
   runs?: number;
+  /**
+   * Set on a case of a job this run measured that only the earlier runs it pools measured (a
+   * variant its screen passed over, a size its grid did not visit), kept as they measured it
+   * (`calibrate/pool.ts`).
+   */
+  carriedOver?: true;
 };
 
 /**
@@ -280,6 +286,9 @@ const measureIdentity = {
   ),
   runs: z.int().min(2).max(1_000_000).exactOptional().describe(
     "How many calibration runs of this machine the median pools (the geometric mean of their medians, the latest run weighing at least a quarter); absent: this run's own",
+  ),
+  carriedOver: z.literal(true).exactOptional().describe(
+    "True for a case of a job this run measured that only the earlier runs it pools measured (a variant its screen passed over, a size its grid did not visit), kept as they measured it",
   ),
 };
 

@@ -81,6 +81,38 @@ Deno.test("cases only one run measured, and failed ones, stay as this run has th
   assert.deepEqual(measurements.slice(1), [mine[1], failed]);
 });
 
+Deno.test("a variant whose axis the earlier runs swept and this run did not keeps their sizes, carried over once and marked", () => {
+  const wg64 = (n: number, ms: number, changes: Partial<Measurement> = {}) =>
+    okAt(ms, { variant: "wg=64", size: n, shape: { n }, runs: 3, ...changes });
+  const wg256 = (n: number, ms: number) => okAt(ms, { variant: "wg=256", size: n, shape: { n } });
+  // The earlier runs swept wg=64; this run's screen picked wg=256 and swept it alone.
+  const earlier = [wg64(16, 1), wg64(4096, 4), wg64(65536, 40)];
+  const mine = [wg256(16, 3), wg256(4096, 5), wg256(65536, 42), wg64(65536, 44)];
+  const { measurements, pooled, carried } = poolMeasurements(mine, earlier);
+  assert.equal(pooled, 1);
+  assert.equal(carried, 2);
+  assert.deepEqual(
+    measurements.filter((m) => m.carriedOver).map((m) => [m.variant, m.size, m.runs]),
+    [["wg=64", 16, 3], ["wg=64", 4096, 3]],
+  );
+  assert.equal(measurements.find((m) => m.variant === "wg=64" && m.size === 65536)?.runs, 4);
+  // A variant this run swept keeps its own sizes: the earlier runs' other sizes of it stay out.
+  const swept = poolMeasurements(mine, [...earlier, wg256(999, 4)]);
+  assert.ok(!swept.measurements.some((m) => m.size === 999));
+  // A case carried once is not carried again: a run must measure it for it to stay.
+  const again = poolMeasurements(mine, measurements).measurements;
+  assert.ok(!again.some((m) => m.variant === "wg=64" && m.size === 16));
+  // A job this run did not measure (another op, or a residency) stays out.
+  const otherJob = [wg64(16, 1, { residency: "device-resident" })];
+  assert.equal(poolMeasurements(mine, otherJob).carried, 0);
+  // Nor is anything carried for a backend whose runs disagree.
+  const sizes = [16, 256, 4096, 65536];
+  const before = sizes.map((n) => wg256(n, 1));
+  const thrice = sizes.map((n) => wg256(n, 3));
+  assert.equal(poolMeasurements(thrice, [...before, wg64(8, 1)]).carried, 0);
+  assert.equal(poolMeasurements(before, [...before, wg64(8, 1)]).carried, 1);
+});
+
 Deno.test("a run pools only with a complete report of its machine and mode, measured by its code with its driver settings", () => {
   const earlier = syntheticReport();
   const commit = "1234567890abcdef1234567890abcdef12345678";
