@@ -48,12 +48,14 @@ function pooledLine(report: Report): string[] {
   if (report.provenance.pooledWith === undefined || pooled.length === 0) return [];
   const most = Math.max(...pooled.map((m) => m.runs!));
   return [
-    `${pooled.length} measurements pooled with the report it replaced (${report.provenance.pooledWith}), ` +
+    `${pooled.length} measurement${
+      pooled.length === 1 ? "" : "s"
+    } pooled with the report it replaced (${report.provenance.pooledWith}), ` +
     `up to ${most} runs each: the geometric mean of the runs' medians (--fresh keeps a run's own)` +
     (carried === 0
       ? ""
-      : `; ${carried} more of its cases this run did not measure (variants its screens passed ` +
-        `over, sizes its grid did not visit) carried over as they were`),
+      : `; ${carried} more of its cases carried over as they were: the sweeps of variants ` +
+        `this run's screens passed over`),
   ];
 }
 

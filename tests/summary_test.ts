@@ -119,3 +119,19 @@ Deno.test("formatSummary() names the driver settings of a configuration other th
   assert.match(first(oneThread), /, driver settings LP_NUM_THREADS=1$/);
   assert.doesNotMatch(first(syntheticReport()), /driver settings/);
 });
+
+Deno.test("formatSummary() counts the pooled measurements apart from the cases carried over from the earlier runs", () => {
+  const report = syntheticReport();
+  report.provenance.pooledWith = "2026-01-01T00:00:00.000Z";
+  const ok = report.measurements.filter((m) => m.state === "ok");
+  report.measurements = [
+    { ...ok[0]!, runs: 3 },
+    { ...ok[1]!, runs: 2, carriedOver: true },
+    { ...ok[2]!, runs: 2, carriedOver: true },
+    ...ok.slice(3),
+  ];
+  assert.match(
+    formatSummary(report, "reports/x.json"),
+    /1 measurement pooled with the report it replaced \(2026-01-01T00:00:00\.000Z\), up to 3 runs each: .*; 2 more of its cases carried over as they were: the sweeps of variants this run's screens passed over/,
+  );
+});
