@@ -6,7 +6,7 @@
  * @module
  */
 import { UsageError } from "../core/cli_args.ts";
-import { describeSettingsDifference } from "../calibrate/machine.ts";
+import { sameConfiguration } from "../calibrate/machine.ts";
 import type { Report } from "../core/schema.ts";
 import { median } from "../core/stats.ts";
 import { getOp } from "../kernels/catalog.ts";
@@ -388,8 +388,7 @@ export function choosePriors(
   fingerprint: string,
   driverEnv: Readonly<Record<string, string>> = {},
 ): [Prior, Prior] {
-  const sameSettings = (r: Report) =>
-    describeSettingsDifference(r.provenance.driverEnv, driverEnv, ["it", "here"]) === null;
+  const sameSettings = (r: Report) => sameConfiguration(r.provenance.driverEnv, driverEnv);
   reports = [...reports.filter(sameSettings), ...reports.filter((r) => !sameSettings(r))];
   const name = (r: Report) => `${r.slug} (${r.machine.cpuModel}, ${r.provenance.date})`;
   const own = reports.find((r) => r.fingerprint === fingerprint);

@@ -222,6 +222,27 @@ export function formatSettings(
   return settings.length === 0 ? null : settings.map(([k, v]) => `${k}=${v}`).join(" ");
 }
 
+/**
+ * Whether two runs' driver settings are one configuration of the machine
+ * ({@linkcode configurationSettings}: the backend choice the fingerprint names aside).
+ *
+ * @param a One run's settings; undefined or null is none.
+ * @param b The other's.
+ * @returns True when they are the same.
+ * @example
+ * ```ts
+ * import { sameConfiguration } from "./machine.ts";
+ * console.log(sameConfiguration({ DENO_WEBGPU_BACKEND: "vulkan" }, undefined)); // true
+ * console.log(sameConfiguration({ LP_NUM_THREADS: "1" }, {})); // false
+ * ```
+ */
+export function sameConfiguration(
+  a: Readonly<Record<string, string>> | null | undefined,
+  b: Readonly<Record<string, string>> | null | undefined,
+): boolean {
+  return describeSettingsDifference(a, b, ["", ""]) === null;
+}
+
 /** Longest settings part of a slug spelled out; longer ones are named by a hash. */
 const MAX_SETTINGS_SLUG = 40;
 

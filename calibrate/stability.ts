@@ -21,7 +21,7 @@ import type { EarlierRun, RepeatabilityInfo, Report, StabilityInfo } from "../co
 import { measureMany, type RunnerSource } from "./measure.ts";
 import { median, robustSigma, type StoppingRule } from "../core/stats.ts";
 import { timeHostReference } from "./host_reference.ts";
-import { describeSettingsDifference } from "./machine.ts";
+import { sameConfiguration } from "./machine.ts";
 
 /**
  * One probe: when it was taken (seconds since the calibration started, summed over resumed
@@ -346,9 +346,7 @@ export function earlierRunsOf(
   const byDate = new Map<string, EarlierRun>();
   for (const report of reports) {
     if (report.fingerprint !== fingerprint) continue;
-    if (describeSettingsDifference(report.provenance.driverEnv, driverEnv, ["it", "here"])) {
-      continue;
-    }
+    if (!sameConfiguration(report.provenance.driverEnv, driverEnv)) continue;
     for (const run of report.stability?.earlierRuns ?? []) byDate.set(run.date, run);
     const medianMs = medianProbeMs(report.stability?.probes ?? []);
     if (Object.keys(medianMs).length > 0) {
