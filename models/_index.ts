@@ -1040,6 +1040,17 @@ export function predictSeries(
         sameRows(s, near.shape, shape)
       ? near
       : null;
+    // A variant timed here alone is not the fastest here when the proportions rank another one
+    // surely faster (lavapipe's 16 × 16 tiles, the only ones timed end to end at 1 × 1024²,
+    // against 4 × 8 ones whose kernel runs m = 1 in two thirds of their time).
+    const ranked = point === null || chosen !== null ? null : rankedElsewhere(s, point, {
+      dims,
+      size,
+      shape,
+      flops,
+      bytes,
+    });
+    if (ranked !== null) return ranked;
     if (point !== null) {
       return {
         ms: point.ms,
@@ -1105,6 +1116,21 @@ function withKernelOf(
     variant,
     viaVariant: { from: p.variant, ratio: ms / p.ms, sizes: [], share: theirs.ms / ms },
   };
+}
+
+/**
+ * Off the axis, the variant the shape's proportions rank first (end to end, by the
+ * device-resident ranking) where a measured point of another variant lies at the shape, when it
+ * was not timed there itself and is predicted {@linkcode SWITCH_MARGIN} faster than that
+ * measurement; null otherwise.
+ */
+function rankedElsewhere(s: BackendSeries, point: MeasuredPoint, at: Site): Prediction | null {
+  const p = rankedOffAxis(s, at)?.[0]?.p ?? viaDeviceRanking(s, at);
+  if (p === null || p.variant === point.variant || !s.runs(at.shape!, p.variant)) return null;
+  // Timed here too, it ran slower than the point: the measurement outranks the model.
+  const own = s.variants.get(p.variant)?.points ?? [];
+  if (measuredAt(own, at.size, at.shape!, at.dims) !== null) return null;
+  return p.ms < point.ms * (1 - SWITCH_MARGIN) ? p : null;
 }
 
 /**

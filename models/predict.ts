@@ -19,6 +19,7 @@ import {
   type Dtype,
   formatShape,
   isOnAxis,
+  type OpSpec,
   type Residency,
   type Shape,
   type Variant,
@@ -655,13 +656,17 @@ export interface TuningRecommendation extends VariantChoice {
 /**
  * The best variant (and the runner-up) of a backend at a shape.
  *
- * The tuning bucket holding this size (else the nearest in log space, tagged `extrapolated`)
- * names the best variant and the runner-up; their times come from the variant's measurement at
- * this shape or its cost model, else from log-log interpolation between the buckets where the
- * variant was timed. A backend without tuning rows ranks its fitted and measured variants by
- * predicted time; so does a shape off the sweep's axis where variants besides the tuned one ran
- * such shapes and one of them is predicted faster there (a plain loop against a tiled one at
- * m = 1).
+ * It recommends the variant {@linkcode predictTime} without one runs (as `select()` and
+ * `planGraph()` do): one question, one answer. Where that is the tuning bucket's best (the bucket
+ * holding this size, else the nearest in log space, tagged `extrapolated`), the bucket names the
+ * runner-up; their times come from the variant's measurement at this shape or its cost model, else
+ * from log-log interpolation between the buckets where the variant was timed. Where it is another
+ * (the fastest variant timed at this shape; off the sweep's axis, one the shape's proportions rank
+ * surely faster, a plain loop against a tiled one at m = 1; the one that can run a shape the
+ * bucket's best cannot, vector loads at an odd width; the fitted one where the bucket's best has
+ * no fit), the source says which, and the runner-up is the fastest predicted other variant that
+ * can run the shape. A backend without tuning rows or predictions ranks its variants by predicted
+ * time.
  *
  * @param report A parsed report.
  * @param request Op, shape, dtype, and optionally backend and residency.
@@ -695,8 +700,18 @@ export function recommendTuning(report: Report, request: TuningRequest): TuningR
   const row = tuningAt(s.tuning, size);
   // Off the axis, variants measured at shapes of their own there outrank a square size's tuning.
   const offAxis = variantsRankedOffAxis(s, op.dims, size, shape, flops, bytes);
-  if (row !== null && (offAxis === null || offAxis[0] === row.best.variant)) {
+  // The variant predictTime(), select() and planGraph() run here: one answer to one question.
+  const runs = predict(s, null);
+  if (row !== null && (runs === null || runs.variant === row.best.variant)) {
     return fromTuning(s, row, size, at, (v) => predict(s, v));
+  }
+  if (runs !== null) {
+    return beside(s, runs, row, [...(offAxis ?? []), row?.best.variant, row?.runnerUp?.variant], {
+      op,
+      shape,
+      at,
+      predict: (v) => predict(s, v),
+    });
   }
   // Off the axis the ranking is the models' (a variant displaces the tuned one only when surely
   // faster); without one, by predicted time.
@@ -723,6 +738,69 @@ export function recommendTuning(report: Report, request: TuningRequest): TuningR
       : `no tuning sweep of ${s.backend}; ${ranked.length} variant(s) ranked by predicted ` +
         `time at ${at}`,
   };
+}
+
+/**
+ * The recommendation where the variant a prediction runs is not the tuning bucket's best: the
+ * fastest variant timed at this shape, one the shape's proportions rank first, one that can run a
+ * shape the bucket's best cannot (vector loads at an odd width), or the variant with a fit of its
+ * own where the bucket's best has none. The runner-up is the fastest predicted of `others` (else
+ * of every variant, end to end also those only the device-resident sweep ran) that is another
+ * variant and runs the shape.
+ */
+function beside(
+  s: BackendSeries,
+  runs: Prediction,
+  row: Tuning | null,
+  others: readonly (string | undefined)[],
+  { op, shape, at, predict }: {
+    op: OpSpec;
+    shape: Shape;
+    at: string;
+    predict: (variant: string) => Prediction | null;
+  },
+): TuningRecommendation {
+  const other = (v: string | undefined): v is string =>
+    v !== undefined && v !== runs.variant && s.runs(shape, v);
+  const fastestOf = (vs: readonly (string | undefined)[]) =>
+    vs.filter(other).map(predict).filter((p): p is Prediction => p !== null)
+      .sort((a, b) => a.ms - b.ms)[0];
+  // End to end, also the variants only the device-resident sweep ran, with their kernel swapped in.
+  const every = [...s.variants.keys(), ...(s.floor?.kernel.variants.keys() ?? [])];
+  const second = fastestOf(others) ?? fastestOf(every);
+  return {
+    backend: s.backend,
+    ...choice(runs.variant, runs.ms),
+    runnerUp: second === undefined ? null : choice(second.variant, second.ms),
+    provenance: runs.provenance,
+    source: `${whyItRuns(s, runs, row, op, shape, at)}; predictTime(), select() and planGraph() ` +
+      `run the same variant`,
+  };
+}
+
+/** Why `runs` and not the tuning bucket's best runs at the shape, for people. */
+function whyItRuns(
+  s: BackendSeries,
+  runs: Prediction,
+  row: Tuning | null,
+  op: OpSpec,
+  shape: Shape,
+  at: string,
+): string {
+  if (runs.point !== null) {
+    return `the fastest of the variants timed at ${formatShape(op, runs.point.shape)}`;
+  }
+  const tuned = row?.best.variant;
+  if (tuned !== undefined && !s.runs(shape, tuned)) {
+    return `the tuning bucket's best (${tuned}) cannot run ${at}; of those that can, the fastest ` +
+      `predicted`;
+  }
+  if (tuned !== undefined && s.variants.get(tuned)?.fit === null) {
+    return `the tuning bucket's best (${tuned}) has no fit of its own; the fastest variant ` +
+      `fitted over the sweep`;
+  }
+  return `ranked first by its predicted time at ${at}, off the tuning sweep's axis, among the ` +
+    `variants measured at shapes of these proportions`;
 }
 
 function fastestSeries(table: OpTable, ms: (s: BackendSeries) => number): BackendSeries {

@@ -328,15 +328,18 @@ function withRunnerUpOffAxis(
   };
 }
 
-Deno.test("end to end off the axis, WebGPU runs the kernel the device-resident series measured fastest at such proportions, with the same transfers and sync", () => {
+/**
+ * The synthetic report where, device-resident, the tuned matmul tiles run ×5 slower at m = 1 and
+ * 8 and the other variant keeps its squares' pace (×1.1); end to end only the tuned variant ran
+ * there (four kernels more).
+ */
+function withDeviceRankedOther() {
   const base = syntheticReport();
   const row = base.tuning.find((t) => t.op === "matmul" && t.backend === "webgpu")!;
   const other = row.runnerUp!.variant;
   const resident: Series = { backend: "webgpu", residency: "device-resident" };
   const endToEnd: Series = { backend: "webgpu", residency: "end-to-end" };
   const kernelMs = axisMsOf(base, resident);
-  // Device-resident, the tuned tiles run ×5 slower at m = 1 and 8; the other variant keeps its
-  // squares' pace (×1.1). End to end only the tuned variant ran there: 4 kernels more.
   const slow = (s: MatmulShape) => (s.m <= 8 ? 5 : 1);
   const measurements = [
     ...base.measurements,
@@ -350,20 +353,52 @@ Deno.test("end to end off the axis, WebGPU runs the kernel the device-resident s
       endToEnd,
     ),
   ];
-  const report = syntheticReport({ measurements });
+  return {
+    report: syntheticReport({ measurements }),
+    tuned: row.best.variant,
+    other,
+    kernelMs,
+    endToEndMs: axisMsOf(base, endToEnd),
+  };
+}
+
+Deno.test("end to end off the axis, WebGPU runs the kernel the device-resident series measured fastest at such proportions, with the same transfers and sync", () => {
+  const { report, tuned: tunedVariant, other, kernelMs, endToEndMs } = withDeviceRankedOther();
   const shape = { m: 1, k: 1536, n: 1536 };
   const ask = { op: "matmul", shape, dtype: "f32", backend: "webgpu" } as const;
   const p = predictTime(report, { ...ask, residency: "end-to-end" });
   assert.equal(p.variant, other);
-  const tuned = predictTime(report, { ...ask, residency: "end-to-end", variant: row.best.variant });
-  const expected = axisMsOf(base, endToEnd)(shape) + 0.1 * kernelMs(shape);
+  const tuned = predictTime(report, { ...ask, residency: "end-to-end", variant: tunedVariant });
+  const expected = endToEndMs(shape) + 0.1 * kernelMs(shape);
   assert.ok(Math.abs(p.ms / expected - 1) < 0.1, `${p.ms} vs ${expected} (tuned ${tuned.ms})`);
   // The two differ by their kernels alone: 5 against 1.1 device-resident runs.
   const gap = (tuned.ms - p.ms) / kernelMs(shape);
   assert.ok(gap > 3 && gap < 4.5, `tuned ${tuned.ms}, other ${p.ms}: ${gap} kernels apart`);
   const t = recommendTuning(report, { ...ask, residency: "end-to-end" });
   assert.equal(t.variant, other);
-  assert.equal(t.runnerUp?.variant, row.best.variant);
+  assert.equal(t.runnerUp?.variant, tunedVariant);
+});
+
+Deno.test("end to end at a shape only the tuned variant was timed, WebGPU still runs the kernel ranked surely faster there", () => {
+  const { report, tuned, other } = withDeviceRankedOther();
+  // 1 × 1024 × 1024 was timed end to end with the tuned tiles alone, their kernel ×5 slow there.
+  const ask = {
+    op: "matmul",
+    shape: { m: 1, k: 1024, n: 1024 },
+    dtype: "f32",
+    backend: "webgpu",
+    residency: "end-to-end",
+  } as const;
+  const timed = predictTime(report, { ...ask, variant: tuned });
+  assert.equal(timed.provenance, "measured");
+  const p = predictTime(report, ask);
+  assert.equal(p.variant, other);
+  assert.ok(p.ms < 0.95 * timed.ms, `${p.ms} against the tuned tiles' ${timed.ms}`);
+  assert.equal(recommendTuning(report, ask).variant, other);
+  // Device-resident, both were timed there: the measurement, not the model, names the faster.
+  const resident = predictTime(report, { ...ask, residency: "device-resident" });
+  assert.equal(resident.variant, other);
+  assert.equal(resident.provenance, "measured");
 });
 
 Deno.test("off the axis, a variant whose ratio to the tuned one scatters is not chosen on its mean", () => {
