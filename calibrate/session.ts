@@ -264,6 +264,7 @@ export class CalibrationSession {
       lastRunS: this.options.resume ? null : lastRunSeconds(this.options.earlier ?? [], {
         fingerprint: this.#fingerprint,
         plan: this.plan(),
+        driverEnv: this.#machine.driverEnv,
       }),
     });
     return this.#planner;

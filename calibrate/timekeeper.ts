@@ -6,6 +6,7 @@
  */
 import type { Report } from "../core/schema.ts";
 import type { CalibrationPlan } from "./plan.ts";
+import { sameConfiguration } from "./machine.ts";
 
 /** The ETA's pace factor stays within these bounds however early or late the first jobs end. */
 const PACE_MIN = 0.25;
@@ -253,12 +254,14 @@ export class TimeKeeper {
 
 /**
  * How long the same run took on this machine last time, s, from the reports it replaces: the
- * latest complete, finished, not resumed report of the same machine (fingerprint) and mode that
- * measured the same (op, dtype) jobs. Null when there is none (a first calibration: the ETA is the
- * plan's).
+ * latest complete, finished, not resumed report of the same machine (fingerprint), configuration
+ * (driver settings: lavapipe on one thread runs a calibration's WebGPU half ×1.5 slower) and mode
+ * that measured the same (op, dtype) jobs. Null when there is none (a first calibration: the ETA
+ * is the plan's).
  *
  * @param reports Earlier reports (the one the run replaces, `--earlier-runs-from`).
- * @param run This run's machine fingerprint, mode and plan.
+ * @param run This run's machine fingerprint, mode and plan, and its driver settings (none when
+ * absent).
  * @returns Its `provenance.durationS`, or null.
  * @example
  * ```ts
@@ -271,12 +274,17 @@ export class TimeKeeper {
  */
 export function lastRunSeconds(
   reports: readonly Report[],
-  run: { readonly fingerprint: string; readonly plan: CalibrationPlan },
+  run: {
+    readonly fingerprint: string;
+    readonly plan: CalibrationPlan;
+    readonly driverEnv?: Readonly<Record<string, string>> | null;
+  },
 ): number | null {
   const jobs = jobsKey(run.plan.jobs.map((j) => `${j.op.name} ${j.dtype}`));
   const same = reports.filter((r) => {
     const p = r.provenance;
-    return r.fingerprint === run.fingerprint && p.mode === run.plan.mode && p.complete &&
+    return r.fingerprint === run.fingerprint && sameConfiguration(p.driverEnv, run.driverEnv) &&
+      p.mode === run.plan.mode && p.complete &&
       p.stopReason === "finished" && p.resumedFrom === null &&
       jobsKey(r.measurements.map((m) => `${m.op} ${m.dtype}`)) === jobs;
   });

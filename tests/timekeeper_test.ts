@@ -176,6 +176,7 @@ function earlierReport(
     mode?: "quick";
     complete?: false;
     ops?: string[];
+    driverEnv?: Record<string, string>;
   } = {},
 ): Report {
   const report = syntheticReport();
@@ -191,13 +192,14 @@ function earlierReport(
       complete: changes.complete ?? true,
       stopReason: "finished",
       resumedFrom: null,
+      ...(changes.driverEnv === undefined ? {} : { driverEnv: changes.driverEnv }),
     },
     // One measurement of each job the report ran.
     measurements: (changes.ops ?? ["add", "mul"]).map((op) => ({ ...template, op })),
   };
 }
 
-Deno.test("lastRunSeconds() takes the latest complete run of the same machine, mode and jobs", () => {
+Deno.test("lastRunSeconds() takes the latest complete run of the same machine, configuration, mode and jobs", () => {
   const fingerprint = syntheticReport().fingerprint;
   const run = { fingerprint, plan };
   assert.equal(lastRunSeconds([], run), null, "a first calibration has none");
@@ -216,8 +218,18 @@ Deno.test("lastRunSeconds() takes the latest complete run of the same machine, m
       earlierReport(560, { mode: "quick" }),
       earlierReport(560, { complete: false }),
       earlierReport(560, { ops: ["add", "gemv"] }),
+      earlierReport(560, { driverEnv: { LP_NUM_THREADS: "1" } }),
     ]
   ) {
     assert.equal(lastRunSeconds([other], run), null, JSON.stringify(other.provenance));
   }
+  // The backend choice is the fingerprint's; another setting is another configuration's run.
+  const vulkan = earlierReport(560, { driverEnv: { DENO_WEBGPU_BACKEND: "vulkan" } });
+  assert.equal(lastRunSeconds([vulkan], run), 560);
+  const oneThread = { ...run, driverEnv: { LP_NUM_THREADS: "1" } };
+  assert.equal(lastRunSeconds([earlierReport(560)], oneThread), null);
+  assert.equal(
+    lastRunSeconds([earlierReport(900, { driverEnv: { LP_NUM_THREADS: "1" } })], oneThread),
+    900,
+  );
 });
