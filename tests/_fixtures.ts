@@ -17,6 +17,7 @@ import {
   type Residency,
   type Shape,
 } from "../kernels/types.ts";
+import { NON_REPORT_FILES } from "../reports/index.ts";
 import type {
   CostFit,
   Crossover,
@@ -557,4 +558,16 @@ export function syntheticReport(overrides: Partial<Report> = {}): Report {
     thresholds: thresholds(allCrossovers),
   };
   return { ...base, ...overrides };
+}
+
+/**
+ * The dataset's committed reports (`reports/*.json` without the index, the schema and the specs),
+ * as paths from the gpucal root, sorted.
+ */
+export function datasetReportPaths(): string[] {
+  const dir = new URL("../reports/", import.meta.url);
+  return [...Deno.readDirSync(dir)]
+    .filter((e) => e.isFile && e.name.endsWith(".json") && !NON_REPORT_FILES.includes(e.name))
+    .map((e) => `reports/${e.name}`)
+    .sort();
 }

@@ -9,7 +9,7 @@ import {
 import { BackendSelector } from "../models/selector.ts";
 import { buildIndex } from "../reports/index.ts";
 import { BAD_REPORTS, badReport, editedGpuCrossover } from "./_bad_reports.ts";
-import { syntheticReport } from "./_fixtures.ts";
+import { datasetReportPaths, syntheticReport } from "./_fixtures.ts";
 
 /** Parses `doc`, returning the warnings it gave; rethrows what it throws. */
 function parseWarnings(doc: unknown): ReportIssue[] {
@@ -56,13 +56,11 @@ Deno.test("parseReport() gives the synthetic report no error and no warning", ()
 });
 
 Deno.test("the committed reports load without an error or a warning", async () => {
-  const files = [...Deno.readDirSync("reports")]
-    .map((e) => e.name)
-    .filter((n) => n.endsWith(".json") && !["index.json", "schema.json"].includes(n));
+  const files = datasetReportPaths();
   assert.ok(files.length >= 2, `found ${files.join(", ")}`);
   for (const file of files) {
     const warnings: ReportIssue[] = [];
-    const report = await loadReport(`reports/${file}`, { onWarning: (w) => warnings.push(w) });
+    const report = await loadReport(file, { onWarning: (w) => warnings.push(w) });
     assert.deepEqual(warnings, [], file);
     assert.deepEqual(checkConsistency(report), [], file);
   }

@@ -9,6 +9,7 @@ import {
 } from "../kernels/types.ts";
 import { predictTime, recommendTuning } from "../models/predict.ts";
 import { loadReport } from "../reports/load.ts";
+import { datasetReportPaths } from "./_fixtures.ts";
 
 /** Shapes on and off each op's axis: decode and prefill matmuls, an odd width, gemvs with rows ≠ cols. */
 const SHAPES: Readonly<Record<string, readonly Shape[]>> = {
@@ -42,21 +43,8 @@ const SERIES: readonly (readonly [Backend, Residency])[] = [
   ["js", "end-to-end"],
 ];
 
-async function datasetReports(): Promise<string[]> {
-  const dir = new URL("../reports/", import.meta.url);
-  const names: string[] = [];
-  for await (const e of Deno.readDir(dir)) {
-    if (
-      e.isFile && e.name.endsWith(".json") && e.name !== "index.json" && e.name !== "schema.json"
-    ) {
-      names.push(new URL(e.name, dir).pathname);
-    }
-  }
-  return names.sort();
-}
-
 Deno.test("recommendTuning() recommends the variant predictTime() runs, and one that can run the shape, in every report of the dataset", async () => {
-  const reports = await datasetReports();
+  const reports = datasetReportPaths();
   assert.ok(reports.length > 0);
   let asked = 0;
   for (const path of reports) {
