@@ -411,6 +411,13 @@ export interface WebGpuImpl {
    * for 320 × 384 outputs.
    */
   utilisation?(shape: Shape, variant: Variant): number;
+  /**
+   * For a kernel that tiles its output: along the dimensions under one tile (which `utilisation`
+   * counts as covered), the share of the arithmetic its invocations do that lands in the output.
+   * An invocation computes a whole block of outputs however few of them exist: a register-blocked
+   * matmul of 16-row blocks runs one row of a decode as sixteen. 1 where the blocks fit exactly.
+   */
+  blockUtilisation?(shape: Shape, variant: Variant): number;
 }
 
 /**

@@ -99,6 +99,13 @@ export interface VariantSeries {
    */
   readonly tiles: TileModel | null;
   /**
+   * How much of the idle arithmetic of invocation blocks a run pays where a dimension is under one
+   * tile (`blockUtilisation` of the kernel; a decode's one row on 16-row blocks), fitted as
+   * {@linkcode tiles} is from the measured shapes that leave blocks partly empty; null without a
+   * fit.
+   */
+  readonly blocks: TileModel | null;
+  /**
    * Elements' worth of time each row costs besides its own (`_row_cost.ts`), measured from the
    * variant's shapes beside the axis; 0 where the backend's rows are not held by the sweep or
    * nothing says.
@@ -162,6 +169,12 @@ export interface BackendSeries {
    * id (`utilisation` of the WebGPU impl); null for the others.
    */
   readonly utilisationOf: ((shape: Shape, variant: string) => number) | null;
+  /**
+   * For a kernel that tiles its output: the share of its invocation blocks' arithmetic a shape
+   * uses along dimensions under one tile, by variant id (`blockUtilisation` of the WebGPU impl);
+   * null for the others.
+   */
+  readonly blockUtilisationOf: ((shape: Shape, variant: string) => number) | null;
   /**
    * For WebGPU, the rows the op's sweep holds fixed (softmax's 32), against which each variant's
    * `rowOverhead` prices other row counts; null otherwise.
@@ -412,6 +425,7 @@ function buildSeries(
     ? imbalanceFor(op, report.machine.cores, packingOf(report, op, dtype))
     : null;
   const utilisationOf = backend === "webgpu" ? utilisationFor(op) : null;
+  const blockUtilisationOf = backend === "webgpu" ? blockUtilisationFor(op) : null;
   const sweepRows = backend === "webgpu" ? rowsHeldBySweep(op) : null;
   const pathOf = backend === "wasm" || backend === "wasm-mt" ? codePathFor(op) : null;
   const axis = new Map<string, AxisModel>();
@@ -424,6 +438,7 @@ function buildSeries(
         alignmentOf,
         imbalanceOf,
         utilisationOf,
+        blockUtilisationOf,
         regimeBreaks(op, dtype, backend, residency, f.variant, report.machine.cores),
         sweepRows,
       ),
@@ -445,6 +460,7 @@ function buildSeries(
       residuals: own?.residuals ?? null,
       alignment: own?.alignment ?? null,
       tiles: own?.tiles ?? null,
+      blocks: own?.blocks ?? null,
       rowOverhead: own?.rowOverhead ?? 0,
       shapeModel: own === undefined ? null : fitShapeModel(
         shapePoints(
@@ -481,6 +497,7 @@ function buildSeries(
     pathOf,
     imbalanceOf,
     utilisationOf,
+    blockUtilisationOf,
     sweepRows,
     floor,
     runs: runsFor(op, dtype, backend),
@@ -618,6 +635,12 @@ function utilisationFor(op: OpSpec): BackendSeries["utilisationOf"] {
   return utilisation === undefined ? null : byVariantId(utilisation, 1);
 }
 
+/** The WebGPU impl's `blockUtilisation` of `op`, by shape and variant id; null without one. */
+function blockUtilisationFor(op: OpSpec): BackendSeries["blockUtilisationOf"] {
+  const blockUtilisation = op.impls.webgpu?.blockUtilisation;
+  return blockUtilisation === undefined ? null : byVariantId(blockUtilisation, 1);
+}
+
 /**
  * Run sizes, bytes, where a series changes regime by how it was measured: CPU and device-resident
  * runs from {@linkcode STREAMED_FROM_BYTES} up stream their operands from memory, smaller ones read
@@ -662,6 +685,7 @@ function axisModelOf(
   alignmentOf: BackendSeries["alignmentOf"],
   imbalanceOf: BackendSeries["imbalanceOf"],
   utilisationOf: BackendSeries["utilisationOf"],
+  blockUtilisationOf: BackendSeries["blockUtilisationOf"],
   breaks: readonly number[],
   sweepRows: number | null,
 ): AxisModel {
@@ -680,6 +704,19 @@ function axisModelOf(
     t0: model.t0,
     utilisation: utilisation(p),
   })));
+  // Blocks of invocations partly idle (a few rows of a decode) are priced beside the tiles, from
+  // every measured shape that leaves them so: the sweep's squares under one tile are mostly launch.
+  const blockUtilisation = (p: MeasuredPoint) => blockUtilisationOf?.(p.shape, f.variant) ?? 1;
+  const blocks = fitTilePenalty(points.map((p) => {
+    const fitMs = compiledMs(model, p.flops, p.bytes);
+    return {
+      ms: p.ms,
+      fitMs: alignedMs(fitMs, model.t0, tileLn(tiles, utilisation(p))) *
+        correctionAt(whole, p.bytes),
+      t0: model.t0,
+      utilisation: blockUtilisation(p),
+    };
+  }));
   const alignment = alignmentOf === null ? null : fitAlignment(points.map((p) => {
     const fitMs = compiledMs(model, p.flops, p.bytes);
     return {
@@ -694,7 +731,8 @@ function axisModelOf(
   const alignedBy = (p: MeasuredPoint, extra: number) => {
     const fitMs = compiledMs(model, p.flops, p.bytes);
     const ln = (alignment === null ? 0 : offsetAt(alignment, alignmentOf!(p.shape)).ln) +
-      (imbalanceOf?.(p.shape, f.variant) ?? 0) + tileLn(tiles, utilisation(p)) + extra;
+      (imbalanceOf?.(p.shape, f.variant) ?? 0) + tileLn(tiles, utilisation(p)) +
+      tileLn(blocks, blockUtilisation(p)) + extra;
     return ln === 0 ? fitMs : alignedMs(fitMs, model.t0, ln);
   };
   // On the axis every row count is the sweep's, so the rows' cost is nothing there.
@@ -713,7 +751,7 @@ function axisModelOf(
     sweepRows,
   );
   const aligned = (p: MeasuredPoint) => alignedBy(p, rowsLn(sweepRows, rowOverhead, p.shape));
-  return { model, residuals, alignment, tiles, rowOverhead, aligned };
+  return { model, residuals, alignment, tiles, blocks, rowOverhead, aligned };
 }
 
 /**
@@ -745,6 +783,8 @@ interface AxisModel {
   readonly alignment: AlignmentModel | null;
   /** Its {@linkcode fitTilePenalty}. */
   readonly tiles: TileModel;
+  /** Its {@linkcode fitTilePenalty} of partly idle invocation blocks. */
+  readonly blocks: TileModel;
   /** Its rows' cost, {@linkcode VariantSeries.rowOverhead}. */
   readonly rowOverhead: number;
   /** The fit's time at a point, with its row-alignment class's offset when there is a model. */
@@ -1275,7 +1315,8 @@ function fitted(s: BackendSeries, v: VariantSeries, at: Site): Prediction {
   const imbalance = shape === null ? 0 : s.imbalanceOf?.(shape, v.variant) ?? 0;
   const tiles = shape === null
     ? 0
-    : tileLn(v.tiles ?? NO_TILE_COST, s.utilisationOf?.(shape, v.variant) ?? 1);
+    : tileLn(v.tiles ?? NO_TILE_COST, s.utilisationOf?.(shape, v.variant) ?? 1) +
+      tileLn(v.blocks ?? NO_TILE_COST, s.blockUtilisationOf?.(shape, v.variant) ?? 1);
   const rows = shape === null ? 0 : rowsLn(s.sweepRows, v.rowOverhead, shape);
   return {
     ms: alignedMs(fitMs, v.model!.t0, (alignment?.ln ?? 0) + imbalance + tiles + rows) *

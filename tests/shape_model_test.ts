@@ -468,3 +468,58 @@ Deno.test("off the axis, a variant screened at one shape only, or predicted bare
   const clearly = withRunnerUpOffAxis((s) => 0.8 * tiled(s));
   assert.equal(predicted(clearly.report), clearly.runnerUp);
 });
+
+/** Lavapipe's tuned WebGPU matmul: 16 × 16 outputs an invocation, 64 × 128 a workgroup. */
+const REGISTER_BLOCKED = "algo=reg,avec4=true,kt=0,tm=16,tn=16,vec4=true,wg=8,wgy=4";
+
+/**
+ * The synthetic report with its WebGPU matmul kernel `REGISTER_BLOCKED`, and device-resident
+ * decodes that run their rows as whole 16-row blocks (m = 1 costs sixteen rows' work), as
+ * lavapipe ran them; m = 16 and 32 fill their blocks.
+ */
+function withRegisterBlockedDecodes() {
+  const synthetic = syntheticReport();
+  const from = synthetic.fits.find((f) => f.op === "matmul" && f.backend === "webgpu")!.variant;
+  const base: Report = JSON.parse(
+    JSON.stringify(synthetic).replaceAll(`"${from}"`, `"${REGISTER_BLOCKED}"`),
+  );
+  const resident: Series = { backend: "webgpu", residency: "device-resident" };
+  const axisMs = axisMsOf(base, resident);
+  const t0 =
+    base.fits.find((f) =>
+      f.op === "matmul" && f.backend === "webgpu" && f.residency === "device-resident"
+    )!.t0Us / 1000;
+  const truth = (s: MatmulShape) => t0 + (axisMs(s) - t0) * Math.max(1, 16 / s.m);
+  const decodes = [1, 2, 4, 8].flatMap((m) =>
+    [[1024, 1024], [1024, 4096], [4096, 512], [2048, 512]].map(([k, n]) => ({ m, k: k!, n: n! }))
+  );
+  const full = [16, 32].flatMap((m) => [{ m, k: 1024, n: 1024 }, { m, k: 512, n: 2048 }]);
+  const measurements = [
+    ...base.measurements,
+    ...matmulsAt(base, [...decodes, ...full], (s) => truth(s) / axisMs(s), undefined, resident),
+  ];
+  return { report: { ...base, measurements }, truth };
+}
+
+Deno.test("a decode's rows run as whole invocation blocks: priced so between measured rows, and nowhere else", () => {
+  const { report, truth } = withRegisterBlockedDecodes();
+  const at = (shape: MatmulShape) =>
+    predictTime(report, {
+      op: "matmul",
+      shape,
+      dtype: "f32",
+      backend: "webgpu",
+      residency: "device-resident",
+    });
+  for (const shape of [{ m: 3, k: 1536, n: 768 }, { m: 6, k: 768, n: 3072 }]) {
+    const t = at(shape);
+    assert.ok(Math.abs(t.ms / truth(shape) - 1) < 0.15, `${JSON.stringify(shape)}: ${t.ms}`);
+    assert.ok(t.interval[0] < truth(shape) && truth(shape) < t.interval[1]);
+  }
+  // Rows past one workgroup's 64 fill their blocks: nothing learned from the decodes applies.
+  for (const shape of [{ m: 700, k: 300, n: 128 }, { m: 384, k: 2048, n: 256 }]) {
+    const t = at(shape);
+    assert.ok(Math.abs(t.ms / truth(shape) - 1) < 0.15, `${JSON.stringify(shape)}: ${t.ms}`);
+    assert.ok(t.interval[1] / t.interval[0] < 2, `${JSON.stringify(shape)}: ${t.interval}`);
+  }
+});

@@ -53,7 +53,23 @@ Deno.test("a WebGPU matmul's utilisation counts whole tiles along dimensions of 
   assert.equal(at(256, 256), 1);
   assert.equal(at(64, 128), 1);
   assert.ok(Math.abs(at(260, 260) - (260 / 320) * (260 / 384)) < 1e-12);
-  // A decode's few rows are under one tile: the shape model learns them from measured shapes.
+  // A decode's few rows are under one tile: its invocation blocks say what they cost (below).
   assert.equal(at(1, 1024), 1);
   assert.equal(at(8, 1000), 1000 / 1024);
+});
+
+Deno.test("a WebGPU matmul's block utilisation counts the arithmetic its invocations do under one tile", () => {
+  const impl = getOp("matmul").impls.webgpu!;
+  const at = (id: string, m: number, n: number) =>
+    impl.blockUtilisation!({ m, k: 256, n }, variantFromId(id));
+  // Registers only: an invocation computes its 16 × 16 block whole, and one past m returns.
+  const big = "algo=reg,avec4=true,kt=0,tm=16,tn=16,vec4=true,wg=8,wgy=4";
+  assert.equal(at(big, 1, 1024), 1 / 16);
+  assert.equal(at(big, 24, 1024), 24 / 32);
+  assert.equal(at(big, 16, 100), 100 / 112);
+  assert.equal(at(big, 72, 1000), 1, "a tile or more is utilisation's");
+  // Slices through workgroup memory keep every invocation for the barriers: the whole tile.
+  assert.equal(at("algo=reg,kt=16,tm=4,tn=4,vec4=true,wg=8", 1, 1024), 1 / 32);
+  // One output an invocation: nothing idle.
+  assert.equal(at("algo=naive,wg=8", 1, 3), 1);
 });

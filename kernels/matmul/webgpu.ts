@@ -133,11 +133,28 @@ function outputTile(p: Params): { rows: number; cols: number } {
 }
 
 /**
- * The share of whole tiles a dimension fills: 1 under one tile (a few rows of a decode are the
- * shape model's, which learns them from measured shapes), else `d` over the tiles it needs.
+ * The share of whole tiles a dimension fills: 1 under one tile (a few rows of a decode are
+ * priced by their invocation blocks, {@linkcode blockCovered}), else `d` over the tiles it needs.
  */
 function covered(d: number, tile: number): number {
   return d < tile ? 1 : d / (Math.ceil(d / tile) * tile);
+}
+
+/**
+ * Rows and columns an invocation's arithmetic comes in, along a dimension under one tile: a
+ * register block without workgroup memory returns when its first row or column lies past the
+ * output and else computes its whole `tm × tn` block (its rows and columns clamped to the last);
+ * a kernel staging slices through workgroup memory keeps every invocation for the barriers, so
+ * the whole tile computes; the plain loop computes one output per invocation.
+ */
+function blockStep(p: Params): { rows: number; cols: number } {
+  if (p.family === "reg" && p.kt === 0) return { rows: p.tm, cols: p.tn };
+  return p.family === "naive" ? { rows: 1, cols: 1 } : outputTile(p);
+}
+
+/** The share of an invocation block's arithmetic a dimension under one tile uses; 1 past it. */
+function blockCovered(d: number, tile: number, step: number): number {
+  return d >= tile ? 1 : d / (Math.ceil(d / step) * step);
 }
 
 function dims(shape: Shape): { m: number; k: number; n: number } {
@@ -160,6 +177,8 @@ function dims(shape: Shape): { m: number; k: number; n: number } {
  * console.log(matmulWebGpu.program({ m: 256, k: 256, n: 256 }, "f32", big).workgroups); // [2, 4, 1]
  * // 260 rows need five tiles of 64, 260 columns three of 128: 260² of 320 × 384 outputs.
  * console.log(matmulWebGpu.utilisation!({ m: 260, k: 260, n: 260 }, big).toFixed(2)); // "0.55"
+ * // One row of a decode: the invocation holding it still computes its block's 16 rows.
+ * console.log(matmulWebGpu.blockUtilisation!({ m: 1, k: 1024, n: 1024 }, big)); // 0.0625
  * ```
  */
 export const matmulWebGpu: WebGpuImpl = {
@@ -182,6 +201,13 @@ export const matmulWebGpu: WebGpuImpl = {
     const { rows, cols } = outputTile(params(variant));
     const { m, n } = dims(shape);
     return covered(m, rows) * covered(n, cols);
+  },
+  blockUtilisation(shape: Shape, variant: Variant): number {
+    const p = params(variant);
+    const tile = outputTile(p);
+    const step = blockStep(p);
+    const { m, n } = dims(shape);
+    return blockCovered(m, tile.rows, step.rows) * blockCovered(n, tile.cols, step.cols);
   },
   program(shape: Shape, dtype: Dtype, variant: Variant): WgslProgram {
     const p = params(variant);
