@@ -34,7 +34,7 @@ import {
   rowStridePower,
 } from "./_alignment.ts";
 import { firstSharedSize, imbalanceLn, type PackedRun, perCallWork } from "./_imbalance.ts";
-import { fitTilePenalty, NO_TILE_COST, tileLn, type TileModel } from "./_tiles.ts";
+import { fitTilePenalty, NO_TILE_COST, tileLn, type TileModel, type TilePoint } from "./_tiles.ts";
 import { fitRowOverhead, rowCostLn } from "./_row_cost.ts";
 import { correctionAt, type ResidualCurve, residualCurve } from "./_residuals.ts";
 import { STREAMED_FROM_BYTES } from "../core/operand_rotation.ts";
@@ -101,8 +101,8 @@ export interface VariantSeries {
   /**
    * How much of the idle arithmetic of invocation blocks a run pays where a dimension is under one
    * tile (`blockUtilisation` of the kernel; a decode's one row on 16-row blocks), fitted as
-   * {@linkcode tiles} is from the measured shapes that leave blocks partly empty; null without a
-   * fit.
+   * {@linkcode tiles} is from the measured shapes of the series' fitted variants that leave blocks
+   * partly empty, one for all of them; null without a fit.
    */
   readonly blocks: TileModel | null;
   /**
@@ -428,6 +428,15 @@ function buildSeries(
   const blockUtilisationOf = backend === "webgpu" ? blockUtilisationFor(op) : null;
   const sweepRows = backend === "webgpu" ? rowsHeldBySweep(op) : null;
   const pathOf = backend === "wasm" || backend === "wasm-mt" ? codePathFor(op) : null;
+  const breaksOf = (f: CostFit) =>
+    regimeBreaks(op, dtype, backend, residency, f.variant, report.machine.cores);
+  // One penalty for the series' idle blocks: a variant without partly idle shapes of its own
+  // (the sweep's other winners) shares the tuned one's, as the shape models share their shapes.
+  const blocks = blockUtilisationOf === null ? NO_TILE_COST : fitTilePenalty(
+    fits.flatMap((f) =>
+      blockPoints(f, byVariant.get(f.variant) ?? [], utilisationOf, blockUtilisationOf, breaksOf(f))
+    ),
+  );
   const axis = new Map<string, AxisModel>();
   for (const f of fits) {
     axis.set(
@@ -438,8 +447,8 @@ function buildSeries(
         alignmentOf,
         imbalanceOf,
         utilisationOf,
-        blockUtilisationOf,
-        regimeBreaks(op, dtype, backend, residency, f.variant, report.machine.cores),
+        { of: blockUtilisationOf, model: blocks },
+        breaksOf(f),
         sweepRows,
       ),
     );
@@ -674,22 +683,14 @@ function regimeBreaks(
   return [...REGIME_BREAKS, op.bytes(op.axis.shape(shared), dtype)].sort((a, b) => a - b);
 }
 
-/**
- * A fitted variant's axis model: its alignment offsets (when its op streams rows on a backend
- * that has them), then its residuals along the axis with each point's offset, and on wasm-mt
- * its threads' uneven share, taken out.
- */
-function axisModelOf(
+/** A fit's tile model: its correction through sizes of whole tiles, and the penalty beside it. */
+function tilesOf(
   f: CostFit,
+  model: CompiledFit,
   points: readonly MeasuredPoint[],
-  alignmentOf: BackendSeries["alignmentOf"],
-  imbalanceOf: BackendSeries["imbalanceOf"],
   utilisationOf: BackendSeries["utilisationOf"],
-  blockUtilisationOf: BackendSeries["blockUtilisationOf"],
   breaks: readonly number[],
-  sweepRows: number | null,
-): AxisModel {
-  const model = compileFit(f);
+): { whole: ResidualCurve; tiles: TileModel } {
   const utilisation = (p: MeasuredPoint) => utilisationOf?.(p.shape, f.variant) ?? 1;
   // Partly empty tiles are priced beside the fit as its sizes of whole tiles correct it there.
   const onAxis = points.filter((p) => p.onAxis);
@@ -704,19 +705,55 @@ function axisModelOf(
     t0: model.t0,
     utilisation: utilisation(p),
   })));
-  // Blocks of invocations partly idle (a few rows of a decode) are priced beside the tiles, from
-  // every measured shape that leaves them so: the sweep's squares under one tile are mostly launch.
-  const blockUtilisation = (p: MeasuredPoint) => blockUtilisationOf?.(p.shape, f.variant) ?? 1;
-  const blocks = fitTilePenalty(points.map((p) => {
-    const fitMs = compiledMs(model, p.flops, p.bytes);
-    return {
-      ms: p.ms,
-      fitMs: alignedMs(fitMs, model.t0, tileLn(tiles, utilisation(p))) *
-        correctionAt(whole, p.bytes),
-      t0: model.t0,
-      utilisation: blockUtilisation(p),
-    };
+  return { whole, tiles };
+}
+
+/**
+ * A fitted variant's points as the penalty of idle invocation blocks reads them: each with the
+ * fit's time there, its tiles priced and corrected through whole tiles, and its blocks' share
+ * (a few rows of a decode; the sweep's squares under one tile are mostly launch and say nothing).
+ */
+function blockPoints(
+  f: CostFit,
+  points: readonly MeasuredPoint[],
+  utilisationOf: BackendSeries["utilisationOf"],
+  blockUtilisationOf: NonNullable<BackendSeries["blockUtilisationOf"]>,
+  breaks: readonly number[],
+): TilePoint[] {
+  const model = compileFit(f);
+  const { whole, tiles } = tilesOf(f, model, points, utilisationOf, breaks);
+  return points.map((p) => ({
+    ms: p.ms,
+    fitMs: alignedMs(
+      compiledMs(model, p.flops, p.bytes),
+      model.t0,
+      tileLn(tiles, utilisationOf?.(p.shape, f.variant) ?? 1),
+    ) * correctionAt(whole, p.bytes),
+    t0: model.t0,
+    utilisation: blockUtilisationOf(p.shape, f.variant),
   }));
+}
+
+/**
+ * A fitted variant's axis model: its alignment offsets (when its op streams rows on a backend
+ * that has them), then its residuals along the axis with each point's offset, and on wasm-mt
+ * its threads' uneven share, taken out; its tiles' and its series' idle blocks' cost, priced.
+ */
+function axisModelOf(
+  f: CostFit,
+  points: readonly MeasuredPoint[],
+  alignmentOf: BackendSeries["alignmentOf"],
+  imbalanceOf: BackendSeries["imbalanceOf"],
+  utilisationOf: BackendSeries["utilisationOf"],
+  idleBlocks: { of: BackendSeries["blockUtilisationOf"]; model: TileModel },
+  breaks: readonly number[],
+  sweepRows: number | null,
+): AxisModel {
+  const model = compileFit(f);
+  const utilisation = (p: MeasuredPoint) => utilisationOf?.(p.shape, f.variant) ?? 1;
+  const { tiles } = tilesOf(f, model, points, utilisationOf, breaks);
+  const blocks = idleBlocks.model;
+  const blockUtilisation = (p: MeasuredPoint) => idleBlocks.of?.(p.shape, f.variant) ?? 1;
   const alignment = alignmentOf === null ? null : fitAlignment(points.map((p) => {
     const fitMs = compiledMs(model, p.flops, p.bytes);
     return {
@@ -783,7 +820,7 @@ interface AxisModel {
   readonly alignment: AlignmentModel | null;
   /** Its {@linkcode fitTilePenalty}. */
   readonly tiles: TileModel;
-  /** Its {@linkcode fitTilePenalty} of partly idle invocation blocks. */
+  /** Its series' {@linkcode fitTilePenalty} of partly idle invocation blocks. */
   readonly blocks: TileModel;
   /** Its rows' cost, {@linkcode VariantSeries.rowOverhead}. */
   readonly rowOverhead: number;
@@ -1467,10 +1504,11 @@ function workLn(ms: number, refMs: number, t0: number): number {
 }
 
 /**
- * ln of what `v`'s partly empty tiles cost at a shape beyond what `ref`'s do, at `ref`'s
- * penalty (a variant without a fit has none of its own): at 77³ lavapipe's scalar-load twin's
- * 64 × 64 tiles cover 36 % of their 128 × 128 outputs, the vector-load 64 × 128 ones 60 % (a
- * dimension under one tile counts as covered).
+ * ln of what `v`'s partly empty tiles and idle invocation blocks cost at a shape beyond what
+ * `ref`'s do, at `ref`'s penalties (a variant without a fit has none of its own): at 77³
+ * lavapipe's scalar-load twin's 64 × 64 tiles cover 36 % of their 128 × 128 outputs, the
+ * vector-load 64 × 128 ones 60 %; at m = 1 a variant of 4-row blocks computes four rows where
+ * one of 16-row blocks computes sixteen.
  */
 function tilesBetween(
   s: BackendSeries,
@@ -1478,10 +1516,10 @@ function tilesBetween(
   ref: VariantSeries,
   shape: Shape,
 ): number {
-  if (s.utilisationOf === null) return 0;
-  const tiles = ref.tiles ?? NO_TILE_COST;
-  return tileLn(tiles, s.utilisationOf(shape, v.variant)) -
-    tileLn(tiles, s.utilisationOf(shape, ref.variant));
+  const between = (of: ((shape: Shape, variant: string) => number) | null, model: TileModel) =>
+    of === null ? 0 : tileLn(model, of(shape, v.variant)) - tileLn(model, of(shape, ref.variant));
+  return between(s.utilisationOf, ref.tiles ?? NO_TILE_COST) +
+    between(s.blockUtilisationOf, ref.blocks ?? NO_TILE_COST);
 }
 
 /** One on-axis size of a variant without a fit, and its ln ratio there beyond the launch. */

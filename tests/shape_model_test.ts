@@ -501,6 +501,33 @@ function withRegisterBlockedDecodes() {
   return { report: { ...base, measurements }, truth };
 }
 
+/** The same with a second fitted kernel of 16-row blocks, ×1.1 slower, timed on the axis only. */
+function withUntimedDecodesOf(twin: string) {
+  const { report, truth } = withRegisterBlockedDecodes();
+  const isResidentMatmul = (x: { op: string; backend: string; residency: string }) =>
+    x.op === "matmul" && x.backend === "webgpu" && x.residency === "device-resident";
+  const fit = report.fits.find(isResidentMatmul)!;
+  const slower = (ms: number) => fit.t0Us / 1000 + (ms - fit.t0Us / 1000) * 1.1;
+  const onAxis = report.measurements.flatMap((x) =>
+    x.state === "ok" && isResidentMatmul(x) && !x.offAxis
+      ? [{
+        ...x,
+        variant: twin,
+        seq: x.seq + 20_000,
+        wall: { ...x.wall, median: slower(x.wall.median) },
+      }]
+      : []
+  );
+  return {
+    report: {
+      ...report,
+      fits: [...report.fits, { ...fit, variant: twin, gflops: fit.gflops! / 1.1 }],
+      measurements: [...report.measurements, ...onAxis],
+    },
+    truth: (s: MatmulShape) => slower(truth(s)),
+  };
+}
+
 Deno.test("a decode's rows run as whole invocation blocks: priced so between measured rows, and nowhere else", () => {
   const { report, truth } = withRegisterBlockedDecodes();
   const at = (shape: MatmulShape) =>
@@ -521,5 +548,22 @@ Deno.test("a decode's rows run as whole invocation blocks: priced so between mea
     const t = at(shape);
     assert.ok(Math.abs(t.ms / truth(shape) - 1) < 0.15, `${JSON.stringify(shape)}: ${t.ms}`);
     assert.ok(t.interval[1] / t.interval[0] < 2, `${JSON.stringify(shape)}: ${t.interval}`);
+  }
+});
+
+Deno.test("a kernel timed only on the axis prices a decode's idle blocks as its series measured them", () => {
+  const twin = "algo=reg,avec4=true,kt=0,tm=16,tn=8,vec4=true,wg=8,wgy=4";
+  const { report, truth } = withUntimedDecodesOf(twin);
+  for (const shape of [{ m: 1, k: 1024, n: 1024 }, { m: 3, k: 1536, n: 768 }]) {
+    const t = predictTime(report, {
+      op: "matmul",
+      shape,
+      dtype: "f32",
+      backend: "webgpu",
+      residency: "device-resident",
+      variant: twin,
+    });
+    assert.equal(t.variant, twin);
+    assert.ok(Math.abs(t.ms / truth(shape) - 1) < 0.15, `${JSON.stringify(shape)}: ${t.ms}`);
   }
 });
