@@ -432,9 +432,16 @@ function buildSeries(
     regimeBreaks(op, dtype, backend, residency, f.variant, report.machine.cores);
   // One penalty for the series' idle blocks: a variant without partly idle shapes of its own
   // (the sweep's other winners) shares the tuned one's, as the shape models share their shapes.
+  const tiled = new Map(fits.map((f) => [
+    f.variant,
+    tilesOf(f, byVariant.get(f.variant) ?? [], utilisationOf, breaksOf(f)),
+  ]));
   const blocks = blockUtilisationOf === null ? NO_TILE_COST : fitTilePenalty(
     fits.flatMap((f) =>
-      blockPoints(f, byVariant.get(f.variant) ?? [], utilisationOf, blockUtilisationOf, breaksOf(f))
+      blockPoints(f, tiled.get(f.variant)!, byVariant.get(f.variant) ?? [], {
+        utilisationOf,
+        blockUtilisationOf,
+      })
     ),
   );
   const axis = new Map<string, AxisModel>();
@@ -443,6 +450,7 @@ function buildSeries(
       f.variant,
       axisModelOf(
         f,
+        tiled.get(f.variant)!,
         byVariant.get(f.variant) ?? [],
         alignmentOf,
         imbalanceOf,
@@ -686,11 +694,11 @@ function regimeBreaks(
 /** A fit's tile model: its correction through sizes of whole tiles, and the penalty beside it. */
 function tilesOf(
   f: CostFit,
-  model: CompiledFit,
   points: readonly MeasuredPoint[],
   utilisationOf: BackendSeries["utilisationOf"],
   breaks: readonly number[],
-): { whole: ResidualCurve; tiles: TileModel } {
+): TiledFit {
+  const model = compileFit(f);
   const utilisation = (p: MeasuredPoint) => utilisationOf?.(p.shape, f.variant) ?? 1;
   // Partly empty tiles are priced beside the fit as its sizes of whole tiles correct it there.
   const onAxis = points.filter((p) => p.onAxis);
@@ -705,7 +713,14 @@ function tilesOf(
     t0: model.t0,
     utilisation: utilisation(p),
   })));
-  return { whole, tiles };
+  return { model, whole, tiles };
+}
+
+/** A fit's coefficients and its tile model ({@linkcode tilesOf}). */
+interface TiledFit {
+  readonly model: CompiledFit;
+  readonly whole: ResidualCurve;
+  readonly tiles: TileModel;
 }
 
 /**
@@ -715,13 +730,14 @@ function tilesOf(
  */
 function blockPoints(
   f: CostFit,
+  { model, whole, tiles }: TiledFit,
   points: readonly MeasuredPoint[],
-  utilisationOf: BackendSeries["utilisationOf"],
-  blockUtilisationOf: NonNullable<BackendSeries["blockUtilisationOf"]>,
-  breaks: readonly number[],
+  of: {
+    utilisationOf: BackendSeries["utilisationOf"];
+    blockUtilisationOf: NonNullable<BackendSeries["blockUtilisationOf"]>;
+  },
 ): TilePoint[] {
-  const model = compileFit(f);
-  const { whole, tiles } = tilesOf(f, model, points, utilisationOf, breaks);
+  const { utilisationOf, blockUtilisationOf } = of;
   return points.map((p) => ({
     ms: p.ms,
     fitMs: alignedMs(
@@ -741,6 +757,7 @@ function blockPoints(
  */
 function axisModelOf(
   f: CostFit,
+  { model, tiles }: TiledFit,
   points: readonly MeasuredPoint[],
   alignmentOf: BackendSeries["alignmentOf"],
   imbalanceOf: BackendSeries["imbalanceOf"],
@@ -749,9 +766,7 @@ function axisModelOf(
   breaks: readonly number[],
   sweepRows: number | null,
 ): AxisModel {
-  const model = compileFit(f);
   const utilisation = (p: MeasuredPoint) => utilisationOf?.(p.shape, f.variant) ?? 1;
-  const { tiles } = tilesOf(f, model, points, utilisationOf, breaks);
   const blocks = idleBlocks.model;
   const blockUtilisation = (p: MeasuredPoint) => idleBlocks.of?.(p.shape, f.variant) ?? 1;
   const alignment = alignmentOf === null ? null : fitAlignment(points.map((p) => {
