@@ -147,7 +147,13 @@ function* screenAt(
 ): Steps<Variant[]> {
   const residency = screeningResidency(backend);
   const timed = timedOnAxis(state.measurements, op, dtype, backend);
-  const order = screeningOrder(variants.ranked, variants.extras, timed, variants.first);
+  const order = screeningOrder(
+    variants.ranked,
+    variants.extras,
+    timed,
+    variants.first,
+    outputShareAt(op, backend, shape),
+  );
   const candidates = runnable(op, backend, shape, dtype, order, order.length);
   const reqs = candidates.map((variant): MeasureRequest => ({
     op: op.name,
@@ -178,12 +184,18 @@ function* screenAt(
  * screen's shape (m = 1) is the least like a square, where a variant the squares never needed
  * may win (lavapipe's 4 × 4 tiles); a later one's few rows (m = 8) run tiles as squares do, and
  * the untimed variants there were lavapipe's gemv with 32–64 threads a row, ×4–6 slower, each
- * costing a compile.
+ * costing a compile. At the first screen, those after the runner-up go in order of how much of
+ * their arithmetic lands in the shape's output (`share`; the order above among equals): at m = 1
+ * lavapipe's workgroup-memory tiles, whose every invocation computes a 32-row tile, ran 26 ms a
+ * run where the rest ran 1–4, and screened early, they spent the screen's time before the 4-row
+ * tiles with vector loads of A were reached.
  *
  * @param ranked The square search's ranking: timed variants fastest first, then the rest.
  * @param extras Variants already found faster than the winner off the axis.
  * @param timed Ids of the variants the square search timed.
  * @param first Whether this is the backend's first screen off the axis.
+ * @param share The share of a variant's arithmetic at the shape that lands in its output
+ *   ({@linkcode outputShareAt}); every variant's 1 when unknown.
  * @returns The variants, each once.
  * @example
  * ```ts
@@ -198,6 +210,7 @@ export function screeningOrder(
   extras: readonly Variant[],
   timed: ReadonlySet<string>,
   first = true,
+  share: (variant: Variant) => number = () => 1,
 ): Variant[] {
   const rest = ranked.slice(2);
   const untimed = rest.filter((v) => !timed.has(variantId(v)));
@@ -206,7 +219,7 @@ export function screeningOrder(
     ...ranked.slice(0, 1),
     ...extras,
     ...ranked.slice(1, 2),
-    ...(first ? [...untimed, ...ranks] : [...ranks, ...untimed]),
+    ...(first ? byShare([...untimed, ...ranks], share) : [...ranks, ...untimed]),
   ];
   const seen = new Set<string>();
   return order.filter((v) => {
@@ -215,6 +228,39 @@ export function screeningOrder(
     seen.add(id);
     return true;
   });
+}
+
+/** `variants` by `share`, most first; their order among equals kept. */
+function byShare(variants: readonly Variant[], share: (variant: Variant) => number): Variant[] {
+  return variants.map((v) => ({ v, share: share(v) }))
+    .sort((a, b) => b.share - a.share)
+    .map(({ v }) => v);
+}
+
+/**
+ * The share of a variant's arithmetic at `shape` that lands in the output: what its running
+ * invocation blocks compute of it (`blockUtilisation` of a WebGPU kernel; invocations wholly past
+ * the output return at once), 1 for a kernel that declares none.
+ *
+ * @param op The op.
+ * @param backend The backend.
+ * @param shape The shape.
+ * @returns The share, by variant.
+ * @example
+ * ```ts
+ * import { outputShareAt } from "./off_axis_steps.ts";
+ * import { getOp } from "../kernels/catalog.ts";
+ * const share = outputShareAt(getOp("matmul"), "webgpu", { m: 1, k: 1024, n: 1024 });
+ * console.log(share({ algo: "naive", wg: 64 })); // 1
+ * ```
+ */
+export function outputShareAt(
+  op: OpSpec,
+  backend: Backend,
+  shape: Shape,
+): (variant: Variant) => number {
+  const impl = backend === "webgpu" ? op.impls.webgpu : undefined;
+  return (variant) => impl?.blockUtilisation?.(shape, variant) ?? 1;
 }
 
 /** Ids of the variants of a backend this job measured on the sweep's axis. */

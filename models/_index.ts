@@ -1415,11 +1415,12 @@ function scaledFromFitted(
     // variant's, the rest scales by the ratio there.
     // Its own tiles, not the fitted variant's, at this shape.
     const tiles = at.shape === null ? 0 : tilesBetween(s, v, ref, at.shape);
-    ms = t0 + (base.ms - t0) * Math.exp(ratioAlongAxis(model.axis, at.size) + tiles);
+    const rows = rowsBetween(s, model.rowOverhead, ref, at.shape);
+    ms = t0 + (base.ms - t0) * Math.exp(ratioAlongAxis(model.axis, at.size) + tiles + rows);
   } else {
     // Off the axis, or on it without sizes of work to go by: the launch is the fitted
     // variant's, the rest scales by the ratio at these proportions.
-    const ln = model.meanLn +
+    const ln = model.meanLn + rowsBetween(s, model.rowOverhead, ref, at.shape) +
       (shapeModel === null ? 0 : correctionMean(shapeModel, ratioFeatures(s, at.dims, at.shape!)));
     ms = t0 + (base.ms - t0) * Math.exp(ln);
   }
@@ -1455,6 +1456,14 @@ interface RatioModel {
    * when some lie off the axis; null otherwise.
    */
   readonly shapeModel: ShapeModel | null;
+  /**
+   * Elements' worth of time each of its rows costs besides its own (`_row_cost.ts`), measured
+   * from its shapes off the sweep's rows against its ratio on the axis: lavapipe's 256-invocation
+   * softmax workgroups pay ~16 µs a row where the fitted 64-invocation ones pay ~5, so a ratio
+   * taken at the sweep's 32 rows put 1000 × 64 at a quarter of its time. The fitted variant's
+   * where nothing says (no shape of it on the axis, or none off the sweep's rows).
+   */
+  readonly rowOverhead: number;
 }
 
 /** Ratio models by variant, then by the fitted variant they compare with. */
@@ -1482,6 +1491,9 @@ function ratioModel(
     const onAxis = residuals.filter((_, i) => v.points[i]!.onAxis);
     const prior = onAxis.length > 0 ? onAxis : residuals;
     const meanLn = prior.reduce((a, b) => a + b, 0) / prior.length;
+    const rowOverhead = onAxis.length > 0
+      ? ownRowOverhead(s, v, ref, refMs, meanLn)
+      : ref.rowOverhead;
     const bySize = new Map<number, number[]>();
     v.points.forEach((p, i) => {
       const work = refMs[i]! - t0;
@@ -1496,15 +1508,59 @@ function ratioModel(
         const relSd = p.ciHalfWidth / p.ms / 1.96;
         return {
           features: ratioFeatures(s, dims, p.shape),
-          residual: residuals[i]! - meanLn,
+          residual: residuals[i]! - meanLn - rowsBetween(s, rowOverhead, ref, p.shape),
           noiseVar: relSd * relSd,
         };
       }))
       : null;
-    model = { meanLn, axis, shapeModel };
+    model = { meanLn, axis, shapeModel, rowOverhead };
   }
   byRef.set(ref.variant, model);
   return model;
+}
+
+/**
+ * The row overhead of `v`, a variant without a fit, that best explains its times off the sweep's
+ * rows ({@linkcode fitRowOverhead}) given its ratio `meanLn` to `ref` on the axis; `ref`'s own
+ * where the sweep holds no rows.
+ */
+function ownRowOverhead(
+  s: BackendSeries,
+  v: VariantSeries,
+  ref: VariantSeries,
+  refMs: readonly number[],
+  meanLn: number,
+): number {
+  if (s.sweepRows === null) return ref.rowOverhead;
+  const t0 = ref.model!.t0;
+  return fitRowOverhead(
+    v.points.filter((p) => !p.onAxis).map((p) => {
+      const i = v.points.indexOf(p);
+      const beyond = Math.max(refMs[i]! - t0, 0);
+      const refRows = rowsLn(s.sweepRows, ref.rowOverhead, p.shape);
+      return {
+        elements: elementsOf(p.shape),
+        rows: p.shape.rows ?? 1,
+        lnMs: Math.log(p.ms),
+        modelMs: (ln: number) => t0 + beyond * Math.exp(meanLn + ln - refRows),
+      };
+    }),
+    s.sweepRows,
+  );
+}
+
+/**
+ * ln of what `v`'s rows cost at a shape, at `overhead` elements a row, beyond what `ref`'s do at
+ * its own; 0 where the sweep holds no rows or the shape is unknown.
+ */
+function rowsBetween(
+  s: BackendSeries,
+  overhead: number,
+  ref: VariantSeries,
+  shape: Shape | null,
+): number {
+  if (s.sweepRows === null || shape === null) return 0;
+  return rowsLn(s.sweepRows, overhead, shape) - rowsLn(s.sweepRows, ref.rowOverhead, shape);
 }
 
 /**

@@ -6,9 +6,13 @@
  * so its fit prices elements alone, and a shape model learning ln(measured / fit) over rows and
  * columns from a few shapes put 1000 × 100 at half its time.
  *
- * The cost is a number of elements a row is worth besides its own (`overhead`): a run's time
- * beyond its launch goes as elements + overhead × rows, and against the sweep's shape of the same
- * elements its ratio is (e + o·rows) / (e + o·sweepRows). The overhead is measured: the value
+ * The cost is a number of elements a row is worth besides its own (`overhead`): a run's time goes
+ * as launch + elements + overhead × rows. The sweep's rows cost the same at every size, so a fit
+ * through its shapes holds them in its fixed cost, and beyond it prices the elements alone: a
+ * shape of more rows than the sweep's runs (e + o·(rows − sweepRows)) / e the fit's time beyond
+ * its launch. (Pricing it (e + o·rows) / (e + o·sweepRows) the fit's, as if that time held the
+ * sweep's rows, put lavapipe's 1000 × 16 at 40 % of its time.) Fewer rows than the sweep's give
+ * back their share, (e + o·rows) / (e + o·sweepRows), never more. The overhead is measured: the value
  * that best explains the variant's measured shapes beside its axis model; 0 when they say
  * nothing (every shape at the sweep's rows) or a row costs nothing (a real GPU runs many
  * workgroups at once).
@@ -16,7 +20,7 @@
  * ```ts
  * import { rowCostLn } from "./_row_cost.ts";
  * // 1000 rows of 100 against the sweep's 32 rows, a row worth 500 elements of work.
- * console.log(Math.exp(rowCostLn(1e5, 1000, 32, 500)).toFixed(2)); // "5.17"
+ * console.log(Math.exp(rowCostLn(1e5, 1000, 32, 500)).toFixed(2)); // "5.84"
  * ```
  *
  * @module
@@ -44,7 +48,11 @@ export function rowCostLn(
   overhead: number,
 ): number {
   if (!(overhead > 0) || !(elements > 0)) return 0;
-  return Math.log((elements + overhead * rows) / (elements + overhead * sweepRows));
+  // The sweep's rows cost the same at every size, so its fit holds them in its launch: more rows
+  // add theirs to the elements the fit prices beyond it. Fewer give back a share of the time.
+  return rows >= sweepRows
+    ? Math.log((elements + overhead * (rows - sweepRows)) / elements)
+    : Math.log((elements + overhead * rows) / (elements + overhead * sweepRows));
 }
 
 /** A measured shape as {@linkcode fitRowOverhead} reads it. */

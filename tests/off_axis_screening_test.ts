@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { newExtras, screeningOrder } from "../calibrate/off_axis_steps.ts";
+import { newExtras, outputShareAt, screeningOrder } from "../calibrate/off_axis_steps.ts";
+import { getOp } from "../kernels/catalog.ts";
 import { variantId } from "../kernels/types.ts";
 
 const v = (tile: number) => ({ tile });
@@ -16,6 +17,28 @@ Deno.test("an off-axis screen tries the winner, the squares' runner-up, then the
     "tile=32",
     "tile=4",
   ]);
+});
+
+Deno.test("at a decode's one row the variants after the runner-up go by how much of their arithmetic lands in the output, workgroup-memory tiles last", () => {
+  const matmul = getOp("matmul");
+  const variants = matmul.impls.webgpu!.variants;
+  const [winner, runnerUp] = variants;
+  const timed = new Set([variantId(winner!), variantId(runnerUp!)]);
+  const share = outputShareAt(matmul, "webgpu", { m: 1, k: 1024, n: 1024 });
+  const order = screeningOrder(variants, [], timed, true, share);
+  assert.deepEqual(order.slice(0, 2), [winner, runnerUp]);
+  const shares = order.slice(2).map(share);
+  assert.deepEqual(shares, [...shares].sort((a, b) => b - a));
+  // lavapipe's 32-row workgroup-memory tiles ran 26 ms a run at 1 × 1024² where the 4-row
+  // register blocks ran 1–4: the 4-row blocks are screened before them.
+  const at = (p: (v: Record<string, unknown>) => boolean) => order.findIndex((v) => p(v));
+  assert.ok(at((v) => v.tm === 4 && v.tn === 8 && v.avec4 === true) < at((v) => v.kt === 16));
+  // Where every block is full, the declared order stands.
+  const square = outputShareAt(matmul, "webgpu", { m: 1024, k: 1024, n: 1024 });
+  assert.deepEqual(
+    screeningOrder(variants, [], timed, true, square),
+    screeningOrder(variants, [], timed, true),
+  );
 });
 
 Deno.test("a variant already found faster off the axis is screened right after the winner, once", () => {
