@@ -80,22 +80,27 @@ function reportWithRows(): Report {
   return { ...report, measurements, fits: fitAll(measurements) };
 }
 
+/** Device-resident WebGPU softmax at `shape` is predicted within ±25 % of `truth`, inside its interval. */
+function assertPredictsWithin25(report: Report, shape: Shape, truth: number, variant?: string) {
+  const p = predictTime(report, {
+    op: "softmax",
+    shape,
+    dtype: "f32",
+    backend: "webgpu",
+    residency: "device-resident",
+    ...(variant === undefined ? {} : { variant }),
+  });
+  const label = `${shape.rows} × ${shape.cols}: ${p.ms.toFixed(3)} against ${truth.toFixed(3)}`;
+  assert.ok(Math.abs(p.ms / truth - 1) <= 0.25, label);
+  assert.ok(p.interval[0] <= truth && truth <= p.interval[1], `${label}, in ${p.interval}`);
+}
+
 Deno.test("softmax with many short rows pays each row's workgroup, as the measured shapes did", () => {
   const report = reportWithRows();
   for (
     const shape of [{ rows: 1000, cols: 100 }, { rows: 2048, cols: 64 }, { rows: 300, cols: 3000 }]
   ) {
-    const p = predictTime(report, {
-      op: "softmax",
-      shape,
-      dtype: "f32",
-      backend: "webgpu",
-      residency: "device-resident",
-    });
-    const truth = deviceMs(shape);
-    const label = `${shape.rows} × ${shape.cols}: ${p.ms.toFixed(3)} against ${truth.toFixed(3)}`;
-    assert.ok(Math.abs(p.ms / truth - 1) <= 0.25, label);
-    assert.ok(p.interval[0] <= truth && truth <= p.interval[1], `${label}, in ${p.interval}`);
+    assertPredictsWithin25(report, shape, deviceMs(shape));
   }
 });
 
@@ -123,17 +128,6 @@ Deno.test("a variant timed at a few shapes only pays its own rows' cost, not the
     }));
   const withWide = { ...report, measurements: [...report.measurements, ...wide] };
   for (const shape of [{ rows: 1000, cols: 64 }, { rows: 77, cols: 777 }]) {
-    const p = predictTime(withWide, {
-      op: "softmax",
-      shape,
-      dtype: "f32",
-      backend: "webgpu",
-      residency: "device-resident",
-      variant: "acc=f32,wg=256",
-    });
-    const truth = wideMs(shape);
-    const label = `${shape.rows} × ${shape.cols}: ${p.ms.toFixed(3)} against ${truth.toFixed(3)}`;
-    assert.ok(Math.abs(p.ms / truth - 1) <= 0.25, label);
-    assert.ok(p.interval[0] <= truth && truth <= p.interval[1], `${label}, in ${p.interval}`);
+    assertPredictsWithin25(withWide, shape, wideMs(shape), "acc=f32,wg=256");
   }
 });
