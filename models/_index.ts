@@ -1534,24 +1534,24 @@ function ownRowOverhead(
   if (s.sweepRows === null) return ref.rowOverhead;
   const t0 = ref.model!.t0;
   return fitRowOverhead(
-    v.points.filter((p) => !p.onAxis).map((p) => {
-      const i = v.points.indexOf(p);
+    v.points.flatMap((p, i) => {
+      if (p.onAxis) return [];
       const beyond = Math.max(refMs[i]! - t0, 0);
       const refRows = rowsLn(s.sweepRows, ref.rowOverhead, p.shape);
-      return {
+      return [{
         elements: elementsOf(p.shape),
         rows: p.shape.rows ?? 1,
         lnMs: Math.log(p.ms),
         modelMs: (ln: number) => t0 + beyond * Math.exp(meanLn + ln - refRows),
-      };
+      }];
     }),
     s.sweepRows,
   );
 }
 
 /**
- * ln of what `v`'s rows cost at a shape, at `overhead` elements a row, beyond what `ref`'s do at
- * its own; 0 where the sweep holds no rows or the shape is unknown.
+ * ln of what a variant's rows cost at a shape, at `overhead` elements a row, beyond what `ref`'s
+ * do at its own; 0 where the sweep holds no rows or the shape is unknown.
  */
 function rowsBetween(
   s: BackendSeries,
