@@ -4,6 +4,7 @@
  * @module
  */
 import { seededRng } from "../../kernels/_random.ts";
+import { primeOutOfLine } from "../../kernels/_out_of_line.ts";
 import type {
   Dtype,
   HostArray,
@@ -129,6 +130,7 @@ const PRIMING_CALLS = 8;
  * V8 fell into a loop of it (sum n = 2^20: 529 deoptimisations, a first window 10× slow).
  */
 function primeFeedback(op: OpSpec, dtype: Dtype, variant: Variant, impl: JsImpl): void {
+  primeOutOfLine();
   const rng = seededRng(1);
   for (const size of PRIMING_SIZES) {
     const shape = op.axis.shape(Math.max(op.axis.min, size));

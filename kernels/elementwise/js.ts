@@ -6,6 +6,7 @@
  */
 import type { JsImpl } from "../types.ts";
 import type { ElementwiseKind } from "./_kind.ts";
+import { outOfLine } from "../_out_of_line.ts";
 
 type Body = (a: Float32Array, b: Float32Array, c: Float32Array, out: Float32Array) => void;
 
@@ -41,7 +42,7 @@ export function elementwiseJs(kind: ElementwiseKind): JsImpl {
     variants: [{}],
     run: (ins, out) => {
       const [a, b, c] = ins as readonly Float32Array[];
-      body(a!, b!, c ?? a!, out);
+      outOfLine(body, a!, b!, c ?? a!, out);
     },
   };
 }

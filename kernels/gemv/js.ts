@@ -11,6 +11,7 @@ import type { Dtype, HostArray, JsImpl, Shape, Variant } from "../types.ts";
 import { QUANT_GROUP_SIZE } from "../types.ts";
 import { gemvDims, groupsPerRow, q4RowBytes } from "./_layout.ts";
 import { loopBound } from "../_loop_bounds.ts";
+import { outOfLine } from "../_out_of_line.ts";
 
 function unrollOf(variant: Variant): 1 | 4 {
   const u = variant.unroll ?? 4;
@@ -145,13 +146,13 @@ export const gemvJs: JsImpl = {
     const y = out.subarray(0, rows);
     const w = ins[0];
     if (w instanceof Float32Array) {
-      f32Rows(w, operand(ins, 1, Float32Array, "x"), y, cols, u);
+      outOfLine(f32Rows, w, operand(ins, 1, Float32Array, "x"), y, cols, u);
     } else if (w instanceof Int8Array) {
       const scales = operand(ins, 1, Float32Array, "scales");
-      q8Rows(w, scales, operand(ins, 2, Float32Array, "x"), y, cols, u);
+      outOfLine(q8Rows, w, scales, operand(ins, 2, Float32Array, "x"), y, cols, u);
     } else if (w instanceof Uint8Array) {
       const scales = operand(ins, 1, Float32Array, "scales");
-      q4Rows(w, scales, operand(ins, 2, Float32Array, "x"), y, cols, u);
+      outOfLine(q4Rows, w, scales, operand(ins, 2, Float32Array, "x"), y, cols, u);
     } else {
       throw new TypeError(
         "gemv js needs W as a Float32Array (f32), Int8Array (q8) or Uint8Array (q4): f16 is WebGPU only",

@@ -7,6 +7,7 @@
  */
 import type { JsImpl, Shape, Variant } from "../types.ts";
 import { loopBound } from "../_loop_bounds.ts";
+import { outOfLine } from "../_out_of_line.ts";
 
 /**
  * m, k and n as int32 loop bounds, in an array: an object with those names would share its map
@@ -86,8 +87,8 @@ export const matmulJs: JsImpl = {
   run: (ins, out, shape, variant) => {
     const [m, k, n] = dims(shape);
     const [a, b] = ins as readonly Float32Array[];
-    if (variant.loop === "naive") naive(a!, b!, out, m, k, n);
-    else if (variant.loop === "blocked") blocked(a!, b!, out, m, k, n, blockOf(variant));
+    if (variant.loop === "naive") outOfLine(naive, a!, b!, out, m, k, n);
+    else if (variant.loop === "blocked") outOfLine(blocked, a!, b!, out, m, k, n, blockOf(variant));
     else {
       throw new RangeError(
         `matmul js variant loop is ${JSON.stringify(variant.loop)}: use "naive" or "blocked"`,

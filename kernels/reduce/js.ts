@@ -8,6 +8,7 @@
  * @module
  */
 import type { HostArray, JsImpl, Variant } from "../types.ts";
+import { outOfLine } from "../_out_of_line.ts";
 
 function unroll(variant: Variant): 1 | 4 {
   const u = variant.unroll;
@@ -77,7 +78,7 @@ function dotOf(a: Float32Array, b: Float32Array, u: 1 | 4): number {
 export const sumJs: JsImpl = {
   variants: [{ unroll: 4 }, { unroll: 1 }],
   run: (ins, out, _shape, variant) => {
-    out[0] = sumOf(floats(ins, 0), unroll(variant));
+    out[0] = outOfLine(sumOf, floats(ins, 0), unroll(variant));
   },
 };
 
@@ -95,6 +96,6 @@ export const sumJs: JsImpl = {
 export const dotJs: JsImpl = {
   variants: [{ unroll: 4 }, { unroll: 1 }],
   run: (ins, out, _shape, variant) => {
-    out[0] = dotOf(floats(ins, 0), floats(ins, 1), unroll(variant));
+    out[0] = outOfLine(dotOf, floats(ins, 0), floats(ins, 1), unroll(variant));
   },
 };

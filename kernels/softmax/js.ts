@@ -7,6 +7,7 @@
  */
 import type { JsImpl, Variant } from "../types.ts";
 import { loopBound } from "../_loop_bounds.ts";
+import { outOfLine } from "../_out_of_line.ts";
 
 function recompute(variant: Variant): boolean {
   const r = variant.recompute;
@@ -14,6 +15,31 @@ function recompute(variant: Variant): boolean {
     throw new RangeError(`Softmax js variant recompute is ${JSON.stringify(r)}: use true or false`);
   }
   return r;
+}
+
+function softmaxRows(
+  x: Float32Array,
+  out: Float32Array,
+  rows: number,
+  cols: number,
+  again: boolean,
+): void {
+  for (let r = 0; r < rows; r++) {
+    const base = r * cols;
+    const end = base + cols;
+    let max = -Infinity;
+    for (let i = base; i < end; i++) if (x[i]! > max) max = x[i]!;
+    let total = 0;
+    if (again) {
+      for (let i = base; i < end; i++) total += Math.exp(x[i]! - max);
+      const inv = 1 / total;
+      for (let i = base; i < end; i++) out[i] = Math.exp(x[i]! - max) * inv;
+    } else {
+      for (let i = base; i < end; i++) total += out[i] = Math.exp(x[i]! - max);
+      const inv = 1 / total;
+      for (let i = base; i < end; i++) out[i]! *= inv;
+    }
+  }
 }
 
 /**
@@ -34,24 +60,8 @@ export const softmaxJs: JsImpl = {
     if (!(x instanceof Float32Array)) {
       throw new TypeError(`Softmax js needs a Float32Array operand, got ${x}`);
     }
-    const again = recompute(variant);
     const rows = loopBound(shape.rows ?? 0);
     const cols = loopBound(shape.cols ?? 0);
-    for (let r = 0; r < rows; r++) {
-      const base = r * cols;
-      const end = base + cols;
-      let max = -Infinity;
-      for (let i = base; i < end; i++) if (x[i]! > max) max = x[i]!;
-      let total = 0;
-      if (again) {
-        for (let i = base; i < end; i++) total += Math.exp(x[i]! - max);
-        const inv = 1 / total;
-        for (let i = base; i < end; i++) out[i] = Math.exp(x[i]! - max) * inv;
-      } else {
-        for (let i = base; i < end; i++) total += out[i] = Math.exp(x[i]! - max);
-        const inv = 1 / total;
-        for (let i = base; i < end; i++) out[i]! *= inv;
-      }
-    }
+    outOfLine(softmaxRows, x, out, rows, cols, recompute(variant));
   },
 };
