@@ -1309,21 +1309,51 @@ function fastestRunnable(
   bytes: number,
 ): Prediction | null {
   let best: Prediction | null = null;
-  let bestBound = Infinity;
-  for (const v of s.variants.keys()) {
-    if (!s.runs(shape, v)) continue;
-    const p = predictSeries(s, dims, size, shape, flops, bytes, v);
+  let bestRank = [Infinity, Infinity];
+  for (const [id, v] of s.variants) {
+    if (!s.runs(shape, id)) continue;
+    const p = predictSeries(s, dims, size, shape, flops, bytes, id);
     if (p === null) continue;
     // Ranked by how slow each may be: a variant priced through a ratio learned far from this
-    // shape is as good as that ratio's spread allows, no better.
+    // shape is as good as that ratio's spread allows, no better; and one timed neither on the
+    // axis nor near this shape after every one that was.
     const bound = p.ms *
       Math.exp(p.viaVariant === null ? 0 : variantRatioHalfWidth(p.viaVariant, dims, shape));
-    if (bound < bestBound) {
+    const rank = [knownNear(v, dims, shape) ? 0 : 1, bound];
+    if (rank[0]! < bestRank[0]! || (rank[0] === bestRank[0] && rank[1]! < bestRank[1]!)) {
       best = p;
-      bestBound = bound;
+      bestRank = rank;
     }
   }
   return best;
+}
+
+/**
+ * How far apart two shapes may lie, in every dimension, for a variant's time at one to speak for
+ * its rate at the other: a factor of two. On lavapipe the plain-loop and 2 × 2-tile matmuls,
+ * screened at 1 × 1024² alone, where every kernel waits on B, kept pace with 16 × 8 tiles there
+ * (3.3 and 2.9 ms against 3.0) and at 1 × 3001 × 3000 (22.9 and 31.4 against 44.5), but ran
+ * 3 × 999 × 1001 in 10.6 and 5.8 ms against 4.3, and 40 × 1111 × 900 in 125 and 48 against 8.2.
+ */
+const NEAR_FACTOR = 2;
+
+/**
+ * Whether a variant has a fit, a time on the axis, or a time at a shape within
+ * {@linkcode NEAR_FACTOR} of `shape` in every dimension: what its rate at `shape` rests on.
+ */
+function knownNear(v: VariantSeries, dims: readonly string[], shape: Shape): boolean {
+  if (v.fit !== null || v.axisPoints.length > 0) return true;
+  return v.points.some((p) =>
+    dims.every((d) => {
+      const ratio = (p.shape[d] ?? 1) / (shape[d] ?? 1);
+      return ratio <= NEAR_FACTOR && ratio >= 1 / NEAR_FACTOR;
+    })
+  );
+}
+
+/** How many different shapes `points` hold. */
+function distinctShapes(points: readonly MeasuredPoint[]): number {
+  return new Set(points.map((p) => JSON.stringify(p.shape))).size;
 }
 
 /** `p`, raised to the device-resident time of its variant (else the best) plus one sync. */
@@ -1420,7 +1450,8 @@ function scaledFromFitted(
   } else {
     // Off the axis, or on it without sizes of work to go by: the launch is the fitted
     // variant's, the rest scales by the ratio at these proportions.
-    const ln = model.meanLn + rowsBetween(s, model.rowOverhead, ref, at.shape) +
+    const tiles = at.shape === null ? 0 : tilesBetween(s, v, ref, at.shape);
+    const ln = model.meanLn + tiles + rowsBetween(s, model.rowOverhead, ref, at.shape) +
       (shapeModel === null ? 0 : correctionMean(shapeModel, ratioFeatures(s, at.dims, at.shape!)));
     ms = t0 + (base.ms - t0) * Math.exp(ln);
   }
@@ -1483,7 +1514,12 @@ function ratioModel(
     fitted(s, ref, { dims, size: p.size, shape: p.shape, flops: p.flops, bytes: p.bytes }).ms
   );
   const t0 = ref.model!.t0;
-  const residuals = v.points.map((p, i) => workLn(p.ms, refMs[i]!, t0));
+  // Its own tiles' and blocks' share taken out where work sets the time, put back at the shape
+  // predicted: a variant timed at m = 1 only has its ratio there from its rows as much as its rate.
+  const residuals = v.points.map((p, i) =>
+    workLn(p.ms, refMs[i]!, t0) -
+    (worksBeyondLaunch(p.ms, refMs[i]!, t0) ? tilesBetween(s, v, ref, p.shape) : 0)
+  );
   let model: RatioModel | null = null;
   if (residuals.every(Number.isFinite)) {
     // The prior is its ratio on the axis, where the variant search timed it (all its points when
@@ -1503,7 +1539,8 @@ function ratioModel(
     });
     const axis = [...bySize].sort((a, b) => a[0] - b[0])
       .map(([size, lns]) => ({ size, ln: lns.reduce((a, b) => a + b, 0) / lns.length }));
-    const shapeModel = v.offAxisPoints > 0 && v.points.length >= 2
+    // Two times of one shape say nothing of how the ratio moves with the shape.
+    const shapeModel = v.offAxisPoints > 0 && distinctShapes(v.points) >= 2
       ? fitShapeModel(v.points.map((p, i) => {
         const relSd = p.ciHalfWidth / p.ms / 1.96;
         return {
@@ -1570,8 +1607,14 @@ function rowsBetween(
  * launch, about as fast.
  */
 function workLn(ms: number, refMs: number, t0: number): number {
-  const work = refMs - t0;
-  return work >= WORK_SHARE * refMs && ms > t0 ? Math.log((ms - t0) / work) : Math.log(ms / refMs);
+  return worksBeyondLaunch(ms, refMs, t0)
+    ? Math.log((ms - t0) / (refMs - t0))
+    : Math.log(ms / refMs);
+}
+
+/** Whether work, not the launch, sets both times ({@linkcode WORK_SHARE}). */
+function worksBeyondLaunch(ms: number, refMs: number, t0: number): boolean {
+  return refMs - t0 >= WORK_SHARE * refMs && ms > t0;
 }
 
 /**

@@ -509,6 +509,45 @@ Deno.test("a WebGPU matmul at an odd width is predicted with a variant that can 
   }
 });
 
+Deno.test("a WebGPU matmul at an odd width runs a variant timed on the axis, not one timed only at a decode's far-off shape", () => {
+  // The scalar-load twin of the vector-load tiles, timed on the axis at half their rate; a plain
+  // loop timed only at 1 × 1024² (twice), where it ran in 0.8× the twin's time: at m = 1 every
+  // kernel waits on B, so that says nothing of its rate at 40 rows (lavapipe's ran 40 × 1111 × 900
+  // in 125 ms against the twin's 8.2).
+  const scalar = "algo=reg,kt=0,tm=16,tn=8,vec4=false,wg=8,wgy=4";
+  const plain = "algo=naive,wg=8";
+  const { base, at, wholeMs: vec4Ms, request } = residentMatmul();
+  const t0 = 0.09;
+  const twin = (n: number) => at(scalar, n, t0 + 2 * (vec4Ms(n) - t0));
+  const withTwin = steady({
+    ...base,
+    measurements: [...base.measurements, twin(32), twin(255), twin(511)],
+  });
+  const decode = { m: 1, k: 1024, n: 1024 };
+  const twinAtDecode = predictTime(withTwin, { ...request, shape: decode, variant: scalar }).ms;
+  const plainAtDecode = {
+    ...at(plain, 1024, 0.8 * twinAtDecode),
+    shape: decode,
+    offAxis: true as const,
+    flops: 2 * 1024 * 1024,
+    bytes: 4 * (1024 + 1024 * 1024 + 1024),
+  };
+  const report = steady({
+    ...withTwin,
+    measurements: [...withTwin.measurements, plainAtDecode, plainAtDecode],
+  });
+  // Forty rows of an odd width: four octaves of m from the plain loop's one shape.
+  assert.equal(
+    predictTime(report, { ...request, shape: { m: 40, k: 1111, n: 901 } }).variant,
+    scalar,
+  );
+  // Near the shape it ran at, its own time there speaks for it.
+  assert.equal(
+    predictTime(report, { ...request, shape: { m: 1, k: 1030, n: 1027 } }).variant,
+    plain,
+  );
+});
+
 Deno.test("a WebGPU matmul whose output tiles come out partly empty is priced at the penalty measured beside the grid", () => {
   // The synthetic device-resident matmul on 64 × 64 tiles (16 × 8 per thread, 8 × 4 threads),
   // whose partial tiles cost their idle share at the power 0.75; calibrate measured two sizes four
