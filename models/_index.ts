@@ -259,6 +259,11 @@ export interface VariantRatio {
   readonly features?: readonly number[];
   /** Whether it ran on the axis at all (absent: yes). */
   readonly onAxis?: boolean;
+  /**
+   * Octaves from this shape to the nearest shape it ran at, in the dimension where they lie
+   * farthest apart (absent: 0).
+   */
+  readonly octavesAway?: number;
 }
 
 const NONE: readonly MeasuredPoint[] = Object.freeze([]);
@@ -1262,8 +1267,9 @@ function viaDeviceKernel(s: BackendSeries, v: VariantSeries, at: Site): Predicti
  * variant ran off the axis, the spread of its ratio model at this shape (near shapes it ran, what
  * it measured; far from them, how much its ratios varied); else as far as the ratio is from 1
  * (two variants that ran alike at one size tend to run alike elsewhere; a tiling twice as slow
- * at one size may be anything at another), and a factor of two either way for a ratio measured
- * only at other proportions than the axis's.
+ * at one size may be anything at another), and for a ratio measured only at other proportions
+ * than the axis's a factor of two either way, and two more for every octave past the first that
+ * lies between this shape and the nearest it ran at.
  *
  * @param via How the variant was scaled.
  * @param dims The op's dims.
@@ -1286,11 +1292,32 @@ export function variantRatioHalfWidth(
   const floor = Math.log(1.25) * (via.share ?? 1);
   // A ratio measured at other proportions only (a 2 × 2-tile matmul timed at 1 × 1024² alone,
   // where small tiles keep up, then 251 ms at 611³ against 23 predicted) says as little of this
-  // shape as a shape model that has none: a factor of two either way.
-  const unknown = via.onAxis === false ? Math.log(2) * (via.share ?? 1) : 0;
+  // shape as a shape model that has none: a factor of two either way, and far from every shape
+  // it ran at, a factor of two an octave (the plain loop timed at m = 1 alone ran m = 3 ×3.9
+  // and m = 40 ×19 what its ratio there gave, 1.6 and 5.3 octaves away).
+  const away = via.onAxis === false ? via.octavesAway ?? 0 : 0;
+  const far = Math.log(2) * Math.max(0, away - 1) * (via.share ?? 1);
+  const unknown = via.onAxis === false ? Math.log(2) * (via.share ?? 1) + far : 0;
   if (!via.shapeModel) return Math.max(Math.abs(Math.log(via.ratio)), floor, unknown);
   const spread = shapeCorrectionAt(via.shapeModel, via.features ?? shapeFeatures(dims, shape)).sd;
-  return Math.max(via.shapeModel.multiplier * spread, floor);
+  return Math.max(via.shapeModel.multiplier * spread, floor, far);
+}
+
+/**
+ * Octaves from `shape` to the nearest of `points`' shapes, each pair apart by its farthest
+ * dimension; 0 without a shape.
+ */
+function octavesToNearest(
+  points: readonly MeasuredPoint[],
+  dims: readonly string[],
+  shape: Shape | null,
+): number {
+  if (shape === null || points.length === 0) return 0;
+  return Math.min(
+    ...points.map((p) =>
+      Math.max(...dims.map((d) => Math.abs(Math.log2((p.shape[d] ?? 1) / (shape[d] ?? 1)))))
+    ),
+  );
 }
 
 /**
@@ -1468,6 +1495,7 @@ function scaledFromFitted(
       ...(at.shape === null ? {} : { features: ratioFeatures(s, at.dims, at.shape) }),
       share: 1 - t0 / base.ms,
       onAxis: v.axisPoints.length > 0,
+      octavesAway: octavesToNearest(v.points, at.dims, at.shape),
     },
   };
 }
