@@ -1560,10 +1560,8 @@ function ratioModel(
       : ref.rowOverhead;
     const bySize = new Map<number, number[]>();
     v.points.forEach((p, i) => {
-      const work = refMs[i]! - t0;
-      if (!p.onAxis || work < WORK_SHARE * refMs[i]! || p.ms <= t0) return;
-      const ln = Math.log((p.ms - t0) / work) - tilesBetween(s, v, ref, p.shape);
-      bySize.set(p.size, [...bySize.get(p.size) ?? [], ln]);
+      if (!p.onAxis || !worksBeyondLaunch(p.ms, refMs[i]!, t0)) return;
+      bySize.set(p.size, [...bySize.get(p.size) ?? [], residuals[i]!]);
     });
     const axis = [...bySize].sort((a, b) => a[0] - b[0])
       .map(([size, lns]) => ({ size, ln: lns.reduce((a, b) => a + b, 0) / lns.length }));
