@@ -12,8 +12,9 @@
  * `_all_cores.ts`): a host that slows every core-bound workload ×1.4 for a minute (as this
  * VM's does, without steal time or load) would otherwise read as gpucal's own noise.
  *
- * Run it with `--v8-flags=--no-maglev` (the task does): V8's mid tier otherwise moves the js
- * kernels between two speeds ×2.4 apart from one window to the next.
+ * The task runs it with `--v8-flags=--no-maglev`, as calibrate runs. Before the js kernels called
+ * their loops out of line (`kernels/_out_of_line.ts`), V8's mid tier moved them between two
+ * speeds ×2.4 apart from one window to the next without it; now they run alike either way.
  *
  * @module
  */
