@@ -1370,12 +1370,7 @@ const NEAR_FACTOR = 2;
  */
 function knownNear(v: VariantSeries, dims: readonly string[], shape: Shape): boolean {
   if (v.fit !== null || v.axisPoints.length > 0) return true;
-  return v.points.some((p) =>
-    dims.every((d) => {
-      const ratio = (p.shape[d] ?? 1) / (shape[d] ?? 1);
-      return ratio <= NEAR_FACTOR && ratio >= 1 / NEAR_FACTOR;
-    })
-  );
+  return v.points.length > 0 && octavesToNearest(v.points, dims, shape) <= Math.log2(NEAR_FACTOR);
 }
 
 /** How many different shapes `points` hold. */
