@@ -35,7 +35,14 @@ import {
 } from "./_alignment.ts";
 import { firstSharedSize, imbalanceLn, type PackedRun, perCallWork } from "./_imbalance.ts";
 import { fitTilePenalty, NO_TILE_COST, tileLn, type TileModel, type TilePoint } from "./_tiles.ts";
-import { fitRowOverhead, rowCostLn } from "./_row_cost.ts";
+import {
+  fitRowCost,
+  launchMs,
+  NO_ROW_COST,
+  type RowCost,
+  rowsMs,
+  type SweepTime,
+} from "./_row_cost.ts";
 import { correctionAt, type ResidualCurve, residualCurve } from "./_residuals.ts";
 import { STREAMED_FROM_BYTES } from "../core/operand_rotation.ts";
 import {
@@ -106,11 +113,11 @@ export interface VariantSeries {
    */
   readonly blocks: TileModel | null;
   /**
-   * Elements' worth of time each row costs besides its own (`_row_cost.ts`), measured from the
-   * variant's shapes beside the axis; 0 where the backend's rows are not held by the sweep or
-   * nothing says.
+   * What each row costs besides its elements and how many run at once (`_row_cost.ts`), measured
+   * from the variant's shapes beside the axis; no cost where the backend's rows are not held by
+   * the sweep or nothing says.
    */
-  readonly rowOverhead: number;
+  readonly rowCost: RowCost;
 }
 
 /** What is known about one backend for one (op, dtype, residency). */
@@ -177,7 +184,7 @@ export interface BackendSeries {
   readonly blockUtilisationOf: ((shape: Shape, variant: string) => number) | null;
   /**
    * For WebGPU, the rows the op's sweep holds fixed (softmax's 32), against which each variant's
-   * `rowOverhead` prices other row counts; null otherwise.
+   * `rowCost` prices other row counts; null otherwise.
    */
   readonly sweepRows: number | null;
   /**
@@ -483,7 +490,7 @@ function buildSeries(
       alignment: own?.alignment ?? null,
       tiles: own?.tiles ?? null,
       blocks: own?.blocks ?? null,
-      rowOverhead: own?.rowOverhead ?? 0,
+      rowCost: own?.rowCost ?? NO_ROW_COST,
       shapeModel: own === undefined ? null : fitShapeModel(
         shapePoints(
           op,
@@ -798,17 +805,24 @@ function axisModelOf(
     (p) => alignedBy(p, 0),
     breaks,
   );
-  const rowOverhead = sweepRows === null ? 0 : fitRowOverhead(
+  // The fit's time at a point with its rows at `cost`.
+  const withCost = (p: MeasuredPoint, cost: RowCost) =>
+    withRows(sweepRows, cost, p.shape, {
+      ms: alignedBy(p, 0),
+      t0: model.t0,
+      elementMs: elementMsOf(model, p.shape, p.flops, p.bytes),
+    });
+  const rowCost = sweepRows === null ? NO_ROW_COST : fitRowCost(
     points.filter((p) => !p.onAxis).map((p) => ({
       elements: elementsOf(p.shape),
       rows: p.shape.rows ?? 1,
       lnMs: Math.log(p.ms),
-      modelMs: (ln: number) => alignedBy(p, ln) * correctionAt(residuals, p.bytes),
+      modelMs: (cost: RowCost) => withCost(p, cost) * correctionAt(residuals, p.bytes),
     })),
     sweepRows,
   );
-  const aligned = (p: MeasuredPoint) => alignedBy(p, rowsLn(sweepRows, rowOverhead, p.shape));
-  return { model, residuals, alignment, tiles, blocks, rowOverhead, aligned };
+  const aligned = (p: MeasuredPoint) => withCost(p, rowCost);
+  return { model, residuals, alignment, tiles, blocks, rowCost, aligned };
 }
 
 /**
@@ -826,11 +840,41 @@ function elementsOf(shape: Shape): number {
   return Object.values(shape).reduce((product, d) => product * d, 1);
 }
 
-/** {@linkcode rowCostLn} at a shape, 0 when the sweep holds no rows. */
-function rowsLn(sweepRows: number | null, overhead: number, shape: Shape): number {
+/** {@linkcode rowsMs} at a shape; the time in the sweep's rows when the sweep holds none. */
+function withRows(
+  sweepRows: number | null,
+  cost: RowCost,
+  shape: Shape,
+  at: SweepTime,
+): number {
   return sweepRows === null
-    ? 0
-    : rowCostLn(elementsOf(shape), shape.rows ?? 1, sweepRows, overhead);
+    ? at.ms
+    : rowsMs(elementsOf(shape), shape.rows ?? 1, sweepRows, cost, at);
+}
+
+/**
+ * The launch alone in `ref`'s fixed cost ({@linkcode launchMs}): a variant without a fit shares
+ * it, and its own rows' overhead, whatever it is, is in its time beyond it.
+ */
+function deviceLaunch(
+  sweepRows: number | null,
+  ref: VariantSeries,
+  shape: Shape,
+  flops: number,
+  bytes: number,
+): number {
+  const model = ref.model!;
+  if (sweepRows === null) return model.t0;
+  return launchMs(sweepRows, ref.rowCost.overhead, {
+    ms: compiledMs(model, flops, bytes),
+    t0: model.t0,
+    elementMs: elementMsOf(model, shape, flops, bytes),
+  });
+}
+
+/** A fit's time per element beyond its fixed cost at a shape, ms. */
+function elementMsOf(model: CompiledFit, shape: Shape, flops: number, bytes: number): number {
+  return (compiledMs(model, flops, bytes) - model.t0) / elementsOf(shape);
 }
 
 /** A variant's on-axis prediction: its fit, corrected by its residuals along the axis. */
@@ -842,8 +886,8 @@ interface AxisModel {
   readonly tiles: TileModel;
   /** Its series' {@linkcode fitTilePenalty} of partly idle invocation blocks. */
   readonly blocks: TileModel;
-  /** Its rows' cost, {@linkcode VariantSeries.rowOverhead}. */
-  readonly rowOverhead: number;
+  /** Its rows' cost, {@linkcode VariantSeries.rowCost}. */
+  readonly rowCost: RowCost;
   /** The fit's time at a point, with its row-alignment class's offset when there is a model. */
   readonly aligned: (p: MeasuredPoint) => number;
 }
@@ -1404,8 +1448,11 @@ interface Site {
   readonly bytes: number;
 }
 
-/** The fit of `v` at the shape, corrected by its residuals and its shape model. */
-function fitted(s: BackendSeries, v: VariantSeries, at: Site): Prediction {
+/**
+ * The fit of `v` at the shape, corrected by its residuals and its shape model; its rows priced
+ * unless `rows` is false (the time in the sweep's rows, as a ratio to it is measured).
+ */
+function fitted(s: BackendSeries, v: VariantSeries, at: Site, rows = true): Prediction {
   const { dims, size, shape, flops, bytes } = at;
   const shapeModel = shape === null || onAxisShape(s, dims, size, shape) ? null : v.shapeModel;
   const correction = shapeModel === null
@@ -1421,10 +1468,16 @@ function fitted(s: BackendSeries, v: VariantSeries, at: Site): Prediction {
     ? 0
     : tileLn(v.tiles ?? NO_TILE_COST, s.utilisationOf?.(shape, v.variant) ?? 1) +
       tileLn(v.blocks ?? NO_TILE_COST, s.blockUtilisationOf?.(shape, v.variant) ?? 1);
-  const rows = shape === null ? 0 : rowsLn(s.sweepRows, v.rowOverhead, shape);
+  const t0 = v.model!.t0;
+  const sweepMs = alignedMs(fitMs, t0, (alignment?.ln ?? 0) + imbalance + tiles);
+  const rowsPriced = !rows || shape === null ? sweepMs : withRows(s.sweepRows, v.rowCost, shape, {
+    ms: sweepMs,
+    t0,
+    elementMs: elementMsOf(v.model!, shape, flops, bytes),
+  });
   return {
-    ms: alignedMs(fitMs, v.model!.t0, (alignment?.ln ?? 0) + imbalance + tiles + rows) *
-      (residuals === null ? 1 : correctionAt(residuals, bytes)) * Math.exp(correction),
+    ms: rowsPriced * (residuals === null ? 1 : correctionAt(residuals, bytes)) *
+      Math.exp(correction),
     imbalanceLn: imbalance,
     variant: v.variant,
     provenance: withinFit(v, flops, bytes) ? "fitted" : "extrapolated",
@@ -1461,21 +1514,28 @@ function scaledFromFitted(
   const shapeModel = at.shape === null ? null : model.shapeModel;
   const base = refAt ?? fitted(s, ref, at);
   const t0 = Math.min(ref.model!.t0, base.ms);
+  // Along the axis, from the sizes where the work set both times; off it, or on it without sizes
+  // of work to go by, at these proportions. The launch is the fitted variant's, the rest scales
+  // by the ratio, with its own tiles, not the fitted variant's, at this shape.
+  const alongAxis = shapeModel === null && model.axis.length > 0;
+  const rateLn = alongAxis ? ratioAlongAxis(model.axis, at.size) : model.meanLn;
+  const tiles = at.shape === null ? 0 : tilesBetween(s, v, ref, at.shape);
+  const correction = shapeModel === null
+    ? 0
+    : correctionMean(shapeModel, ratioFeatures(s, at.dims, at.shape!));
   let ms: number;
-  if (shapeModel === null && model.axis.length > 0) {
-    // Along the axis, from the sizes where the work set both times: the launch is the fitted
-    // variant's, the rest scales by the ratio there.
-    // Its own tiles, not the fitted variant's, at this shape.
-    const tiles = at.shape === null ? 0 : tilesBetween(s, v, ref, at.shape);
-    const rows = rowsBetween(s, model.rowOverhead, ref, at.shape);
-    ms = t0 + (base.ms - t0) * Math.exp(ratioAlongAxis(model.axis, at.size) + tiles + rows);
+  if (s.sweepRows === null || at.shape === null) {
+    ms = t0 + (base.ms - t0) * Math.exp(rateLn + tiles + correction);
   } else {
-    // Off the axis, or on it without sizes of work to go by: the launch is the fitted
-    // variant's, the rest scales by the ratio at these proportions.
-    const tiles = at.shape === null ? 0 : tilesBetween(s, v, ref, at.shape);
-    const ln = model.meanLn + tiles + rowsBetween(s, model.rowOverhead, ref, at.shape) +
-      (shapeModel === null ? 0 : correctionMean(shapeModel, ratioFeatures(s, at.dims, at.shape!)));
-    ms = t0 + (base.ms - t0) * Math.exp(ln);
+    // Its own rows priced on its own time in the sweep's rows, not the fitted variant's.
+    const sweepMs = fitted(s, ref, at, false).ms;
+    const own = Math.min(ref.model!.t0, sweepMs);
+    ms = withRows(s.sweepRows, model.rowCost, at.shape, {
+      ms: own + (sweepMs - own) * Math.exp(rateLn + tiles),
+      t0: own,
+      elementMs: elementMsOf(ref.model!, at.shape, at.flops, at.bytes) * Math.exp(rateLn),
+      launch: deviceLaunch(s.sweepRows, ref, at.shape, at.flops, at.bytes),
+    }) * Math.exp(correction);
   }
   const ratio = ms / base.ms;
   return {
@@ -1511,13 +1571,13 @@ interface RatioModel {
    */
   readonly shapeModel: ShapeModel | null;
   /**
-   * Elements' worth of time each of its rows costs besides its own (`_row_cost.ts`), measured
+   * What each of its rows costs besides its elements, and how many run at once (`_row_cost.ts`), measured
    * from its shapes off the sweep's rows against its ratio on the axis: lavapipe's 256-invocation
    * softmax workgroups pay ~16 µs a row where the fitted 64-invocation ones pay ~5, so a ratio
    * taken at the sweep's 32 rows put 1000 × 64 at a quarter of its time. The fitted variant's
    * where nothing says (no shape of it on the axis, or none off the sweep's rows).
    */
-  readonly rowOverhead: number;
+  readonly rowCost: RowCost;
 }
 
 /** Ratio models by variant, then by the fitted variant they compare with. */
@@ -1533,16 +1593,18 @@ function ratioModel(
   let byRef = ratioModels.get(v);
   if (byRef === undefined) ratioModels.set(v, byRef = new Map());
   if (byRef.has(ref.variant)) return byRef.get(ref.variant)!;
+  // The fitted variant's times in the sweep's rows: this one's rows are its own.
   const refMs = v.points.map((p) =>
-    fitted(s, ref, { dims, size: p.size, shape: p.shape, flops: p.flops, bytes: p.bytes }).ms
+    fitted(s, ref, { dims, size: p.size, shape: p.shape, flops: p.flops, bytes: p.bytes }, false)
+      .ms
   );
   const t0 = ref.model!.t0;
   // Its own tiles' and blocks' share taken out where work sets the time, put back at the shape
   // predicted: a variant timed at m = 1 only has its ratio there from its rows as much as its rate.
-  const residuals = v.points.map((p, i) =>
-    workLn(p.ms, refMs[i]!, t0) -
-    (worksBeyondLaunch(p.ms, refMs[i]!, t0) ? tilesBetween(s, v, ref, p.shape) : 0)
+  const tilesLn = v.points.map((p, i) =>
+    worksBeyondLaunch(p.ms, refMs[i]!, t0) ? tilesBetween(s, v, ref, p.shape) : 0
   );
+  const residuals = v.points.map((p, i) => workLn(p.ms, refMs[i]!, t0) - tilesLn[i]!);
   let model: RatioModel | null = null;
   if (residuals.every(Number.isFinite)) {
     // The prior is its ratio on the axis, where the variant search timed it (all its points when
@@ -1550,9 +1612,17 @@ function ratioModel(
     const onAxis = residuals.filter((_, i) => v.points[i]!.onAxis);
     const prior = onAxis.length > 0 ? onAxis : residuals;
     const meanLn = prior.reduce((a, b) => a + b, 0) / prior.length;
-    const rowOverhead = onAxis.length > 0
-      ? ownRowOverhead(s, v, ref, refMs, meanLn)
-      : ref.rowOverhead;
+    // Its time at its i-th point with its rows at `cost`, before the shape's proportions.
+    const rowsAt = (i: number, cost: RowCost) => {
+      const p = v.points[i]!;
+      return withRows(s.sweepRows, cost, p.shape, {
+        ms: t0 + Math.max(refMs[i]! - t0, 0) * Math.exp(meanLn + tilesLn[i]!),
+        t0,
+        elementMs: elementMsOf(ref.model!, p.shape, p.flops, p.bytes) * Math.exp(meanLn),
+        launch: deviceLaunch(s.sweepRows, ref, p.shape, p.flops, p.bytes),
+      });
+    };
+    const rowCost = onAxis.length > 0 ? ownRowCost(s, v, ref, rowsAt) : ref.rowCost;
     const bySize = new Map<number, number[]>();
     v.points.forEach((p, i) => {
       if (!p.onAxis || !worksBeyondLaunch(p.ms, refMs[i]!, t0)) return;
@@ -1566,59 +1636,45 @@ function ratioModel(
         const relSd = p.ciHalfWidth / p.ms / 1.96;
         return {
           features: ratioFeatures(s, dims, p.shape),
-          residual: residuals[i]! - meanLn - rowsBetween(s, rowOverhead, ref, p.shape),
+          // Where rows are priced, what is left of the whole time; else of its work's ratio.
+          residual: s.sweepRows === null
+            ? residuals[i]! - meanLn
+            : Math.log(p.ms / rowsAt(i, rowCost)),
           noiseVar: relSd * relSd,
         };
       }))
       : null;
-    model = { meanLn, axis, shapeModel, rowOverhead };
+    model = { meanLn, axis, shapeModel, rowCost };
   }
   byRef.set(ref.variant, model);
   return model;
 }
 
 /**
- * The row overhead of `v`, a variant without a fit, that best explains its times off the sweep's
- * rows ({@linkcode fitRowOverhead}) given its ratio `meanLn` to `ref` on the axis; `ref`'s own
- * where the sweep holds no rows.
+ * The row cost of `v`, a variant without a fit, that best explains its times off the sweep's
+ * rows ({@linkcode fitRowCost}), `rowsAt(i, cost)` its modelled time at its i-th point; `ref`'s
+ * own where the sweep holds no rows.
  */
-function ownRowOverhead(
+function ownRowCost(
   s: BackendSeries,
   v: VariantSeries,
   ref: VariantSeries,
-  refMs: readonly number[],
-  meanLn: number,
-): number {
-  if (s.sweepRows === null) return ref.rowOverhead;
-  const t0 = ref.model!.t0;
-  return fitRowOverhead(
-    v.points.flatMap((p, i) => {
-      if (p.onAxis) return [];
-      const beyond = Math.max(refMs[i]! - t0, 0);
-      const refRows = rowsLn(s.sweepRows, ref.rowOverhead, p.shape);
-      return [{
+  rowsAt: (i: number, cost: RowCost) => number,
+): RowCost {
+  if (s.sweepRows === null) return ref.rowCost;
+  return fitRowCost(
+    v.points.flatMap((p, i) =>
+      p.onAxis ? [] : [{
         elements: elementsOf(p.shape),
         rows: p.shape.rows ?? 1,
         lnMs: Math.log(p.ms),
-        modelMs: (ln: number) => t0 + beyond * Math.exp(meanLn + ln - refRows),
-      }];
-    }),
+        modelMs: (cost: RowCost) => rowsAt(i, cost),
+      }]
+    ),
     s.sweepRows,
+    // Its few shapes price its rows; how many run at once is the device's, measured by the fit's.
+    ref.rowCost.parallel,
   );
-}
-
-/**
- * ln of what a variant's rows cost at a shape, at `overhead` elements a row, beyond what `ref`'s
- * do at its own; 0 where the sweep holds no rows or the shape is unknown.
- */
-function rowsBetween(
-  s: BackendSeries,
-  overhead: number,
-  ref: VariantSeries,
-  shape: Shape | null,
-): number {
-  if (s.sweepRows === null || shape === null) return 0;
-  return rowsLn(s.sweepRows, overhead, shape) - rowsLn(s.sweepRows, ref.rowOverhead, shape);
 }
 
 /**

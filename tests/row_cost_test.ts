@@ -2,36 +2,89 @@ import assert from "node:assert/strict";
 import { fitAll } from "../calibrate/analyze.ts";
 import { getOp } from "../kernels/catalog.ts";
 import { predictTime } from "../models/predict.ts";
-import { fitRowOverhead, rowCostLn } from "../models/_row_cost.ts";
+import { fitRowCost, NO_ROW_COST, type RowCost, rowsMs } from "../models/_row_cost.ts";
 import type { Measurement, Report } from "../core/schema.ts";
 import type { Shape } from "../kernels/types.ts";
 import { syntheticReport } from "./_fixtures.ts";
 
+const ONE_AT_A_TIME = (overhead: number) => ({ overhead, parallel: 1 });
+
+/** A fit through the sweep's 32 rows: `t0` fixed (the launch and those rows' cost), 10 ns an element. */
+function sweepTime(elements: number, t0 = 0.05) {
+  return { ms: t0 + 1e-5 * elements, t0, elementMs: 1e-5 };
+}
+
 Deno.test("a row's cost weighs little where rows are long and much where they are short", () => {
-  assert.equal(rowCostLn(8192, 32, 32, 500), 0, "the sweep's own rows");
-  assert.equal(rowCostLn(1e5, 1000, 32, 0), 0, "rows that cost nothing");
-  const short = Math.exp(rowCostLn(1000 * 100, 1000, 32, 500));
-  const long = Math.exp(rowCostLn(8 * 32000, 8, 32, 500));
-  // The sweep's 32 rows are in the fit's launch: 968 more rows of 500 elements' worth each.
-  assert.ok(Math.abs(short - (1e5 + 968 * 500) / 1e5) < 1e-9, `1000 rows of 100: ${short}`);
-  assert.ok(long > 0.9 && long < 1, `8 rows of 32000 are a little faster than 32: ${long}`);
+  const cost = ONE_AT_A_TIME(500);
+  const t0 = 0.05 + 1e-5 * 32 * 500;
+  const at = (elements: number) => sweepTime(elements, t0);
+  assert.equal(rowsMs(8192, 32, 32, cost, at(8192)), at(8192).ms, "the sweep's own rows");
+  assert.equal(rowsMs(1e5, 1000, 32, NO_ROW_COST, at(1e5)), at(1e5).ms, "rows that cost nothing");
+  // 1000 rows of 100: the launch, the elements and 1000 rows of 500 elements' worth each.
+  const short = rowsMs(1000 * 100, 1000, 32, cost, at(1e5));
+  assert.ok(
+    Math.abs(short - (0.05 + 1e-5 * (1e5 + 1000 * 500))) < 1e-9,
+    `1000 rows of 100: ${short}`,
+  );
+  // 8 rows give back 24 rows' overhead, below the fit's fixed cost.
+  const long = rowsMs(8 * 32000, 8, 32, cost, at(8 * 32000));
+  assert.ok(
+    Math.abs(long - (0.05 + 1e-5 * (8 * 32000 + 8 * 500))) < 1e-9,
+    `8 rows of 32000: ${long}`,
+  );
+  const one = rowsMs(1000, 1, 32, cost, at(1000));
+  assert.ok(one < t0 && Math.abs(one - (0.05 + 1e-5 * 1500)) < 1e-9, `1 row of 1000: ${one}`);
 });
 
-Deno.test("fitRowOverhead() finds what a row costs from shapes beside the sweep's rows", () => {
-  const shapes = [[1, 4096], [8, 1024], [128, 512], [256, 1024], [1024, 256]];
-  const pointsAt = (overhead: number) =>
-    shapes.map(([rows, cols]) => ({
-      elements: rows! * cols!,
-      rows: rows!,
-      lnMs: Math.log(0.01 + 1e-5 * (rows! * cols! + overhead * rows!)),
-      // The fit through the sweep's 32 rows: their cost in its launch, the elements beyond it.
-      modelMs: (ln: number) => 0.01 + 1e-5 * overhead * 32 + 1e-5 * rows! * cols! * Math.exp(ln),
-    }));
-  const found = fitRowOverhead(pointsAt(600), 32);
-  assert.ok(found > 600 / 1.1 && found < 600 * 1.1, `600 elements a row, found ${found}`);
-  assert.equal(fitRowOverhead(pointsAt(0), 32), 0, "rows that cost nothing");
-  const sweepOnly = pointsAt(600).map((p) => ({ ...p, rows: 32 }));
-  assert.equal(fitRowOverhead(sweepOnly, 32), 0, "no shape off the sweep's rows says nothing");
+Deno.test("fewer rows than run at once leave the rest idle: the time goes with a row's length", () => {
+  const twoThreads = { overhead: 0, parallel: 2 };
+  const beyond = (rows: number, elements: number) =>
+    (rowsMs(elements, rows, 32, twoThreads, sweepTime(elements)) - 0.05) / (1e-5 * elements);
+  assert.ok(Math.abs(beyond(1, 50000) - 2) < 1e-9, "one row on one of two threads");
+  assert.ok(Math.abs(beyond(2, 50000) - 1) < 1e-9, "two rows keep both busy");
+  assert.ok(Math.abs(beyond(3, 3 * 4096) - 4 / 3) < 1e-9, "three rows: two waves");
+  // A GPU runs the sweep's 32 rows and 1000 more at once: 1024 short rows take a short row's time.
+  const wide = { overhead: 0, parallel: 1024 };
+  const at = sweepTime(32768);
+  assert.ok(Math.abs(rowsMs(32768, 1024, 32, wide, at) - (0.05 + 1e-5 * 32768 / 32)) < 1e-9);
+  assert.ok(Math.abs(rowsMs(32768, 1, 32, wide, at) - (0.05 + 1e-5 * 32768 * 32)) < 1e-9);
+});
+
+const SHAPES = [[1, 4096], [8, 1024], [2, 9000], [128, 512], [256, 1024], [1024, 256]];
+
+/** Points of `SHAPES` timed as a row cost of `truth` says, the sweep's fixed cost 0.02 ms. */
+function pointsAt(truth: RowCost) {
+  const t0 = 0.02 + 1e-5 * 32 * truth.overhead;
+  const timeAt = (rows: number, cols: number, cost: RowCost) =>
+    rowsMs(rows * cols, rows, 32, cost, sweepTime(rows * cols, t0));
+  return SHAPES.map(([rows, cols]) => ({
+    elements: rows! * cols!,
+    rows: rows!,
+    lnMs: Math.log(timeAt(rows!, cols!, truth)),
+    modelMs: (cost: RowCost) => timeAt(rows!, cols!, cost),
+  }));
+}
+
+Deno.test("fitRowCost() finds what a row costs from shapes beside the sweep's rows", () => {
+  const found = fitRowCost(pointsAt(ONE_AT_A_TIME(600)), 32);
+  assert.ok(
+    found.overhead > 600 / 1.1 && found.overhead < 600 * 1.1,
+    `600 a row: ${found.overhead}`,
+  );
+  assert.equal(found.parallel, 1, "rows that run one after another");
+  assert.deepEqual(fitRowCost(pointsAt(NO_ROW_COST), 32), NO_ROW_COST, "rows that cost nothing");
+  const sweepOnly = pointsAt(ONE_AT_A_TIME(600)).map((p) => ({ ...p, rows: 32 }));
+  assert.deepEqual(fitRowCost(sweepOnly, 32), NO_ROW_COST, "no shape off the sweep's rows");
+});
+
+Deno.test("fitRowCost() finds how many rows run at once from shapes of fewer rows", () => {
+  for (const parallel of [2, 4, 64]) {
+    const found = fitRowCost(pointsAt({ overhead: 800, parallel }), 32);
+    assert.equal(found.parallel, parallel, `${parallel} at once`);
+    assert.ok(found.overhead > 800 / 1.1 && found.overhead < 800 * 1.1, `${found.overhead}`);
+  }
+  const known = fitRowCost(pointsAt({ overhead: 800, parallel: 4 }), 32, 4);
+  assert.equal(known.parallel, 4, "rows at once given, the overhead fitted");
 });
 
 const softmax = getOp("softmax");
