@@ -450,6 +450,11 @@ function bothStarts(
  * the Tukey loss at a common scale (so an outlier costs every candidate the same). Simpler
  * structures win ties.
  *
+ * A structure that explains the points only by setting aside more of them than one in five (one
+ * of up to nine) as outliers is not a candidate: with five sizes of a lavapipe matmul, a bandwidth
+ * fit through 4³–128³ cast 256³ and 512³ aside, priced 512³ at 5 ms where it ran 16.9, and by its
+ * low times became the backend's fit. The flexible fit stays a candidate whatever it sets aside.
+ *
  * When flops/bytes hardly varies across the points (spread < {@linkcode MIN_INTENSITY_SPREAD}),
  * the data cannot tell F from B: only one single-term model is fitted, compute when the
  * intensity exceeds {@linkcode RIDGE_FLOP_PER_BYTE} flops per byte, memory otherwise. A series
@@ -480,9 +485,14 @@ export function fitBest(points: readonly WorkPoint[]): KindFit {
   const n = points.length;
   let chosen: KindFit | null = null;
   let chosenBic = Infinity;
+  // More than one point in five beyond the cutoff is a structure that does not fit, not outliers.
+  const mostAside = Math.max(1, Math.floor(n / 5));
   for (const kind of kinds) {
     const fit = fits.get(kind)!;
-    const loss = logResiduals(fit.params, points).reduce(
+    const residuals = logResiduals(fit.params, points);
+    const aside = residuals.filter((r) => Math.abs(r) >= cutoff).length;
+    if (fit !== flexible && aside > mostAside) continue;
+    const loss = residuals.reduce(
       (s, r, i) => s + (points[i]!.weight ?? 1) * tukeyRho(r, cutoff),
       0,
     );

@@ -156,3 +156,26 @@ Deno.test("fitCostModel() claims no rate for a series that is all fixed cost", (
   assert.equal(fit.gflops, null);
   assert.ok(Math.abs(fit.t0Us / 1000 - 12) < 0.5);
 });
+
+Deno.test("fitCostModel() does not take a structure that sets two of five sizes aside as outliers", () => {
+  // Lavapipe's tiled matmul, device-resident, at the five sizes of whole tiles one calibration
+  // fitted (4³–512³, AMD EPYC VM): launch-bound below 128³, ~16 GFLOP/s above.
+  const measured: [number, number, number][] = [
+    [4, 0.04, 0.028],
+    [64, 0.121, 0.094],
+    [128, 0.349, 0.089],
+    [256, 2.983, 0.153],
+    [512, 16.884, 0.204],
+  ];
+  const points = measured.map(([n, ms, relCi]) => ({
+    size: n,
+    ...matmulWork(n),
+    ms,
+    weight: 1 / Math.max(relCi, 0.01),
+  }));
+  const fit = fitCostModel(points, { ...meta, backend: "webgpu", residency: "device-resident" });
+  assert.ok(fit.gflops !== null, `a rate of compute: ${fit.gflops} GFLOP/s, ${fit.gbps} GB/s`);
+  const at512 = predictMs(fit, matmulWork(512).flops, matmulWork(512).bytes);
+  assert.ok(relError(at512, 16.884) < 0.25, `512³ at ${at512.toFixed(2)} ms (ran 16.9)`);
+  assert.ok(fit.rmsLogError < 0.3, `rmsLogError ${fit.rmsLogError}`);
+});
