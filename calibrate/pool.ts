@@ -1,7 +1,10 @@
 /**
  * A calibration that replaces its machine's report pools with it: each case both runs measured
- * takes the geometric mean of the runs' medians, so the report describes the machine over the host
- * states of several runs rather than the one minute each point was measured in.
+ * takes the geometric mean of the runs' medians, the earlier one first brought to this run's level
+ * (per backend and residency, the median ratio of the two over their shared cases:
+ * {@linkcode levelShifts}), so each point stands on several runs' measurements of it rather than
+ * the one minute it was measured in, and the report describes the machine in the host state its
+ * latest run found, where a program run soon after it will be.
  *
  * On a 2-vCPU AMD EPYC VM, one process timing the same wasm kernels for a minute saw σ of ln time
  * 0.08–0.18 from window to window, ×1.2–1.6 between the 10th and 90th percentile, states that
@@ -9,7 +12,11 @@
  * one draw of that. Six calibrations of that VM, scored with `bench:regret`'s re-scoring against
  * ten held-out truths taken over four hours, averaged 70.4–80.6 % of predictions within ±25 % each;
  * every pair of them pooled this way averaged 77.7–81.0 %, above the better of the two in four
- * pairs of six, and the noisiest run (70.4 %) pooled with the best (80.6 %) gave 80.5 %.
+ * pairs of six, and the noisiest run (70.4 %) pooled with the best (80.6 %) gave 80.5 %. Averaged
+ * whole, though, the pool sat between the runs' host states: a fifth run on a calm host (its own
+ * probes within 1 %) found every backend 2–11 % faster than the four-run pool, and its
+ * `bench:regret` truth, taken right after, was predicted 85.2 % within ±25 % (the truth's own
+ * reproducibility 94.8 %); at the fifth run's level, 90.8 %.
  *
  * Pooling is safe only when both runs measured the same kernels on the same configuration of the
  * machine: the replaced report must be of this machine (fingerprint) and mode, complete, run on the
@@ -200,8 +207,64 @@ export function disagreeingBackends(
 }
 
 /**
+ * Per backend and residency (`backend|residency`), ln of how much slower this run ran its cases
+ * than the earlier report ran the same ones: the median over their shared cases (both ok), 0 with
+ * fewer than four. The host's state moves whole backends between runs (on the 2-vCPU AMD EPYC VM,
+ * by σ ≈ 10 % of ln time), and a pool averaged over states is no run's: priced from a four-run
+ * pool, the tiny-64m int4 decode of a calm fifth run was estimated −19 % and the same run's
+ * `bench:regret` truths 8–11 % faster than predicted on the CPU backends.
+ *
+ * @param measurements This run's measurements.
+ * @param earlier The replaced report's measurements.
+ * @returns The shifts by `backend|residency`.
+ * @example
+ * ```ts
+ * import { levelShifts } from "./pool.ts";
+ * console.log(levelShifts([], []).size); // 0
+ * ```
+ */
+export function levelShifts(
+  measurements: readonly Measurement[],
+  earlier: readonly Measurement[],
+): Map<string, number> {
+  const before = new Map(earlier.map((m) => [measurementKey(m), m]));
+  const lnRatios = new Map<string, number[]>();
+  for (const m of measurements) {
+    const old = before.get(measurementKey(m));
+    if (m.state !== "ok" || old?.state !== "ok") continue;
+    const key = levelKey(m);
+    lnRatios.set(key, [...lnRatios.get(key) ?? [], Math.log(m.wall.median / old.wall.median)]);
+  }
+  const shifts = new Map<string, number>();
+  for (const [key, r] of lnRatios) if (r.length >= MIN_CASES_JUDGED) shifts.set(key, median(r));
+  return shifts;
+}
+
+/** The key of {@linkcode levelShifts}: a measurement's backend and residency. */
+function levelKey(m: Measurement): string {
+  return `${m.backend}|${m.residency}`;
+}
+
+/**
+ * An earlier run's measurement brought to this run's level (`ln` more ln time).
+ */
+function leveled(m: Measurement, ln: number): Measurement {
+  if (m.state !== "ok" || ln === 0) return m;
+  const f = Math.exp(ln);
+  return {
+    ...m,
+    wall: scaledStats(m.wall, f),
+    ...(m.gpu ? { gpu: scaledStats(m.gpu, f) } : {}),
+    gflops: m.gflops / f,
+    gbps: m.gbps / f,
+  };
+}
+
+/**
  * This run's measurements, each case that `earlier` also measured (same op, dtype, backend,
- * variant, residency and shape, both ok) at the geometric mean of the two medians: this run weighs
+ * variant, residency and shape, both ok) at the geometric mean of the two medians, the earlier one
+ * first brought to this run's level ({@linkcode levelShifts}): the pool averages what the runs
+ * measured of each case against the others, at the host state this run found. This run weighs
  * 1/(n + 1) against an earlier median that pooled n runs (n at most
  * {@linkcode MAX_EARLIER_WEIGHT}). The window statistics are this run's, scaled to the pooled
  * median; its confidence half-width is at least half the two medians' disagreement. Cases only
@@ -218,7 +281,8 @@ export function disagreeingBackends(
  * wg=64), swept only wg=256 (×1.7–3.4 slower at small sizes), and its report priced wg=64 through
  * the ratio of the two: 32 × 100 predicted 0.79 ms against 0.23 measured. A variant this run swept
  * keeps its own sizes only (the report describes the machine as its latest run found it, pooled
- * where the runs overlap), and jobs this run left out stay out (its scope is what it replaces).
+ * where the runs overlap, at its level), and jobs this run left out stay out (its scope is what it
+ * replaces).
  *
  * @param measurements This run's measurements.
  * @param earlier The replaced report's measurements.
@@ -239,19 +303,21 @@ export function poolMeasurements(
   const mine = new Set(measurements.map(measurementKey));
   const jobs = new Set(measurements.map(jobOf));
   const ownAxis = axisPointsBySeries(measurements);
+  const shifts = levelShifts(measurements, earlier);
+  const shiftOf = (m: Measurement) => shifts.get(levelKey(m)) ?? 0;
   const carriedOver = earlier
     .filter((m) =>
       m.state === "ok" && !m.carriedOver && !changed.has(m.backend) && jobs.has(jobOf(m)) &&
       (ownAxis.get(seriesOf(m)) ?? 0) < MIN_OWN_AXIS_POINTS && !mine.has(measurementKey(m))
     )
-    .map((m): Measurement => ({ ...m, carriedOver: true }));
+    .map((m): Measurement => ({ ...leveled(m, shiftOf(m)), carriedOver: true }));
   let pooled = 0;
   const out = measurements.map((m): Measurement => {
     const old = before.get(measurementKey(m));
     if (m.state !== "ok" || old?.state !== "ok" || changed.has(m.backend)) return m;
     const n = Math.min(old.runs ?? 1, MAX_EARLIER_WEIGHT);
     const lnNew = Math.log(m.wall.median);
-    const lnOld = Math.log(old.wall.median);
+    const lnOld = Math.log(old.wall.median) + shiftOf(m);
     const median = Math.exp((lnNew + n * lnOld) / (n + 1));
     const f = median / m.wall.median;
     const wall = scaledStats(m.wall, f);

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import {
   disagreeingBackends,
+  levelShifts,
   MAX_TYPICAL_DISAGREEMENT,
   poolMeasurements,
   poolRefusal,
@@ -180,6 +181,37 @@ function series(backend: Backend, residency: Residency, medians: number[]): Meas
     okAt(t, { backend, residency, size: i + 1, shape: { n: i + 1 } } as Partial<Measurement>)
   );
 }
+
+Deno.test("earlier runs are brought to this run's level before pooling: the pool averages cases, not host states", () => {
+  // This run found the host ×1.3 slower throughout, and each case scatters run to run besides.
+  const earlierMs = [1, 2, 4, 8, 16];
+  const scatter = [1.1, 1 / 1.1, 1, 1.05, 1 / 1.05];
+  const mine = series("wasm", "end-to-end", earlierMs.map((t, i) => 1.3 * t * scatter[i]!));
+  const other = okAt(
+    5,
+    {
+      backend: "wasm",
+      residency: "end-to-end",
+      variant: "unroll=1",
+      size: 99,
+      shape: { n: 99 },
+    } as Partial<Measurement>,
+  );
+  const earlier = [...series("wasm", "end-to-end", earlierMs), other];
+  assert.ok(Math.abs(levelShifts(mine, earlier).get("wasm|end-to-end")! - Math.log(1.3)) < 1e-12);
+  const { measurements, carried } = poolMeasurements(mine, earlier);
+  measurements.slice(0, 5).forEach((m, i) => {
+    assert.ok(m.state === "ok");
+    const expected = 1.3 * earlierMs[i]! * Math.sqrt(scatter[i]!);
+    assert.ok(Math.abs(m.wall.median / expected - 1) < 1e-9, `case ${i}: ${m.wall.median}`);
+  });
+  // What only the earlier runs measured comes over at this run's level too.
+  assert.equal(carried, 1);
+  const came = measurements.at(-1)!;
+  assert.ok(came.state === "ok" && Math.abs(came.wall.median - 6.5) < 1e-9);
+  // Three shared cases say too little of a level: the medians pool as they are.
+  assert.equal(levelShifts(mine.slice(0, 3), earlier).size, 0);
+});
 
 Deno.test("a backend whose runs sit typically further apart than one machine state's keeps this run's times", () => {
   // Run to run, cases scatter ×1.2 either way (and one ×3): one state of the machine.
