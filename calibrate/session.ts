@@ -20,6 +20,7 @@ import { lastRunSeconds } from "./timekeeper.ts";
 import { type Checkout, gitCheckout } from "./checkout.ts";
 import {
   disagreeingBackends,
+  levelShifts,
   MAX_TYPICAL_DISAGREEMENT,
   poolMeasurements,
   poolRefusal,
@@ -183,14 +184,22 @@ export class CalibrationSession {
   }
 
   /**
-   * Marks the measurements done, from when the report pools them, and warns of each backend that
-   * keeps this run's own times because its two runs disagree (`calibrate/pool.ts`).
+   * Marks the measurements done, from when the report pools them; says at what level this run
+   * found each backend against the replaced report, and warns of each backend that keeps this
+   * run's own times because its two runs disagree (`calibrate/pool.ts`).
    */
   #endMeasuring(): void {
     if (this.#measuringDone) return;
     this.#measuringDone = true;
     if (this.#poolWith === null) return;
     const own = this.planner().measurements;
+    const shifts = [...levelShifts(own, this.#poolWith.measurements)]
+      .map(([key, ln]) => `${key.replace("|", " ")} ×${Math.exp(ln).toFixed(2)}`);
+    if (shifts.length > 0) {
+      this.#notice(
+        `pools at this run's level: it ran ${shifts.join(", ")} the replaced report's times`,
+      );
+    }
     for (const d of disagreeingBackends(own, this.#poolWith.measurements)) {
       const apart = `×${d.typicalFactor.toFixed(2)}`;
       this.warn(
