@@ -1571,11 +1571,12 @@ interface RatioModel {
    */
   readonly shapeModel: ShapeModel | null;
   /**
-   * What each of its rows costs besides its elements, and how many run at once (`_row_cost.ts`), measured
-   * from its shapes off the sweep's rows against its ratio on the axis: lavapipe's 256-invocation
-   * softmax workgroups pay ~16 µs a row where the fitted 64-invocation ones pay ~5, so a ratio
-   * taken at the sweep's 32 rows put 1000 × 64 at a quarter of its time. The fitted variant's
-   * where nothing says (no shape of it on the axis, or none off the sweep's rows).
+   * What each of its rows costs besides its elements, and how many run at once (`_row_cost.ts`),
+   * measured from its shapes off the sweep's rows against its ratio on the axis (how many run at
+   * once is the fitted variant's, the device's): lavapipe's 256-invocation softmax workgroups pay
+   * ~16 µs a row where the fitted 64-invocation ones pay ~5, so a ratio taken at the sweep's 32
+   * rows put 1000 × 64 at a quarter of its time. The fitted variant's where nothing says (no shape
+   * of it on the axis, or none off the sweep's rows).
    */
   readonly rowCost: RowCost;
 }
