@@ -184,20 +184,10 @@ export function disagreeingBackends(
   measurements: readonly Measurement[],
   earlier: readonly Measurement[],
 ): BackendDisagreement[] {
-  const before = new Map(earlier.map((m) => [measurementKey(m), m]));
-  const logRatios = new Map<string, { backend: Backend; residency: Residency; r: number[] }>();
-  for (const m of measurements) {
-    const old = before.get(measurementKey(m));
-    if (m.state !== "ok" || old?.state !== "ok") continue;
-    const key = `${m.backend}|${m.residency}`;
-    const group = logRatios.get(key) ?? { backend: m.backend, residency: m.residency, r: [] };
-    group.r.push(Math.abs(Math.log(m.wall.median / old.wall.median)));
-    logRatios.set(key, group);
-  }
   const worst = new Map<Backend, BackendDisagreement>();
-  for (const { backend, residency, r } of logRatios.values()) {
+  for (const { backend, residency, r } of sharedLnRatios(measurements, earlier).values()) {
     if (r.length < MIN_CASES_JUDGED) continue;
-    const typicalFactor = Math.exp(median(r));
+    const typicalFactor = Math.exp(median(r.map(Math.abs)));
     if (typicalFactor <= MAX_TYPICAL_DISAGREEMENT) continue;
     if ((worst.get(backend)?.typicalFactor ?? 0) < typicalFactor) {
       worst.set(backend, { backend, residency, cases: r.length, typicalFactor });
@@ -227,30 +217,42 @@ export function levelShifts(
   measurements: readonly Measurement[],
   earlier: readonly Measurement[],
 ): Map<string, number> {
-  const before = new Map(earlier.map((m) => [measurementKey(m), m]));
-  const lnRatios = new Map<string, number[]>();
-  for (const m of measurements) {
-    const old = before.get(measurementKey(m));
-    if (m.state !== "ok" || old?.state !== "ok") continue;
-    const key = levelKey(m);
-    lnRatios.set(key, [...lnRatios.get(key) ?? [], Math.log(m.wall.median / old.wall.median)]);
-  }
   const shifts = new Map<string, number>();
-  for (const [key, r] of lnRatios) if (r.length >= MIN_CASES_JUDGED) shifts.set(key, median(r));
+  for (const [key, { r }] of sharedLnRatios(measurements, earlier)) {
+    if (r.length >= MIN_CASES_JUDGED) shifts.set(key, median(r));
+  }
   return shifts;
 }
 
-/** The key of {@linkcode levelShifts}: a measurement's backend and residency. */
+/** A measurement's backend and residency, the key of {@linkcode sharedLnRatios}. */
 function levelKey(m: Measurement): string {
   return `${m.backend}|${m.residency}`;
 }
 
 /**
- * An earlier run's measurement brought to this run's level (`ln` more ln time).
+ * ln(this run's median / the earlier one) of every case both measured (both ok), grouped by
+ * backend and residency ({@linkcode levelKey}).
  */
-function leveled(m: Measurement, ln: number): Measurement {
-  if (m.state !== "ok" || ln === 0) return m;
-  const f = Math.exp(ln);
+function sharedLnRatios(
+  measurements: readonly Measurement[],
+  earlier: readonly Measurement[],
+): Map<string, { backend: Backend; residency: Residency; r: number[] }> {
+  const before = new Map(earlier.map((m) => [measurementKey(m), m]));
+  const groups = new Map<string, { backend: Backend; residency: Residency; r: number[] }>();
+  for (const m of measurements) {
+    const old = before.get(measurementKey(m));
+    if (m.state !== "ok" || old?.state !== "ok") continue;
+    const key = levelKey(m);
+    const group = groups.get(key) ?? { backend: m.backend, residency: m.residency, r: [] };
+    group.r.push(Math.log(m.wall.median / old.wall.median));
+    groups.set(key, group);
+  }
+  return groups;
+}
+
+/** A measurement with every time multiplied by `f` and its rates divided by it. */
+function scaledBy(m: Measurement, f: number): Measurement {
+  if (m.state !== "ok" || f === 1) return m;
   return {
     ...m,
     wall: scaledStats(m.wall, f),
@@ -310,7 +312,7 @@ export function poolMeasurements(
       m.state === "ok" && !m.carriedOver && !changed.has(m.backend) && jobs.has(jobOf(m)) &&
       (ownAxis.get(seriesOf(m)) ?? 0) < MIN_OWN_AXIS_POINTS && !mine.has(measurementKey(m))
     )
-    .map((m): Measurement => ({ ...leveled(m, shiftOf(m)), carriedOver: true }));
+    .map((m): Measurement => ({ ...scaledBy(m, Math.exp(shiftOf(m))), carriedOver: true }));
   let pooled = 0;
   const out = measurements.map((m): Measurement => {
     const old = before.get(measurementKey(m));
@@ -319,17 +321,14 @@ export function poolMeasurements(
     const lnNew = Math.log(m.wall.median);
     const lnOld = Math.log(old.wall.median) + shiftOf(m);
     const median = Math.exp((lnNew + n * lnOld) / (n + 1));
-    const f = median / m.wall.median;
-    const wall = scaledStats(m.wall, f);
+    const scaled = scaledBy(m, median / m.wall.median);
+    if (scaled.state !== "ok") return scaled;
     const disagreement = median * Math.expm1(Math.abs(lnNew - lnOld) / 2);
-    const ciHalfWidth = Math.max(wall.ciHalfWidth, disagreement);
+    const ciHalfWidth = Math.max(scaled.wall.ciHalfWidth, disagreement);
     pooled++;
     return {
-      ...m,
-      wall: { ...wall, ciHalfWidth, relCi: ciHalfWidth / median },
-      ...(m.gpu ? { gpu: scaledStats(m.gpu, f) } : {}),
-      gflops: m.gflops / f,
-      gbps: m.gbps / f,
+      ...scaled,
+      wall: { ...scaled.wall, ciHalfWidth, relCi: ciHalfWidth / median },
       runs: (old.runs ?? 1) + 1,
     };
   });

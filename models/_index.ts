@@ -857,14 +857,13 @@ function withRows(
  * it, and its own rows' overhead, whatever it is, is in its time beyond it.
  */
 function deviceLaunch(
-  sweepRows: number | null,
+  sweepRows: number,
   ref: VariantSeries,
   shape: Shape,
   flops: number,
   bytes: number,
 ): number {
   const model = ref.model!;
-  if (sweepRows === null) return model.t0;
   return launchMs(sweepRows, ref.rowCost.overhead, {
     ms: compiledMs(model, flops, bytes),
     t0: model.t0,
@@ -1616,11 +1615,14 @@ function ratioModel(
     // Its time at its i-th point with its rows at `cost`, before the shape's proportions.
     const rowsAt = (i: number, cost: RowCost) => {
       const p = v.points[i]!;
-      return withRows(s.sweepRows, cost, p.shape, {
-        ms: t0 + Math.max(refMs[i]! - t0, 0) * Math.exp(meanLn + tilesLn[i]!),
+      const ms = t0 + Math.max(refMs[i]! - t0, 0) * Math.exp(meanLn + tilesLn[i]!);
+      const sweepRows = s.sweepRows;
+      if (sweepRows === null) return ms;
+      return rowsMs(elementsOf(p.shape), p.shape.rows ?? 1, sweepRows, cost, {
+        ms,
         t0,
         elementMs: elementMsOf(ref.model!, p.shape, p.flops, p.bytes) * Math.exp(meanLn),
-        launch: deviceLaunch(s.sweepRows, ref, p.shape, p.flops, p.bytes),
+        launch: deviceLaunch(sweepRows, ref, p.shape, p.flops, p.bytes),
       });
     };
     const rowCost = onAxis.length > 0 ? ownRowCost(s, v, ref, rowsAt) : ref.rowCost;
