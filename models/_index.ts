@@ -48,6 +48,7 @@ import { STREAMED_FROM_BYTES } from "../core/operand_rotation.ts";
 import {
   correctionAt as shapeCorrectionAt,
   correctionMean,
+  DEFAULT_LEVEL,
   fitShapeModel,
   type ShapeModel,
   type ShapePoint,
@@ -498,6 +499,8 @@ function buildSeries(
           axis,
           pathOf,
         ),
+        DEFAULT_LEVEL,
+        "edge",
       ),
       ...workRanges(op, dtype, fit),
     });

@@ -6,6 +6,8 @@
  * ln(measured / model) at every measured shape of a series and predicts it at any other shape by
  * Gaussian-process regression in log-dimension space: close to measured shapes it follows them,
  * far from every measured shape it returns to the cost model — and says so through its variance.
+ * Past the measured span of a dimension a series' model (`beyond: "edge"`) keeps the correction of
+ * the nearest shape inside it instead, while its variance still grows with the distance.
  *
  * Its length scales and noise level are not one choice but a mixture of the likely ones, weighted by
  * how well each predicted the measured shapes left out in turn: a dozen shapes leave them unsure.
@@ -89,7 +91,25 @@ export interface ShapeModel {
    * mixture. Absent: this model alone.
    */
   readonly members?: readonly { readonly model: ShapeModel; readonly weight: number }[];
+  /**
+   * What the mean does beyond the span of the measured shapes, dimension by dimension: `"prior"`
+   * (or absent) returns to the cost model with the distance, `"edge"` keeps the correction at the
+   * nearest shape inside the span ({@linkcode BeyondData}). The spread widens with the distance
+   * either way.
+   */
+  readonly beyond?: BeyondData;
 }
+
+/**
+ * What a shape model's mean does past the largest or smallest measured value of a dimension.
+ * `"edge"`: what a series misses against its own square-shape fit at the edge of its measured
+ * proportions is the proportions' effect, and it holds further out: one row of wasm-mt matmul
+ * streams B at about a sixth of the time the square fit gives, at n = 512 to 4096 alike, and
+ * returning to the fit past n = 4096 priced 1 × 1536 × 6144 at 1.95 ms where it ran 1.25–1.35
+ * (held at n = 4096: 1.20). `"prior"`: a ratio between two variants scatters from shape to shape
+ * as their tiles fit, so far out it is a guess about its mean.
+ */
+export type BeyondData = "prior" | "edge";
 
 /** The correction at a shape: mean and standard deviation of ln(time / cost model). */
 export interface Correction {
@@ -117,6 +137,7 @@ const MIN_CONFORMAL_POINTS = 8;
  *
  * @param points Measured shapes with their ln residuals (non-finite ones are skipped).
  * @param level Interval level the multiplier is calibrated for (default 0.9).
+ * @param beyond What the mean does beyond the measured shapes (default `"prior"`).
  * @returns The model, or null without a usable point that is not an anchor.
  * ```ts
  * import { fitShapeModel } from "./_shape_model.ts";
@@ -126,6 +147,7 @@ const MIN_CONFORMAL_POINTS = 8;
 export function fitShapeModel(
   points: readonly ShapePoint[],
   level: number = DEFAULT_LEVEL,
+  beyond: BeyondData = "prior",
 ): ShapeModel | null {
   const usable = points.filter((p) =>
     Number.isFinite(p.residual) && p.features.every((f) => f > 0) && p.noiseVar >= 0
@@ -173,7 +195,8 @@ export function fitShapeModel(
   }
   if (best === null) return null;
   best = perDimension(best, candidate);
-  return mixture(best, tried, level);
+  const model = mixture(best, tried, level);
+  return beyond === "edge" ? { ...model, beyond } : model;
 }
 
 /**
@@ -307,11 +330,19 @@ function conformalMultiplier(z: Float64Array, level: number): number {
  * ```
  */
 export function correctionAt(model: ShapeModel, features: readonly number[]): Correction {
+  const inside = model.beyond === "edge" ? withinData(model, features) : features;
+  return inside === features ? correctionOf(model, features) : {
+    mean: correctionOf(model, inside).mean,
+    sd: correctionOf(model, features).sd,
+  };
+}
+
+function correctionOf(model: ShapeModel, features: readonly number[]): Correction {
   if (model.members !== undefined) {
     let mean = 0;
     let second = 0;
     for (const { model: m, weight } of model.members) {
-      const c = correctionAt(m, features);
+      const c = correctionOf(m, features);
       mean += weight * c.mean;
       second += weight * (c.sd * c.sd + c.mean * c.mean);
     }
@@ -336,9 +367,13 @@ export function correctionAt(model: ShapeModel, features: readonly number[]): Co
  * ```
  */
 export function correctionMean(model: ShapeModel, features: readonly number[]): number {
+  return meanOf(model, model.beyond === "edge" ? withinData(model, features) : features);
+}
+
+function meanOf(model: ShapeModel, features: readonly number[]): number {
   if (model.members !== undefined) {
     let mean = 0;
-    for (const { model: m, weight } of model.members) mean += weight * correctionMean(m, features);
+    for (const { model: m, weight } of model.members) mean += weight * meanOf(m, features);
     return mean;
   }
   const { n, dims, x, alpha, lengthScales } = model;
@@ -352,6 +387,33 @@ export function correctionMean(model: ShapeModel, features: readonly number[]): 
     mean += model.signalVar * Math.exp(-d2 / 2) * alpha[i]!;
   }
   return withinRange(model, mean);
+}
+
+const dataBounds = new WeakMap<ShapeModel, { lo: Float64Array; hi: Float64Array }>();
+
+/** `features` moved, dimension by dimension, into the span of the measured shapes (ln units). */
+function withinData(model: ShapeModel, features: readonly number[]): readonly number[] {
+  let bounds = dataBounds.get(model);
+  if (bounds === undefined) {
+    const lo = new Float64Array(model.dims).fill(Infinity);
+    const hi = new Float64Array(model.dims).fill(-Infinity);
+    for (let i = 0; i < model.n; i++) {
+      for (let d = 0; d < model.dims; d++) {
+        const v = model.x[i * model.dims + d]!;
+        if (v < lo[d]!) lo[d] = v;
+        if (v > hi[d]!) hi[d] = v;
+      }
+    }
+    bounds = { lo, hi };
+    dataBounds.set(model, bounds);
+  }
+  let out: number[] | null = null;
+  for (let d = 0; d < model.dims; d++) {
+    const v = Math.log(features[d] ?? 1);
+    const c = Math.min(bounds.hi[d]!, Math.max(bounds.lo[d]!, v));
+    if (c !== v) (out ??= [...features])[d] = Math.exp(c);
+  }
+  return out ?? features;
 }
 
 function withinRange(model: ShapeModel, mean: number): number {

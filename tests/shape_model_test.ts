@@ -102,6 +102,26 @@ Deno.test("far from every measured shape the correction returns to the cost mode
   assert.ok(far.sd > 2 * near.sd);
 });
 
+Deno.test("a series' model beyond the measured shapes keeps the correction of the nearest shape inside them, and still widens with the distance", () => {
+  // One row streams B at a fifth of the time the square fit says, at every n measured up to 4096.
+  const model = fitShapeModel(
+    [
+      ...[64, 256, 1024].map((n) => ({ features: [n, n, n], residual: 0, noiseVar: 1e-4 })),
+      ...[512, 1024, 4096].map((n) => ({ features: [1, 1024, n], residual: -1.6, noiseVar: 1e-4 })),
+      { features: [1, 4096, 4096], residual: -1.7, noiseVar: 1e-4 },
+    ],
+    0.9,
+    "edge",
+  )!;
+  const edge = correctionAt(model, [1, 1536, 4096]);
+  const beyond = correctionAt(model, [1, 1536, 6144]);
+  // Returning to the cost model past n = 4096 would price one row ×5 slow (1 × 1536 × 6144 on
+  // wasm-mt: predicted 1.95 ms, ran 1.25–1.35).
+  assert.ok(Math.abs(beyond.mean - edge.mean) < 1e-9, `${beyond.mean} vs ${edge.mean}`);
+  assert.ok(beyond.mean < -1.4, `beyond ${beyond.mean}`);
+  assert.ok(beyond.sd > edge.sd, `sd ${beyond.sd} vs ${edge.sd}`);
+});
+
 type MatmulShape = { m: number; k: number; n: number };
 
 /** A matmul series of the synthetic report: wasm unless said otherwise. */
