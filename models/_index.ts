@@ -34,6 +34,7 @@ import {
   rowStridePower,
 } from "./_alignment.ts";
 import { firstSharedSize, imbalanceLn, type PackedRun, perCallWork } from "./_imbalance.ts";
+import { amortizationLn, fitAmortization } from "./_amortization.ts";
 import { fitTilePenalty, NO_TILE_COST, tileLn, type TileModel, type TilePoint } from "./_tiles.ts";
 import {
   fitRowCost,
@@ -119,7 +120,19 @@ export interface VariantSeries {
    * the sweep or nothing says.
    */
   readonly rowCost: RowCost;
+  /**
+   * The shape model's prior off the axis: ln of the variant's rows' share of a per-call cost
+   * against the fit's time at a shape (`_amortization.ts`), 0 where its code path has none;
+   * null for a kernel that pays nothing per call, or a variant without a fit.
+   */
+  readonly amortized: Amortized | null;
 }
+
+/**
+ * ln of a variant's time at a shape, of the flops and bytes given, against its fit's there, as
+ * the rows' share of a per-call cost prices it.
+ */
+export type Amortized = (shape: Shape, flops: number, bytes: number) => number;
 
 /** What is known about one backend for one (op, dtype, residency). */
 export interface BackendSeries {
@@ -475,6 +488,11 @@ function buildSeries(
     );
   }
   const offAxis = [...byVariant.values()].flat().filter((p) => !p.onAxis);
+  const amortized = new Map<string, Amortized>();
+  for (const [variant, a] of axis) {
+    const prior = amortizationFor(op, dtype, pathOf, a, variant, byVariant.get(variant) ?? []);
+    if (prior !== null) amortized.set(variant, prior);
+  }
   const variants = new Map<string, VariantSeries>();
   for (const variant of names) {
     const fit = fits.find((f) => f.variant === variant) ?? null;
@@ -492,12 +510,13 @@ function buildSeries(
       tiles: own?.tiles ?? null,
       blocks: own?.blocks ?? null,
       rowCost: own?.rowCost ?? NO_ROW_COST,
+      amortized: amortized.get(variant) ?? null,
       shapeModel: own === undefined ? null : fitShapeModel(
         shapePoints(
           op,
           [...points, ...offAxis.filter((p) => p.variant !== variant)],
           axis,
-          pathOf,
+          { pathOf, amortized },
         ),
         DEFAULT_LEVEL,
         "edge",
@@ -653,6 +672,61 @@ function packingOf(report: Report, op: OpSpec, dtype: Dtype): number {
     }
   }
   return perCallWork(runs);
+}
+
+/**
+ * A fitted variant's {@linkcode Amortized} prior, from its own off-axis shapes
+ * (`fitAmortization`): for an op whose WebAssembly kernel packs per call, on wasm and wasm-mt;
+ * null for another, or where no code path's shapes ask for one.
+ */
+function amortizationFor(
+  op: OpSpec,
+  dtype: Dtype,
+  pathOf: BackendSeries["pathOf"],
+  a: AxisModel,
+  variant: string,
+  points: readonly MeasuredPoint[],
+): Amortized | null {
+  if (pathOf === null || op.impls.wasm?.packsPerCall !== true) return null;
+  const rowsDim = op.dims[0]!;
+  // The square of the shape's flops, and ln of the fit's time there against at the shape's bytes.
+  const square = (flops: number, bytes: number) => {
+    const rows = squareSizeOf(op, flops);
+    const squareMs = compiledMs(a.model, flops, op.bytes(op.axis.shape(rows), dtype));
+    return { rows, ln: Math.log(squareMs / compiledMs(a.model, flops, bytes)) };
+  };
+  const perCall = fitAmortization(
+    points.filter((p) => !p.onAxis).map((p) => {
+      const sq = square(p.flops, p.bytes);
+      const withoutCurve = Math.log(p.ms / (a.aligned(p) * correctionAt(a.residuals, p.bytes)));
+      return {
+        path: pathOf(p.shape, variant),
+        rows: p.shape[rowsDim] ?? 1,
+        squareRows: sq.rows,
+        residual: withoutCurve - sq.ln,
+        withoutCurve,
+      };
+    }),
+  );
+  if (perCall.size === 0) return null;
+  return (shape, flops, bytes) => {
+    const c = perCall.get(pathOf(shape, variant));
+    if (c === undefined) return 0;
+    const sq = square(flops, bytes);
+    return sq.ln + amortizationLn(shape[rowsDim] ?? 1, sq.rows, c);
+  };
+}
+
+/** The axis size (not rounded) whose shape does `flops`, by bisection over ln size. */
+function squareSizeOf(op: OpSpec, flops: number): number {
+  let lo = 0;
+  let hi = Math.log(op.axis.max * 16);
+  for (let i = 0; i < 60; i++) {
+    const mid = (lo + hi) / 2;
+    if (op.flops(op.axis.shape(Math.exp(mid))) < flops) lo = mid;
+    else hi = mid;
+  }
+  return Math.exp((lo + hi) / 2);
 }
 
 /** The wasm impl's `codePath` of `op`, by shape and variant id; null when it has one path. */
@@ -904,17 +978,21 @@ function shapePoints(
   op: OpSpec,
   points: readonly MeasuredPoint[],
   axis: ReadonlyMap<string, AxisModel>,
-  pathOf: BackendSeries["pathOf"],
+  { pathOf, amortized }: {
+    pathOf: BackendSeries["pathOf"];
+    amortized: ReadonlyMap<string, Amortized>;
+  },
 ): ShapePoint[] {
   const out: ShapePoint[] = [];
   for (const p of points) {
     const a = axis.get(p.variant);
     if (a === undefined) continue;
     const predicted = a.aligned(p) * correctionAt(a.residuals, p.bytes);
+    const prior = p.onAxis ? 0 : amortized.get(p.variant)?.(p.shape, p.flops, p.bytes) ?? 0;
     const relSd = p.ciHalfWidth / p.ms / 1.96;
     out.push({
       features: withPath(shapeFeatures(op.dims, p.shape), pathOf, p.shape, p.variant),
-      residual: Math.log(p.ms / predicted),
+      residual: Math.log(p.ms / predicted) - prior,
       noiseVar: relSd * relSd,
       anchor: p.onAxis,
     });
@@ -1459,7 +1537,8 @@ function fitted(s: BackendSeries, v: VariantSeries, at: Site, rows = true): Pred
   const shapeModel = shape === null || onAxisShape(s, dims, size, shape) ? null : v.shapeModel;
   const correction = shapeModel === null
     ? 0
-    : correctionMean(shapeModel, residualFeatures(s, dims, shape!, v.variant));
+    : correctionMean(shapeModel, residualFeatures(s, dims, shape!, v.variant)) +
+      (v.amortized?.(shape!, flops, bytes) ?? 0);
   const residuals = v.residuals;
   const alignment = v.alignment === null || shape === null || s.alignmentOf === null
     ? null
