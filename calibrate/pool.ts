@@ -1,9 +1,8 @@
 /**
  * A calibration that replaces its machine's report pools with it: each case both runs measured
  * takes the geometric mean of the runs' medians, the earlier one first brought to this run's level
- * (per job where it shares enough cases, {@linkcode jobLevelShifts}, else per backend and
- * residency, {@linkcode levelShifts}: the median ratio of the two over their shared cases), so
- * each point stands on several runs' measurements of it rather than
+ * (per backend and residency, the median ratio of the two over their shared cases:
+ * {@linkcode levelShifts}), so each point stands on several runs' measurements of it rather than
  * the one minute it was measured in, and the report describes the machine in the host state its
  * latest run found, where a program run soon after it will be.
  *
@@ -225,41 +224,6 @@ export function levelShifts(
   return shifts;
 }
 
-/**
- * Per job (`op|dtype|backend|residency`), ln of how much slower this run ran the job's cases than
- * the earlier report, where the job shares {@linkcode MIN_JOB_CASES} cases or more: an op can move
- * apart from its backend. On the 2-vCPU AMD EPYC VM, a run that found lavapipe's device-resident
- * cases ×1.01 the pool's ran `dot` f32 ×1.16 and `fma` f32 ×1.17 (13 and 6 cases), and three
- * `bench:regret` truths after two runs had both predicted 13–24 % fast at the median, from pools
- * that leveled them with their backend.
- *
- * @param measurements This run's measurements.
- * @param earlier The replaced report's measurements.
- * @returns The shifts by job.
- * @example
- * ```ts
- * import { jobLevelShifts } from "./pool.ts";
- * console.log(jobLevelShifts([], []).size); // 0
- * ```
- */
-export function jobLevelShifts(
-  measurements: readonly Measurement[],
-  earlier: readonly Measurement[],
-): Map<string, number> {
-  const shifts = new Map<string, number>();
-  for (const [key, { r }] of sharedLnRatios(measurements, earlier, jobOf)) {
-    if (r.length >= MIN_JOB_CASES) shifts.set(key, median(r));
-  }
-  return shifts;
-}
-
-/**
- * Fewest shared cases from which a job's own level replaces its backend's: a job's cases scatter
- * about their level by ×1.05–1.2 (the interquartile range of a run against its pool), and a
- * median of six stands within a few per cent of it.
- */
-const MIN_JOB_CASES = 6;
-
 /** A measurement's backend and residency, the key of {@linkcode sharedLnRatios}. */
 function levelKey(m: Measurement): string {
   return `${m.backend}|${m.residency}`;
@@ -267,19 +231,18 @@ function levelKey(m: Measurement): string {
 
 /**
  * ln(this run's median / the earlier one) of every case both measured (both ok), grouped by
- * backend and residency ({@linkcode levelKey}) or by `keyOf`.
+ * backend and residency ({@linkcode levelKey}).
  */
 function sharedLnRatios(
   measurements: readonly Measurement[],
   earlier: readonly Measurement[],
-  keyOf: (m: Measurement) => string = levelKey,
 ): Map<string, { backend: Backend; residency: Residency; r: number[] }> {
   const before = new Map(earlier.map((m) => [measurementKey(m), m]));
   const groups = new Map<string, { backend: Backend; residency: Residency; r: number[] }>();
   for (const m of measurements) {
     const old = before.get(measurementKey(m));
     if (m.state !== "ok" || old?.state !== "ok") continue;
-    const key = keyOf(m);
+    const key = levelKey(m);
     const group = groups.get(key) ?? { backend: m.backend, residency: m.residency, r: [] };
     group.r.push(Math.log(m.wall.median / old.wall.median));
     groups.set(key, group);
@@ -302,8 +265,7 @@ function scaledBy(m: Measurement, f: number): Measurement {
 /**
  * This run's measurements, each case that `earlier` also measured (same op, dtype, backend,
  * variant, residency and shape, both ok) at the geometric mean of the two medians, the earlier one
- * first brought to this run's level (its job's, {@linkcode jobLevelShifts}, or its backend's,
- * {@linkcode levelShifts}): the pool averages what the runs
+ * first brought to this run's level ({@linkcode levelShifts}): the pool averages what the runs
  * measured of each case against the others, at the host state this run found. This run weighs
  * 1/(n + 1) against an earlier median that pooled n runs (n at most
  * {@linkcode MAX_EARLIER_WEIGHT}). The window statistics are this run's, scaled to the pooled
@@ -344,8 +306,7 @@ export function poolMeasurements(
   const jobs = new Set(measurements.map(jobOf));
   const ownAxis = axisPointsBySeries(measurements);
   const shifts = levelShifts(measurements, earlier);
-  const jobShifts = jobLevelShifts(measurements, earlier);
-  const shiftOf = (m: Measurement) => jobShifts.get(jobOf(m)) ?? shifts.get(levelKey(m)) ?? 0;
+  const shiftOf = (m: Measurement) => shifts.get(levelKey(m)) ?? 0;
   const carriedOver = earlier
     .filter((m) =>
       m.state === "ok" && !m.carriedOver && !changed.has(m.backend) && jobs.has(jobOf(m)) &&

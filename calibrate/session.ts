@@ -20,7 +20,6 @@ import { lastRunSeconds } from "./timekeeper.ts";
 import { type Checkout, gitCheckout } from "./checkout.ts";
 import {
   disagreeingBackends,
-  jobLevelShifts,
   levelShifts,
   MAX_TYPICAL_DISAGREEMENT,
   poolMeasurements,
@@ -194,18 +193,11 @@ export class CalibrationSession {
     this.#measuringDone = true;
     if (this.#poolWith === null) return;
     const own = this.planner().measurements;
-    const levels = levelShifts(own, this.#poolWith.measurements);
-    const shifts = [...levels]
+    const shifts = [...levelShifts(own, this.#poolWith.measurements)]
       .map(([key, ln]) => `${key.replace("|", " ")} ×${Math.exp(ln).toFixed(2)}`);
-    // Ops that moved apart from their backend, which pool at their own level.
-    const apart = [...jobLevelShifts(own, this.#poolWith.measurements)].filter(([job, ln]) => {
-      const [, , backend, residency] = job.split("|");
-      return Math.abs(ln - (levels.get(`${backend}|${residency}`) ?? 0)) > Math.log(JOB_APART);
-    }).map(([job, ln]) => `${job.split("|").join(" ")} ×${Math.exp(ln).toFixed(2)}`);
     if (shifts.length > 0) {
       this.#notice(
-        `pools at this run's level: it ran ${shifts.join(", ")} the replaced report's times` +
-          (apart.length > 0 ? `; on their own, ${apart.join(", ")}` : ""),
+        `pools at this run's level: it ran ${shifts.join(", ")} the replaced report's times`,
       );
     }
     for (const d of disagreeingBackends(own, this.#poolWith.measurements)) {
@@ -484,9 +476,6 @@ async function openRunnerOn(gpu: GpuHandle) {
   const { createWebGpuRunner } = await import("./runners/webgpu.ts");
   return createWebGpuRunner(gpu);
 }
-
-/** How far an op's level must sit from its backend's (either way) for the notice to name it. */
-const JOB_APART = 1.05;
 
 /** The report's word that a quick run left dtypes out, or null when it left none out. */
 function skippedWarning(dtypes: readonly string[]): string | null {

@@ -1,7 +1,6 @@
 import assert from "node:assert/strict";
 import {
   disagreeingBackends,
-  jobLevelShifts,
   levelShifts,
   MAX_TYPICAL_DISAGREEMENT,
   poolMeasurements,
@@ -212,32 +211,6 @@ Deno.test("earlier runs are brought to this run's level before pooling: the pool
   assert.ok(came.state === "ok" && Math.abs(came.wall.median - 6.5) < 1e-9);
   // Three shared cases say too little of a level: the medians pool as they are.
   assert.equal(levelShifts(mine.slice(0, 3), earlier).size, 0);
-});
-
-Deno.test("an op that moved apart from its backend pools at its own level, where it shares six cases or more", () => {
-  // This run found the backend at the pool's level, but its dot ×1.16 slower (lavapipe, one run).
-  const adds = [1, 2, 4, 8, 16, 32, 64, 128];
-  const dots = [1.5, 3, 6, 12, 24, 48];
-  const dotsOf = (medians: number[]) =>
-    series("webgpu", "device-resident", medians).map((m) => ({ ...m, op: "dot" }));
-  const earlier = [...series("webgpu", "device-resident", adds), ...dotsOf(dots)];
-  const mine = [
-    ...series("webgpu", "device-resident", adds),
-    ...dotsOf(dots.map((t) => 1.16 * t)),
-  ];
-  assert.ok(Math.abs(levelShifts(mine, earlier).get("webgpu|device-resident")!) < 1e-12);
-  const jobs = jobLevelShifts(mine, earlier);
-  assert.ok(Math.abs(jobs.get("dot|f32|webgpu|device-resident")! - Math.log(1.16)) < 1e-12);
-  const { measurements } = poolMeasurements(mine, earlier);
-  for (const m of measurements.filter((x) => x.op === "dot")) {
-    assert.ok(m.state === "ok");
-    assert.ok(Math.abs(m.wall.median / (1.16 * dots[m.size - 1]!) - 1) < 1e-9, `${m.size}`);
-  }
-  // Five shared cases of an op leave it at its backend's level.
-  assert.equal(
-    jobLevelShifts(mine.slice(0, 8 + 5), earlier).has("dot|f32|webgpu|device-resident"),
-    false,
-  );
 });
 
 Deno.test("a backend whose runs sit typically further apart than one machine state's keeps this run's times", () => {
