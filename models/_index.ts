@@ -689,9 +689,10 @@ function amortizationFor(
 ): Amortized | null {
   if (pathOf === null || op.impls.wasm?.packsPerCall !== true) return null;
   const rowsDim = op.dims[0]!;
+  const sizeOf = axisSizeOfFlops(op);
   // The square of the shape's flops, and ln of the fit's time there against at the shape's bytes.
   const square = (flops: number, bytes: number) => {
-    const rows = squareSizeOf(op, flops);
+    const rows = sizeOf(flops);
     const squareMs = compiledMs(a.model, flops, op.bytes(op.axis.shape(rows), dtype));
     return { rows, ln: Math.log(squareMs / compiledMs(a.model, flops, bytes)) };
   };
@@ -717,16 +718,16 @@ function amortizationFor(
   };
 }
 
-/** The axis size (not rounded) whose shape does `flops`, by bisection over ln size. */
-function squareSizeOf(op: OpSpec, flops: number): number {
-  let lo = 0;
-  let hi = Math.log(op.axis.max * 16);
-  for (let i = 0; i < 60; i++) {
-    const mid = (lo + hi) / 2;
-    if (op.flops(op.axis.shape(Math.exp(mid))) < flops) lo = mid;
-    else hi = mid;
-  }
-  return Math.exp((lo + hi) / 2);
+/**
+ * The axis size (not rounded) whose shape does a given number of flops, for an op whose axis
+ * flops grow as a power of the size (a square matmul's 2n³): the power read once, between two
+ * sizes, then inverted at each call without building a shape.
+ */
+function axisSizeOfFlops(op: OpSpec): (flops: number) => number {
+  const [lo, hi] = [64, 128];
+  const atLo = op.flops(op.axis.shape(lo));
+  const power = Math.log(op.flops(op.axis.shape(hi)) / atLo) / Math.log(hi / lo);
+  return (flops) => lo * (flops / atLo) ** (1 / power);
 }
 
 /** The wasm impl's `codePath` of `op`, by shape and variant id; null when it has one path. */
