@@ -161,9 +161,9 @@ Deno.test({
       assert.ok($("[data-marker]").length >= 10, "crossover markers");
       assert.ok($("td[data-cell]").length > 0, "heatmap cells");
 
-      // Kept after the test (one small file) so a person can look at what the browser drew.
-      const shots = await Deno.makeTempDir({ prefix: "gpucal-report-screenshot-" });
-      const png = `${shots}/report-synthetic.png`;
+      // Removed with the page; GPUCAL_SCREENSHOT_DIR keeps a copy for a person to look at (a
+      // copy kept after every run filled the temporary directory with one per test run).
+      const png = `${dir}/report-synthetic.png`;
       await runChromium(await Deno.makeTempDir({ dir }), [`--screenshot=${png}`, url]);
       const bytes = await Deno.readFile(png);
       const image = await decodePng(bytes);
@@ -178,7 +178,6 @@ Deno.test({
         pixels: image.pixels.subarray(0, 1000 * image.width * image.channels),
       };
       assert.ok(countColor(top, seriesColor("wasm")) > 2000, "the map's wasm bands are painted");
-      console.log(`Screenshot: ${png}`);
       const keep = Deno.env.get("GPUCAL_SCREENSHOT_DIR");
       if (keep !== undefined && keep !== "") {
         await Deno.mkdir(keep, { recursive: true });
