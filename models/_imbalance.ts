@@ -84,6 +84,44 @@ export function imbalanceLn(
   return ratio > 1 ? Math.log(ratio) : 0;
 }
 
+/**
+ * Whether a `wasm-mt` run of a matrix op is one chunk, which one thread runs whole: then it is
+ * a one-thread run, packing and all, not a share of one. wasm-mt matmul 6 × 6000 × 256 (one block
+ * of six rows) ran 0.83 ms where one-thread wasm ran 0.83, and priced as two threads' work with one
+ * idle it came out 0.61. False for a one-dimensional op (one chunk of it runs inline, and its fit
+ * draws that, `firstSharedSize`), an op without a WebAssembly kernel, or a single thread.
+ *
+ * @param op The op.
+ * @param shape The shape.
+ * @param variant The WebAssembly variant's parameters.
+ * @param threads Threads in all, the caller included.
+ * @returns Whether one thread runs the whole call.
+ * @example
+ * ```ts
+ * import { runsOnOneThread } from "./_imbalance.ts";
+ * import { getOp } from "../kernels/catalog.ts";
+ * const v = { mr: 6, nr: 8, kc: 256, nc: 512, fma: true };
+ * console.log(runsOnOneThread(getOp("matmul"), { m: 6, k: 6000, n: 256 }, v, 2)); // true
+ * console.log(runsOnOneThread(getOp("matmul"), { m: 8, k: 6000, n: 256 }, v, 2)); // false
+ * ```
+ */
+export function runsOnOneThread(
+  op: OpSpec,
+  shape: Shape,
+  variant: Variant,
+  threads: number,
+): boolean {
+  const impl = op.impls.wasm;
+  if (impl === undefined || op.dims.length === 1 || !(threads > 1)) return false;
+  try {
+    const parts = impl.parts(shape, variant);
+    return chunkRanges(parts, chunksFor(threads, undefined, impl.packsPerCall === true))
+      .length === 1;
+  } catch {
+    return false;
+  }
+}
+
 /** A one-thread run of a kernel that packs per call, as {@linkcode perCallWork} reads it. */
 export interface PackedRun {
   /** Its time beyond the launch, ms. */

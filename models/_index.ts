@@ -33,7 +33,13 @@ import {
   offsetAt,
   rowStridePower,
 } from "./_alignment.ts";
-import { firstSharedSize, imbalanceLn, type PackedRun, perCallWork } from "./_imbalance.ts";
+import {
+  firstSharedSize,
+  imbalanceLn,
+  type PackedRun,
+  perCallWork,
+  runsOnOneThread,
+} from "./_imbalance.ts";
 import { amortizationLn, fitAmortization } from "./_amortization.ts";
 import { fitTilePenalty, NO_TILE_COST, tileLn, type TileModel, type TilePoint } from "./_tiles.ts";
 import {
@@ -207,6 +213,14 @@ export interface BackendSeries {
    */
   readonly floor: { readonly kernel: BackendSeries; readonly syncMs: number } | null;
   /**
+   * For wasm-mt: the one-thread wasm series of the same table, and whether a shape runs as one
+   * chunk on one thread (`runsOnOneThread`), where a prediction is that series'; null otherwise.
+   */
+  readonly oneThread: {
+    readonly series: BackendSeries;
+    readonly at: (shape: Shape, variant: string) => boolean;
+  } | null;
+  /**
    * Whether a variant (by id) can run a shape: a WebGPU matmul with vector loads of B cannot run
    * n = 77, and a program runs another variant there.
    */
@@ -246,6 +260,8 @@ export interface Prediction {
   readonly imbalanceLn?: number;
   /** When the time was raised to the device-resident time plus one sync: those two, ms. */
   readonly raisedTo?: { readonly kernelMs: number; readonly syncMs: number };
+  /** A wasm-mt run of one chunk, predicted by the one-thread series it runs as (`oneThread`). */
+  readonly oneThread?: true;
   /**
    * A variant with no fit of its own, predicted as a fitted variant of its backend times the
    * ratio measured between them where both ran; null otherwise.
@@ -354,14 +370,10 @@ function buildTable(
   const skipped: Partial<Record<Backend, string>> = {};
   for (const backend of BACKENDS) {
     const res: Residency = CPU_BACKENDS.includes(backend) ? "end-to-end" : residency;
-    const built = buildSeries(
-      report,
-      op,
-      dtype,
-      res,
-      backend,
-      floorOf(index, op, dtype, res, backend),
-    );
+    const built = buildSeries(report, op, dtype, res, backend, {
+      floor: floorOf(index, op, dtype, res, backend),
+      oneThread: oneThreadOf(op, report.machine.cores, backend, series),
+    });
     if (typeof built === "string") skipped[backend] = built;
     else series.push(built);
   }
@@ -390,13 +402,28 @@ function floorOf(
   return kernel === undefined ? null : { kernel, syncMs };
 }
 
+/**
+ * wasm-mt's {@linkcode BackendSeries.oneThread}: the wasm series built before it, for a matrix op
+ * on more than one thread; null for another backend, or without a wasm series.
+ */
+function oneThreadOf(
+  op: OpSpec,
+  threads: number,
+  backend: Backend,
+  built: readonly BackendSeries[],
+): BackendSeries["oneThread"] {
+  const series = built.find((s) => s.backend === "wasm");
+  if (backend !== "wasm-mt" || series === undefined || op.dims.length === 1) return null;
+  return { series, at: byVariantId((shape, v) => runsOnOneThread(op, shape, v, threads), false) };
+}
+
 function buildSeries(
   report: Report,
   op: OpSpec,
   dtype: Dtype,
   residency: Residency,
   backend: Backend,
-  floor: BackendSeries["floor"],
+  { floor, oneThread }: Pick<BackendSeries, "floor" | "oneThread">,
 ): BackendSeries | string {
   const same = (r: { op: string; dtype: Dtype; residency: Residency; backend: Backend }) =>
     r.op === op.name && r.dtype === dtype && r.residency === residency && r.backend === backend;
@@ -551,6 +578,7 @@ function buildSeries(
     blockUtilisationOf,
     sweepRows,
     floor,
+    oneThread,
     runs: runsFor(op, dtype, backend),
   };
 }
@@ -1307,6 +1335,11 @@ export function predictSeries(
       (device !== null && device.variant !== p.variant
         ? withKernelOf(s.floor!, p, device.variant, at)
         : p);
+  }
+  if (p !== null && shape !== null && s.oneThread?.at(shape, p.variant) === true) {
+    const one = s.oneThread.series;
+    const alone = predictSeries(one, dims, size, shape, flops, bytes, p.variant);
+    if (alone !== null) p = { ...alone, oneThread: true };
   }
   return p === null || s.floor === null ? p : atLeastKernelAndSync(s.floor, p, at);
 }

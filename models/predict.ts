@@ -161,7 +161,13 @@ export function predictTime(report: Report, request: PredictRequest): TimePredic
           `measurement to predict from`,
     );
   }
-  const t = describe(table, s, p, shape, flops, bytes, driftOf(report, request, p.ms));
+  // One chunk of a matrix op on wasm-mt is a one-thread run: described as the series it is.
+  const from = p.oneThread === true && s.oneThread !== null ? s.oneThread.series : s;
+  const described = describe(table, from, p, shape, flops, bytes, driftOf(report, request, p.ms));
+  const t = from === s ? described : {
+    ...described,
+    source: `one chunk, which one thread runs whole: ${described.source}`,
+  };
   // End to end beyond the bytes the series measured, or beyond the sizes its fit saw, its parts
   // say more than its fit.
   const beyond = bytes > largestMeasuredBytes(s) || t.provenance === "extrapolated";

@@ -1,5 +1,10 @@
 import assert from "node:assert/strict";
-import { firstSharedSize, imbalanceLn, perCallWork } from "../models/_imbalance.ts";
+import {
+  firstSharedSize,
+  imbalanceLn,
+  perCallWork,
+  runsOnOneThread,
+} from "../models/_imbalance.ts";
 import { getOp } from "../kernels/catalog.ts";
 import { predictTime } from "../models/predict.ts";
 import { BLOCK } from "../kernels/reduce/wasm.ts";
@@ -136,4 +141,39 @@ Deno.test("predictTime() prices a wasm-mt run of one part (inline) at one thread
   const p = predictTime(report, { op: "add", shape: { n }, dtype: "f32", backend: "wasm-mt" });
   const ratio = p.ms / oneThread(n);
   assert.ok(ratio > 0.9 && ratio < 1.1, `predicted ÷ one thread's time at ${n}: ${ratio}`);
+});
+
+Deno.test("runsOnOneThread() is a matrix op's run of one chunk on more than one thread", () => {
+  const matmul = getOp("matmul");
+  const v = { mr: 6, nr: 8, kc: 256, nc: 512, fma: true };
+  assert.equal(runsOnOneThread(matmul, { m: 6, k: 6000, n: 256 }, v, 2), true);
+  // Fewer rows than a block split by 64-column parts: one part up to 64 columns.
+  assert.equal(runsOnOneThread(matmul, { m: 3, k: 6000, n: 64 }, v, 2), true);
+  assert.equal(runsOnOneThread(matmul, { m: 3, k: 6000, n: 65 }, v, 2), false);
+  assert.equal(runsOnOneThread(matmul, { m: 7, k: 100, n: 100 }, v, 2), false);
+  assert.equal(runsOnOneThread(matmul, { m: 6, k: 6000, n: 256 }, v, 1), false);
+  // One chunk of a one-dimensional op runs inline, and its fit draws that.
+  assert.equal(runsOnOneThread(sum, { n: 100 }, SUM_VARIANT, 2), false);
+});
+
+Deno.test("predictTime() prices a wasm-mt matmul of one row block as one-thread wasm runs it, and two blocks as wasm-mt", () => {
+  const report = syntheticReport();
+  const variant = report.fits.find((f) => f.op === "matmul" && f.backend === "wasm-mt")!.variant;
+  const mr = Number(/mr=(\d+)/.exec(variant)![1]);
+  const ask = (backend: "wasm" | "wasm-mt", m: number) =>
+    predictTime(report, {
+      op: "matmul",
+      shape: { m, k: 2000, n: 300 },
+      dtype: "f32",
+      backend,
+      variant,
+    });
+  // One block of mr rows: one thread packs B and runs every row, exactly as wasm would.
+  const one = ask("wasm-mt", mr);
+  assert.equal(one.ms, ask("wasm", mr).ms);
+  assert.match(one.source, /^one chunk, which one thread runs whole: .* matmul f32 wasm /);
+  // Two blocks: each thread takes one, and the series' own model prices it.
+  const two = ask("wasm-mt", 2 * mr);
+  assert.notEqual(two.ms, ask("wasm", 2 * mr).ms);
+  assert.doesNotMatch(two.source, /one chunk/);
 });
