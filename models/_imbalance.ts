@@ -28,7 +28,7 @@
  *
  * @module
  */
-import type { OpSpec, Shape, Variant } from "../kernels/types.ts";
+import type { OpSpec, Shape, Variant, WasmImpl } from "../kernels/types.ts";
 import { chunkRanges, chunksFor } from "../calibrate/wasm_schedule.ts";
 
 /**
@@ -56,13 +56,9 @@ export function imbalanceLn(
 ): number {
   const impl = op.impls.wasm;
   if (impl === undefined || !(threads > 1)) return 0;
-  let parts: number;
-  try {
-    parts = impl.parts(shape, variant);
-  } catch {
-    return 0;
-  }
-  const ranges = chunkRanges(parts, chunksFor(threads, undefined, impl.packsPerCall === true));
+  const chunked = chunksOf(impl, shape, variant, threads);
+  if (chunked === null) return 0;
+  const { parts, ranges } = chunked;
   // One chunk of a reduction or an elementwise op is a small run, inline on the caller, which its
   // fit draws as it is; one chunk of a matrix op (a matmul of 4 × 2048 × 2048 in one block of
   // rows) can be long, and one thread does all of it.
@@ -113,12 +109,25 @@ export function runsOnOneThread(
 ): boolean {
   const impl = op.impls.wasm;
   if (impl === undefined || op.dims.length === 1 || !(threads > 1)) return false;
+  return chunksOf(impl, shape, variant, threads)?.ranges.length === 1;
+}
+
+/**
+ * How the runner cuts a run into parts and the parts into the chunks its threads claim
+ * (`calibrate/runners/wasm_mt.ts`); null for a shape the kernel cannot take.
+ */
+function chunksOf(
+  impl: WasmImpl,
+  shape: Shape,
+  variant: Variant,
+  threads: number,
+): { parts: number; ranges: [number, number][] } | null {
   try {
     const parts = impl.parts(shape, variant);
-    return chunkRanges(parts, chunksFor(threads, undefined, impl.packsPerCall === true))
-      .length === 1;
+    const chunks = chunksFor(threads, undefined, impl.packsPerCall === true);
+    return { parts, ranges: chunkRanges(parts, chunks) };
   } catch {
-    return false;
+    return null;
   }
 }
 
@@ -195,15 +204,8 @@ const MAX_INLINE_SEARCH = 2 ** 31;
 export function firstSharedSize(op: OpSpec, variant: Variant, threads: number): number | null {
   const impl = op.impls.wasm;
   if (impl === undefined || op.dims.length !== 1 || !(threads > 1)) return null;
-  const shared = (size: number): boolean => {
-    try {
-      const parts = impl.parts(op.axis.shape(size), variant);
-      return chunkRanges(parts, chunksFor(threads, undefined, impl.packsPerCall === true))
-        .length > 1;
-    } catch {
-      return false;
-    }
-  };
+  const shared = (size: number): boolean =>
+    (chunksOf(impl, op.axis.shape(size), variant, threads)?.ranges.length ?? 0) > 1;
   if (!shared(MAX_INLINE_SEARCH)) return null;
   let lo = 1;
   let hi = MAX_INLINE_SEARCH;

@@ -92,12 +92,12 @@ export interface ShapeModel {
    */
   readonly members?: readonly { readonly model: ShapeModel; readonly weight: number }[];
   /**
-   * What the mean does beyond the span of the measured shapes, dimension by dimension: `"prior"`
-   * (or absent) returns to the cost model with the distance, `"edge"` keeps the correction at the
-   * nearest shape inside the span ({@linkcode BeyondData}). The spread widens with the distance
-   * either way.
+   * For a model whose mean keeps its edge beyond the measured shapes (`beyond: "edge"`), the
+   * least and greatest ln of each dimension they span: a shape past them takes its mean where
+   * they end ({@linkcode BeyondData}). Absent: the mean returns to the cost model with the
+   * distance. The spread widens with the distance either way.
    */
-  readonly beyond?: BeyondData;
+  readonly span?: { readonly lo: Float64Array; readonly hi: Float64Array };
 }
 
 /**
@@ -196,7 +196,7 @@ export function fitShapeModel(
   if (best === null) return null;
   best = perDimension(best, candidate);
   const model = mixture(best, tried, level);
-  return beyond === "edge" ? { ...model, beyond } : model;
+  return beyond === "edge" ? { ...model, span: spanOf(x, dims, n) } : model;
 }
 
 /**
@@ -330,7 +330,7 @@ function conformalMultiplier(z: Float64Array, level: number): number {
  * ```
  */
 export function correctionAt(model: ShapeModel, features: readonly number[]): Correction {
-  const inside = model.beyond === "edge" ? withinData(model, features) : features;
+  const inside = withinData(model, features);
   return inside === features ? correctionOf(model, features) : {
     mean: correctionOf(model, inside).mean,
     sd: correctionOf(model, features).sd,
@@ -367,7 +367,7 @@ function correctionOf(model: ShapeModel, features: readonly number[]): Correctio
  * ```
  */
 export function correctionMean(model: ShapeModel, features: readonly number[]): number {
-  return meanOf(model, model.beyond === "edge" ? withinData(model, features) : features);
+  return meanOf(model, withinData(model, features));
 }
 
 function meanOf(model: ShapeModel, features: readonly number[]): number {
@@ -389,28 +389,30 @@ function meanOf(model: ShapeModel, features: readonly number[]): number {
   return withinRange(model, mean);
 }
 
-const dataBounds = new WeakMap<ShapeModel, { lo: Float64Array; hi: Float64Array }>();
-
-/** `features` moved, dimension by dimension, into the span of the measured shapes (ln units). */
-function withinData(model: ShapeModel, features: readonly number[]): readonly number[] {
-  let bounds = dataBounds.get(model);
-  if (bounds === undefined) {
-    const lo = new Float64Array(model.dims).fill(Infinity);
-    const hi = new Float64Array(model.dims).fill(-Infinity);
-    for (let i = 0; i < model.n; i++) {
-      for (let d = 0; d < model.dims; d++) {
-        const v = model.x[i * model.dims + d]!;
-        if (v < lo[d]!) lo[d] = v;
-        if (v > hi[d]!) hi[d] = v;
-      }
+/** The least and greatest of each dimension over `n` points of ln features, row by row. */
+function spanOf(x: Float64Array, dims: number, n: number): NonNullable<ShapeModel["span"]> {
+  const lo = new Float64Array(dims).fill(Infinity);
+  const hi = new Float64Array(dims).fill(-Infinity);
+  for (let i = 0; i < n; i++) {
+    for (let d = 0; d < dims; d++) {
+      lo[d] = Math.min(lo[d]!, x[i * dims + d]!);
+      hi[d] = Math.max(hi[d]!, x[i * dims + d]!);
     }
-    bounds = { lo, hi };
-    dataBounds.set(model, bounds);
   }
+  return { lo, hi };
+}
+
+/**
+ * `features` moved, dimension by dimension, into the span of the measured shapes when the model
+ * keeps its edge (`span`); else as they are.
+ */
+function withinData(model: ShapeModel, features: readonly number[]): readonly number[] {
+  const span = model.span;
+  if (span === undefined) return features;
   let out: number[] | null = null;
   for (let d = 0; d < model.dims; d++) {
     const v = Math.log(features[d] ?? 1);
-    const c = Math.min(bounds.hi[d]!, Math.max(bounds.lo[d]!, v));
+    const c = Math.min(span.hi[d]!, Math.max(span.lo[d]!, v));
     if (c !== v) (out ??= [...features])[d] = Math.exp(c);
   }
   return out ?? features;
