@@ -350,13 +350,22 @@ export function earlierRunsOf(
     for (const run of report.stability?.earlierRuns ?? []) byDate.set(run.date, run);
     const medianMs = medianProbeMs(report.stability?.probes ?? []);
     if (Object.keys(medianMs).length > 0) {
-      byDate.set(report.provenance.date, { date: report.provenance.date, medianMs });
+      const driftSigma = report.stability?.driftSigma ?? {};
+      byDate.set(report.provenance.date, { date: report.provenance.date, medianMs, driftSigma });
     }
   }
   return [...byDate.values()]
     .sort((a, b) => Date.parse(a.date) - Date.parse(b.date))
     .slice(-MAX_EARLIER_RUNS)
-    .map((r) => ({ date: r.date, medianMs: { ...r.medianMs } }));
+    .map(copyRun);
+}
+
+/** A copy of an earlier run, its drift within itself kept where it was recorded. */
+function copyRun(r: EarlierRun): EarlierRun {
+  const drift = r.driftSigma === undefined || Object.keys(r.driftSigma).length === 0
+    ? {}
+    : { driftSigma: { ...r.driftSigma } };
+  return { date: r.date, medianMs: { ...r.medianMs }, ...drift };
 }
 
 /** The `earlierRuns` and `betweenRunSigma` fields, when there are earlier runs. */
@@ -368,7 +377,7 @@ function betweenRuns(
   const runs = [...earlierRuns.map((r) => r.medianMs), medianProbeMs(probes)];
   const sigma = betweenRunSigma(runs);
   return {
-    earlierRuns: earlierRuns.map((r) => ({ date: r.date, medianMs: { ...r.medianMs } })),
+    earlierRuns: earlierRuns.map(copyRun),
     ...(Object.keys(sigma).length > 0 ? { betweenRunSigma: sigma } : {}),
   };
 }

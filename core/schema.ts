@@ -764,6 +764,8 @@ export type EarlierRun = {
   date: string;
   /** Per backend, the median of that run's probe times, ms. */
   medianMs: Partial<Record<Backend, number>>;
+  /** Per backend, that run's drift within itself (its `driftSigma`); absent in older reports. */
+  driftSigma?: Partial<Record<Backend, number>>;
 };
 
 /** An earlier calibration of the same machine: when it ran and its median probe times. */
@@ -771,6 +773,7 @@ export const EarlierRunSchema: z.ZodType<EarlierRun> = exactly<EarlierRun>()(
   z.strictObject({
     date: z.iso.datetime({ offset: true }),
     medianMs: z.partialRecord(BackendSchema, z.number().positive()),
+    driftSigma: z.partialRecord(BackendSchema, nonNegative).exactOptional(),
   }),
 );
 

@@ -30,7 +30,7 @@ import { normalQuantile } from "../core/numeric.ts";
 import { correctionAt, DEFAULT_LEVEL } from "./_shape_model.ts";
 import { localLooError, neighboursAt, type ResidualCurve } from "./_residuals.ts";
 import { checkReach } from "./_bounds.ts";
-import { learnedHalfWidth, withDrift } from "./_interval.ts";
+import { learnedHalfWidth, typicalRunDrift, withDrift } from "./_interval.ts";
 import { slowestTransfer, typicalTransfer } from "./_transfers.ts";
 import {
   type BackendSeries,
@@ -291,8 +291,8 @@ interface Drift {
 }
 
 /**
- * The run-to-run drift (σ of ln time) a prediction carries: the drift within the calibration,
- * and how far whole runs moved between calibrations of this machine (`stability.betweenRunSigma`,
+ * The run-to-run drift (σ of ln time) a prediction carries: the drift within a calibration (the
+ * median over the runs the report pools, `typicalRunDrift`), and how far whole runs moved between calibrations of this machine (`stability.betweenRunSigma`,
  * or {@linkcode ASSUMED_BETWEEN_RUN_SIGMA} when the report has none for the backend): a program
  * runs later than the calibration, and on this VM a host state ×1.2–1.5 slower for wasm-mt came
  * and went between runs while one run's probes stayed within 3 %. The report probes WebGPU on the
@@ -305,7 +305,7 @@ function driftOf(report: Report, request: PredictRequest, ms: number): Drift {
   const stability = report.stability;
   const measured = (b: Backend) => stability?.betweenRunSigma?.[b];
   const between = (b: Backend) => measured(b) ?? ASSUMED_BETWEEN_RUN_SIGMA[b];
-  const sigma = (b: Backend) => Math.hypot(stability?.driftSigma[b] ?? 0, between(b));
+  const sigma = (b: Backend) => Math.hypot(typicalRunDrift(stability, b), between(b));
   const backend = request.backend;
   const assumed = measured(backend) === undefined;
   const alone = { sigma: sigma(backend), betweenSigma: between(backend), assumed };

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { learnedHalfWidth, withDrift } from "../models/_interval.ts";
+import { learnedHalfWidth, typicalRunDrift, withDrift } from "../models/_interval.ts";
 
 const STILL = { z: 1.645, sigma: 0, betweenSigma: 0 };
 
@@ -39,4 +39,22 @@ Deno.test("an interval is never narrower than the machine's whole drift", () => 
   assert.ok(
     Math.abs(learnedHalfWidth({ axis: 0.01, shape: 0, offAxisModel: false }, drift) - 0.2) < 1e-12,
   );
+});
+
+Deno.test("a pooled report's drift within a run is its runs' usual one: one noisy run does not set it", () => {
+  const run = (wasmMt: number) => ({
+    date: "2026-11-28T13:41:34Z",
+    medianMs: { "wasm-mt": 0.01 },
+    driftSigma: { "wasm-mt": wasmMt },
+  });
+  const stability = { driftSigma: { "wasm-mt": 0.265 }, earlierRuns: [run(0.063), run(0.071)] };
+  assert.equal(typicalRunDrift(stability, "wasm-mt"), 0.071);
+  // A machine's first run, and runs from before the drift was remembered: this run's own.
+  assert.equal(typicalRunDrift({ driftSigma: { "wasm-mt": 0.265 } }, "wasm-mt"), 0.265);
+  const older = { date: "2026-11-20T10:00:00Z", medianMs: { "wasm-mt": 0.01 } };
+  assert.equal(
+    typicalRunDrift({ driftSigma: { "wasm-mt": 0.265 }, earlierRuns: [older] }, "wasm-mt"),
+    0.265,
+  );
+  assert.equal(typicalRunDrift(stability, "js"), 0, "a backend no run probed");
 });

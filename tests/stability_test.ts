@@ -404,6 +404,7 @@ Deno.test("earlierRunsOf() carries the replaced report's runs and its own, for t
   assert.deepEqual(carried, [{
     date: first.provenance.date,
     medianMs: medianProbeMs(first.stability.probes),
+    driftSigma: first.stability.driftSigma,
   }]);
   assert.deepEqual(earlierRunsOf([first], "ffffffffffffffff"), [], "another machine's report");
   assert.deepEqual(earlierRunsOf([], first.fingerprint), []);
