@@ -1030,30 +1030,13 @@ function shapePoints(
 }
 
 /**
- * The shape's dimensions in the op's order, as the shape model reads them, but for a matmul's
- * depth, read as the size of B (`k · n`): a kernel with few rows streams B, and how long that
- * takes depends on whether B stays in the caches as much as on its rows' length. On the 2-vCPU
- * AMD EPYC VM one-thread wasm ran 2 × 1024 × 256 (1 MB of B) at 27 GB/s of B and 3 × 5000 × 300
- * (6 MB) at 6.4; with depth and width as features, and width the only one that set them apart
- * among the measured shapes, the shape model priced the second from the first, ×3 fast. In these
- * coordinates a depth that does not matter still reads as none (the size and width together
- * carry it), and a B that outgrows the caches is a step along one axis.
+ * The shape's dimensions in the op's order, as the shape model reads them.
  *
  * @param dims The op's dims.
  * @param shape The shape.
- * @returns One feature per dim.
- * @example
- * ```ts
- * import { shapeFeatures } from "./_index.ts";
- * console.log(shapeFeatures(["m", "k", "n"], { m: 2, k: 1024, n: 256 })); // [ 2, 262144, 256 ]
- * console.log(shapeFeatures(["rows", "cols"], { rows: 8, cols: 512 })); // [ 8, 512 ]
- * ```
  */
 export function shapeFeatures(dims: readonly string[], shape: Shape): number[] {
-  const features = dims.map((d) => shape[d] ?? 1);
-  const depth = dims.indexOf("k");
-  if (depth >= 0 && dims.includes("n")) features[depth] = features[depth]! * (shape.n ?? 1);
-  return features;
+  return dims.map((d) => shape[d] ?? 1);
 }
 
 /**
