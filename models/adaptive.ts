@@ -41,6 +41,7 @@ import {
   NOISE_PRIOR_SD,
 } from "./_adaptive_belief.ts";
 import { predictTime } from "./predict.ts";
+import { typicalRunDrift } from "./_interval.ts";
 
 /** Defaults of {@linkcode AdaptiveOptions}, in one place. */
 export const ADAPTIVE_DEFAULTS = {
@@ -58,7 +59,7 @@ export const MIN_OBSERVED_MS = 1e-6;
 
 /**
  * Sd of ln time by which a backend's speed drifts on a machine, when the report does not say
- * (its `stability.driftSigma`): it widens every prior, and a backend's belief is widened to at
+ * (its `stability.driftSigma`, the median over the runs it pools): it widens every prior, and a backend's belief is widened to at
  * least this when its bucket detects that the machine changed.
  */
 export const DEFAULT_DRIFT_SD = 0.15;
@@ -615,8 +616,11 @@ export class AdaptiveSelector {
   }
 
   #driftSd(backend: Backend): number {
-    const sd = this.#report?.stability?.driftSigma[backend] ?? DEFAULT_DRIFT_SD;
-    return Math.max(MIN_DRIFT_SD, sd);
+    const stability = this.#report?.stability;
+    const recorded = stability?.driftSigma[backend] === undefined
+      ? undefined
+      : typicalRunDrift(stability, backend);
+    return Math.max(MIN_DRIFT_SD, recorded ?? DEFAULT_DRIFT_SD);
   }
 
   /** The key's bucket, created on first use, and the key's work over the bucket's (`scaleOf`). */

@@ -292,8 +292,9 @@ interface Drift {
 
 /**
  * The run-to-run drift (σ of ln time) a prediction carries: the drift within a calibration (the
- * median over the runs the report pools, `typicalRunDrift`), and how far whole runs moved between calibrations of this machine (`stability.betweenRunSigma`,
- * or {@linkcode ASSUMED_BETWEEN_RUN_SIGMA} when the report has none for the backend): a program
+ * median over the runs the report pools, `typicalRunDrift`), and how far whole runs moved between
+ * calibrations of this machine (`stability.betweenRunSigma`, or
+ * {@linkcode ASSUMED_BETWEEN_RUN_SIGMA} when the report has none for the backend): a program
  * runs later than the calibration, and on this VM a host state ×1.2–1.5 slower for wasm-mt came
  * and went between runs while one run's probes stayed within 3 %. The report probes WebGPU on the
  * device, where lavapipe's speed moves by 2×; an end-to-end run is mostly synchronisation and
