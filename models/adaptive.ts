@@ -59,8 +59,8 @@ export const MIN_OBSERVED_MS = 1e-6;
 
 /**
  * Sd of ln time by which a backend's speed drifts on a machine, when the report does not say
- * (its `stability.driftSigma`, the median over the runs it pools): it widens every prior, and a backend's belief is widened to at
- * least this when its bucket detects that the machine changed.
+ * (its `stability.driftSigma`, the median over the runs it pools): it widens every prior, and a
+ * backend's belief is widened to at least this when its bucket detects that the machine changed.
  */
 export const DEFAULT_DRIFT_SD = 0.15;
 
