@@ -16,6 +16,8 @@ export interface HeldOutArgs {
   readonly limit: number;
   readonly rounds: number;
   readonly json: boolean;
+  /** The list of items to run instead of the bench's own, when its flag was given. */
+  readonly listPath?: string;
 }
 
 /** How a bench names and bounds its flags. */
@@ -26,6 +28,8 @@ export interface HeldOutFlags {
   readonly limitFlag: string;
   readonly defaultRounds: number;
   readonly maxRounds: number;
+  /** The flag naming a file of items to run instead of the bench's own (`shapes`), if any. */
+  readonly listFlag?: string;
 }
 
 /**
@@ -50,6 +54,7 @@ export function parseHeldOutArgs(args: string[], flags: HeldOutFlags): HeldOutAr
       rounds: { type: "string" },
       json: { type: "boolean" },
       help: { type: "boolean", short: "h" },
+      ...(flags.listFlag === undefined ? {} : { [flags.listFlag]: { type: "string" as const } }),
     });
     if (values.help) {
       console.log(flags.help);
@@ -68,7 +73,14 @@ export function parseHeldOutArgs(args: string[], flags: HeldOutFlags): HeldOutAr
         `--rounds must be an integer from 1 to ${flags.maxRounds}, got "${values.rounds}"`,
       );
     }
-    return { reportPath: report, limit, rounds, json: values.json === true };
+    const list = flags.listFlag === undefined ? undefined : values[flags.listFlag];
+    return {
+      reportPath: report,
+      limit,
+      rounds,
+      json: values.json === true,
+      ...(typeof list === "string" ? { listPath: list } : {}),
+    };
   } catch (e) {
     return oneLineFailure(e);
   }

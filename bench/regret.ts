@@ -44,6 +44,7 @@ import { median } from "../core/stats.ts";
 import { measureProbe } from "../calibrate/stability.ts";
 import type { StabilityProbe } from "../core/schema.ts";
 import { compareHostState, hostStateLine } from "./_host_state.ts";
+import { type ListedWorkload, parseWorkloadList } from "./_workload_list.ts";
 
 const HELP = `Usage: deno task bench:regret --report PATH [options]
 
@@ -61,6 +62,10 @@ Options:
   --workloads N     Only the first N workloads (spread over the ops); all by default
   --rounds N        Rounds over all workloads, each backend's windows pooled (default 2, as
                     calibrate's passes): every measured time then spans the whole run
+  --shapes PATH     Measure the workloads listed in this file instead of the built-in set: one
+                    per line, OP DTYPE SHAPE (e.g. "matmul f32 3x5000x300", "gemv q4 768x3072");
+                    '#' starts a comment. As with the built-in set, a shape the report measured
+                    (within 5 % in every dimension) is left out and listed as not held out
   --json            Print the results as JSON on stdout
   -h, --help        Show this help`;
 
@@ -313,6 +318,8 @@ interface WorkloadResult {
   readonly predicted: Partial<Record<Backend, Prediction>>;
   /** WebGPU with its operands on the device, scored for prediction only (not selection). */
   readonly deviceResident: BackendOutcome | null;
+  /** The report's prediction of WebGPU device-resident, when it has one. */
+  readonly predictedResident: Prediction | null;
   /** Whether the shape lies off its op's sweep axis (a non-square matmul, rows ≠ cols). */
   readonly offAxis: boolean;
   /** The fastest measured backend over all, and over the rules' js / wasm / webgpu. */
@@ -420,6 +427,7 @@ async function runWorkload(
   measured.forEach((b, i) => (backends[b] = pooledOutcome(pools, results[i]!)));
   return {
     deviceResident: resident === null ? null : pooledOutcome(pools, results[measured.length]!),
+    predictedResident: resident,
     offAxis: !isOnAxis(getOp(w.op), w.shape),
     op: w.op,
     dtype: w.dtype,
@@ -742,13 +750,34 @@ function printText(
   console.log(`\nreport ${reportPath}; ${results.length} workloads in ${seconds.toFixed(0)} s`);
 }
 
+/**
+ * The elements of each input a workload reads (what TF.js's handoff looks at): a matmul's A and
+ * B, a gemv's W and x, a softmax's matrix, an elementwise op's or reduction's vectors.
+ */
+function inputElementsOf(w: ListedWorkload): number[] {
+  const { m, k, n, rows, cols } = w.shape;
+  if (m !== undefined && k !== undefined && n !== undefined) return [m * k, k * n];
+  if (rows !== undefined && cols !== undefined) {
+    return w.op === "gemv" ? gemvInputs(w.shape) : [rows * cols];
+  }
+  const arity = getOp(w.op).inputs({ n: 4 }, "f32", () => 0.5).arrays.length;
+  return Array.from({ length: arity }, () => n!);
+}
+
+/** The workloads of a `--shapes` list, as the bench's own. */
+async function listedWorkloads(path: string): Promise<Workload[]> {
+  const list = parseWorkloadList(await Deno.readTextFile(path), path);
+  return list.map((w) => ({ ...w, inputElements: inputElementsOf(w) }));
+}
+
 /** The held-out workloads the report did not measure, and a line for each one it did. */
 function heldOutWorkloads(
   report: Report,
+  candidates: readonly Workload[],
   limit: number,
 ): { workloads: Workload[]; excluded: string[] } {
   const excluded: string[] = [];
-  const workloads = heldOut().filter((w) => {
+  const workloads = candidates.filter((w) => {
     const near = measuredNear(report, w);
     if (near === null) return true;
     const op = getOp(w.op);
@@ -879,13 +908,22 @@ async function main(args: string[]): Promise<number> {
     limitFlag: "workloads",
     defaultRounds: DEFAULT_ROUNDS,
     maxRounds: MAX_ROUNDS,
+    listFlag: "shapes",
   });
   if (typeof parsed === "number") return parsed;
-  const { reportPath, limit, json, rounds } = parsed;
+  const { reportPath, limit, json, rounds, listPath } = parsed;
+  let candidates: Workload[];
+  try {
+    candidates = listPath === undefined ? heldOut() : await listedWorkloads(listPath);
+  } catch (e) {
+    if (!(e instanceof RangeError || e instanceof Deno.errors.NotFound)) throw e;
+    console.error(`error: --shapes: ${e.message}`);
+    return 2;
+  }
   const report = await loadHeldOutReport(reportPath);
   if (typeof report === "number") return report;
   const selector = BackendSelector.fromReport(report);
-  const { workloads, excluded } = heldOutWorkloads(report, limit);
+  const { workloads, excluded } = heldOutWorkloads(report, candidates, limit);
   const runners = await openRunnerSource();
   const log = (s: string) => json || console.error(s);
   const started = performance.now();

@@ -5,6 +5,7 @@
  * @module
  */
 import { parseArgs, type ParseArgsConfig } from "node:util";
+import type { OpSpec, Shape } from "../kernels/types.ts";
 
 /**
  * A command-line mistake: the message names the flag and says what is accepted. CLIs print it
@@ -143,4 +144,31 @@ export function oneLineFailure(error: unknown): number {
   if (!(error instanceof UsageError)) throw error;
   console.error(`error: ${error.message}`);
   return 2;
+}
+
+/**
+ * Reads a shape written as `formatShape` (`kernels/types.ts`) writes it: positive integers joined
+ * by `x`, in its op's dimension order.
+ *
+ * @param op The op whose dims give the order.
+ * @param text The shape as text, e.g. `3x5000x300` for a matmul (m x k x n).
+ * @returns The shape.
+ * @throws {RangeError} saying what the text should have been.
+ * @example
+ * ```ts
+ * import { parseShape } from "./cli_args.ts";
+ * import { matmul } from "../kernels/matmul/mod.ts";
+ * console.log(parseShape(matmul, "2x3x4")); // { m: 2, k: 3, n: 4 }
+ * ```
+ */
+export function parseShape(op: Pick<OpSpec, "dims" | "name">, text: string): Shape {
+  const values = text.split("x").map((v) => (/^\d+$/.test(v) ? Number(v) : NaN));
+  if (values.length !== op.dims.length || values.some((v) => !Number.isSafeInteger(v) || v < 1)) {
+    throw new RangeError(
+      `"${text}" is not ${op.dims.length} positive integers joined by "x" (${
+        op.dims.join("x")
+      } for ${op.name})`,
+    );
+  }
+  return Object.fromEntries(op.dims.map((d, i) => [d, values[i]!]));
 }

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { listFlag, parseFlags, UsageError } from "../core/cli_args.ts";
+import { listFlag, parseFlags, parseShape, UsageError } from "../core/cli_args.ts";
 import { formatNumber, textTable } from "../core/format.ts";
 import { getOp, OPS } from "../kernels/catalog.ts";
 import { type Backend, DTYPES, type Shape } from "../kernels/types.ts";
@@ -27,23 +27,15 @@ Options:
   --json              Print the decision as JSON
   -h, --help          Show this help`;
 
-function parseShape(op: string, text: string): Shape {
-  const spec = getOp(op);
-  const values = text.split("x").map(Number);
-  if (values.length !== spec.dims.length || values.some((v) => !Number.isInteger(v) || v < 1)) {
-    throw new UsageError(
-      `--shape: "${text}" is not ${spec.dims.length} positive integers joined by "x" (${
-        spec.dims.join("x")
-      } for ${op})`,
-    );
-  }
-  const shape = Object.fromEntries(spec.dims.map((d, i) => [d, values[i]!]));
+function shapeFlag(op: string, text: string): Shape {
   try {
+    const spec = getOp(op);
+    const shape = parseShape(spec, text);
     checkShape(spec, shape);
+    return shape;
   } catch (e) {
-    throw new UsageError(`--shape: "${text}": ${e instanceof Error ? e.message : e}`);
+    throw new UsageError(`--shape: ${e instanceof Error ? e.message : e}`);
   }
-  return shape;
 }
 
 /**
@@ -85,7 +77,7 @@ export async function main(args: string[]): Promise<number> {
         "device-resident",
       ] as const,
     )!;
-    const shape = parseShape(op!, values.shape!);
+    const shape = shapeFlag(op!, values.shape!);
     let report;
     try {
       report = await loadReport(values.report!);
