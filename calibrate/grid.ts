@@ -9,10 +9,12 @@ import {
   type Backend,
   type Dtype,
   implOf,
+  isOnAxis,
   type OpSpec,
   type Residency,
   type Shape,
   type Variant,
+  variantId,
 } from "../kernels/types.ts";
 import type { CalibrationJob } from "./plan.ts";
 import type { PlanState, Steps } from "./plan_state.ts";
@@ -326,6 +328,33 @@ class GridState {
     this.job = job;
     this.backends = backends;
     this.chosen = chosen;
+    this.#seeAxisMeasured();
+  }
+
+  /**
+   * Takes in what the session measured on this job's axis before its grid: the variant screen's
+   * size, and a resumed run's sizes, of the variants the grid runs. Without them a series climbed
+   * from its grid sizes alone: a late job's device-resident q4 gemv, mostly fixed cost at 102
+   * (41 µs against 37 at 4), took blind steps of {@linkcode BLIND_STEP_WORK}× work to 228 and 512,
+   * never saw the 0.1 ms its screen had measured at 512, and stopped there with its two late
+   * climbs spent; 1800² was predicted 53 % fast from a fit to 512 and 8192.
+   */
+  #seeAxisMeasured(): void {
+    const { op, dtype } = this.job;
+    for (const m of this.state.measurements) {
+      if (m.state !== "ok" || m.op !== op.name || m.dtype !== dtype) continue;
+      if (!this.backends.includes(m.backend) || !isOnAxis(op, m.shape)) continue;
+      const kept = runnable(
+        op,
+        m.backend,
+        m.shape,
+        dtype,
+        this.chosen.get(m.backend),
+        this.state.plan.keepVariants,
+      );
+      if (!kept.some((v) => variantId(v) === m.variant)) continue;
+      this.saw(m.backend, m.residency, op.axis.size(m.shape), m.wall.median);
+    }
   }
 
   work(size: number): number {

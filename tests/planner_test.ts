@@ -884,3 +884,20 @@ Deno.test("a budgeted revisit measures the least sure shapes first, whatever the
     "add 131072 (1)",
   ]);
 });
+
+Deno.test("a late job's series climbs from the size its variant screen measured, not from its mostly fixed-cost grid sizes", () => {
+  const { clock, planner } = defaultPlanner("gemv", ["webgpu"]);
+  // lavapipe's q4 gemv: 37 µs of launch, then half a byte a weight at 1.5 GB/s device-resident;
+  // every measurement makes the job later. At 228 the run is mostly launch (54 µs); the screen
+  // measured 512, where it is not (124 µs).
+  drive(planner, (req) => {
+    clock.s += 1e4;
+    const bytes = 0.5 * req.shape.rows! * req.shape.cols!;
+    return (req.residency === "end-to-end" ? 11 : 0.037) + bytes / 1.5e6;
+  }, clock);
+  const resident = planner.measurements.filter((m) =>
+    m.state === "ok" && m.residency === "device-resident" && !m.offAxis
+  );
+  const sizes = [...new Set(resident.map((m) => m.size))].sort((a, b) => a - b);
+  assert.ok(sizes.some((n) => n > 512 && n < 8192), `device-resident gemv measured ${sizes}`);
+});
