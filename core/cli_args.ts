@@ -162,8 +162,8 @@ export function oneLineFailure(error: unknown): number {
  * ```
  */
 export function parseShape(op: Pick<OpSpec, "dims" | "name">, text: string): Shape {
-  const values = text.split("x").map((v) => (/^\d+$/.test(v) ? Number(v) : NaN));
-  if (values.length !== op.dims.length || values.some((v) => !Number.isSafeInteger(v) || v < 1)) {
+  const values = text.split("x").map((v) => (v.trim() === "" ? NaN : Number(v)));
+  if (values.length !== op.dims.length || values.some((v) => !Number.isInteger(v) || v < 1)) {
     throw new RangeError(
       `"${text}" is not ${op.dims.length} positive integers joined by "x" (${
         op.dims.join("x")

@@ -6,7 +6,8 @@ import { getOp } from "../kernels/catalog.ts";
 Deno.test("a shape reads back as formatShape wrote it, in its op's dimension order", () => {
   assert.deepEqual(parseShape(getOp("matmul"), "3x5000x300"), { m: 3, k: 5000, n: 300 });
   assert.deepEqual(parseShape(getOp("gemv"), "768x3072"), { rows: 768, cols: 3072 });
-  for (const bad of ["2x2", "2x2x0", "2x2x2.5", "2x-2x2", "2xx2", "1e3x2x2", ""]) {
+  assert.deepEqual(parseShape(getOp("add"), "1e6"), { n: 1e6 });
+  for (const bad of ["2x2", "2x2x0", "2x2x2.5", "2x-2x2", "2xx2", ""]) {
     assert.throws(() => parseShape(getOp("matmul"), bad), /positive integers joined by "x"/, bad);
   }
 });
@@ -25,6 +26,7 @@ Deno.test("a bad line is named by file and line, with what it should have been",
     ["matmul q4 8x8x8\n", /l\.txt:1: matmul has no dtype "q4"/],
     ["gemv f32 1024\n", /l\.txt:1: "1024" is not 2 positive integers/],
     ["gemv f32\n", /l\.txt:1: "gemv f32" is not OP DTYPE SHAPE/],
+    ["add f32 1e300\n", /l\.txt:1: "n" is 1e\+300: past the largest exact integer/],
     ["# nothing\n\n", /l\.txt: no workloads/],
   ];
   for (const [text, message] of cases) {
