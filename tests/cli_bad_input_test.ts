@@ -119,6 +119,30 @@ Deno.test("bench:regret gives exit 2 and one line for a missing or truncated --r
   });
 });
 
+Deno.test("bench:regret gives exit 2 and one line naming the file and line of a bad --shapes list, before measuring", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.writeTextFile(`${dir}/list.txt`, "# mine\nmatmul f32 1x3072x768\ngemv q4 3072\n");
+    const bad = await runScript(
+      ["--allow-read", "--allow-env", "--allow-sys"],
+      "bench/regret.ts",
+      ["--report", `${dir}/no-report.json`, "--shapes", `${dir}/list.txt`],
+    );
+    assert.equal(bad.code, 2, bad.err);
+    assert.equal(bad.err.trim().split("\n").length, 1, bad.err);
+    assert.match(bad.err, /^error: --shapes: .*list\.txt:3: "3072" is not 2 positive integers/);
+    const missing = await runScript(
+      ["--allow-read", "--allow-env", "--allow-sys"],
+      "bench/regret.ts",
+      ["--report", `${dir}/no-report.json`, "--shapes", `${dir}/none.txt`],
+    );
+    assert.equal(missing.code, 2, missing.err);
+    assert.match(missing.err, /^error: --shapes: .*none\.txt/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("deno task schema refuses an argument with exit 2 instead of rewriting the schema", async () => {
   const { code, err } = await runScript(
     ["--allow-write=/nonexistent/schema.json"],
