@@ -24,6 +24,9 @@ const MATMUL_SHAPES: Shape[] = [
   // Fewer rows than a micro-tile: columns split across wasm-mt's threads in blocks of 64.
   { m: 1, k: 70, n: 700 },
   { m: 5, k: 33, n: 517 },
+  // Rows of C not whole cache lines, and more columns than the unpacked path sums at a time.
+  { m: 3, k: 50, n: 300 },
+  { m: 5, k: 3, n: 60001 },
 ];
 
 const ELEMENTWISE_SHAPES: Shape[] = [{ n: 1 }, { n: 7 }, { n: 1000 }, { n: 100003 }];

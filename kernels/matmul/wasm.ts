@@ -213,15 +213,39 @@ function pack(p: Params): string {
       (br $rows))))`;
 }
 
+/** Bytes of a cache line: the unpacked path's rows of C start on one in its private memory. */
+const LINE_BYTES = 64;
+/**
+ * Columns of C the unpacked path sums at a time for `rows` rows: as many whole cache lines of
+ * them as the module's private memory (`pages` of 64 KiB) holds, so that a decode's row is one
+ * strip (a variant's packing tile is 0.5 MiB and more); cut in strips of 2048, B's rows read as
+ * 8 KiB pieces, and 1 × 1536 × 6144 ran ×1.37 slower on one thread.
+ */
+function directStrip(rows: number, pages: number): number {
+  const floatsPerLine = LINE_BYTES / 4;
+  return Math.floor((pages * 65536) / (rows * LINE_BYTES)) * floatsPerLine;
+}
+
 /**
  * C[rows × n] = A[rows × k] · B[k × n] for fewer rows than one micro-tile, without packing, where
- * B's and C's rows are `ldn` floats apart (n of them, from a column block's start): B is read
- * once, four rows of it at a time and each contiguously, into `rows` rows of C that stay in
- * cache. With a single row tile there is nothing for a packed copy of B to be reused by, and
- * writing and re-reading it cost more than the product (1 × 3072 × 768: 0.82–1.2 ms packed).
+ * B's rows are `ldn` floats apart (n of them, from a column block's start): B is read once, four
+ * rows of it at a time and each contiguously, into `rows` rows of C that stay in cache. With a
+ * single row tile there is nothing for a packed copy of B to be reused by, and writing and
+ * re-reading it cost more than the product (1 × 3072 × 768: 0.82–1.2 ms packed).
+ *
+ * `viaScratch` (`$directS<rows>`): the rows of C are summed in the module's private memory, each
+ * from a cache line's start (`$c`), and copied to C (`$cOut`, rows `$ldcOut` bytes apart) once
+ * at the end. `run` takes it for several rows of a column range other threads share: summed in
+ * C itself, k / 4 times over, a row whose length was not whole cache lines shared a line with
+ * the next row, and wasm-mt's threads, which split C by columns here, wrote the same lines: on
+ * the 2-vCPU AMD VM 3 × 5000 × 300 ran 1.49–1.85 ms on wasm-mt against 0.80 on one thread
+ * (× 304, whole lines: 0.95 and 0.94), 0.70–0.80 summed apart. One row, or a call's whole rows,
+ * sum in C (the copy and private loads cost 4–6 % at 1 × 3072 × 768).
  */
-function direct(p: Params, rows: number): string {
+function direct(p: Params, rows: number, viaScratch: boolean): string {
   const rs = range(rows);
+  const cm = viaScratch ? "$s" : "$m";
+  const name = `$direct${viaScratch ? "S" : ""}${rows}`;
   const cRow = (r: number) => `(i32.add (local.get $cr${r}) (local.get $j))`;
   const bRow = (u: number) => `(i32.add (local.get $bu${u}) (local.get $j))`;
   // `steps` rows of B from row $p: vectors while 4 columns remain, then one column at a time.
@@ -242,26 +266,26 @@ function direct(p: Params, rows: number): string {
       (local.set $j (i32.const 0))
       (block $vec_done${steps} (loop $vec${steps}
         (br_if $vec_done${steps} (i32.gt_u (i32.add (local.get $j) (i32.const 16)) (local.get $nb)))
-        ${rs.map((r) => `(local.set $acc${r} (v128.load $m ${cRow(r)}))`).join("\n")}
+        ${rs.map((r) => `(local.set $acc${r} (v128.load ${cm} ${cRow(r)}))`).join("\n")}
         ${
     range(steps).map((u) =>
       `(local.set $bv (v128.load $m ${bRow(u)}))\n` +
       rs.map((r) => madd(p, `$acc${r}`, `$s${r}_${u}`, "$bv")).join("\n")
     ).join("\n")
   }
-        ${rs.map((r) => `(v128.store $m ${cRow(r)} (local.get $acc${r}))`).join("\n")}
+        ${rs.map((r) => `(v128.store ${cm} ${cRow(r)} (local.get $acc${r}))`).join("\n")}
         (local.set $j (i32.add (local.get $j) (i32.const 16)))
         (br $vec${steps})))
       (block $col_done${steps} (loop $col${steps}
         (br_if $col_done${steps} (i32.ge_u (local.get $j) (local.get $nb)))
         ${
     rs.map((r) =>
-      `(f32.store $m ${cRow(r)} ${
+      `(f32.store ${cm} ${cRow(r)} ${
         range(steps).reduce(
           (sum, u) =>
             `(f32.add ${sum} (f32.mul (f32.load $m offset=${u * 4} (local.get $ap${r}))
               (f32.load $m ${bRow(u)})))`,
-          `(f32.load $m ${cRow(r)})`,
+          `(f32.load ${cm} ${cRow(r)})`,
         )
       })`
     ).join("\n")
@@ -274,22 +298,31 @@ function direct(p: Params, rows: number): string {
   }
       (local.set $p (i32.add (local.get $p) (i32.const ${steps})))`;
   return `
-  (func $direct${rows} (param $a i32) (param $lda i32) (param $b i32) (param $c i32)
-      (param $k i32) (param $n i32) (param $ldn i32)
-    (local $ldb i32) (local $nb i32) (local $p i32) (local $j i32) (local $bv v128)
+  (func ${name} (param $a i32) (param $lda i32) (param $b i32) (param $c i32)
+      (param $k i32) (param $n i32) (param $ldn i32) (param $cOut i32) (param $ldcOut i32)
+    (local $ldb i32) (local $ldc i32) (local $nb i32) (local $p i32) (local $j i32) (local $bv v128)
     ${rs.map((r) => `(local $cr${r} i32) (local $ap${r} i32) (local $acc${r} v128)`).join(" ")}
     ${rs.flatMap((r) => range(K_UNROLL).map((u) => `(local $s${r}_${u} v128)`)).join(" ")}
     ${range(K_UNROLL).map((u) => `(local $bu${u} i32)`).join(" ")}
     (local.set $ldb (i32.shl (local.get $ldn) (i32.const 2)))
     (local.set $nb (i32.shl (local.get $n) (i32.const 2)))
+    (local.set $ldc ${
+    viaScratch
+      ? `(i32.and (i32.add (local.get $nb) (i32.const ${
+        LINE_BYTES - 1
+      })) (i32.const ${-LINE_BYTES}))`
+      : "(local.get $ldb)"
+  })
     ${
     rs.map((r) =>
-      `(local.set $cr${r} (i32.add (local.get $c) (i32.mul (local.get $ldb) (i32.const ${r}))))
+      `(local.set $cr${r} (i32.add (local.get $c) (i32.mul (local.get $ldc) (i32.const ${r}))))
     (local.set $ap${r} (i32.add (local.get $a) (i32.mul (local.get $lda) (i32.const ${r}))))`
     ).join("\n")
   }
     ${
-    rs.map((r) => `(memory.fill $m (local.get $cr${r}) (i32.const 0) (local.get $nb))`).join("\n")
+    rs.map((r) => `(memory.fill ${cm} (local.get $cr${r}) (i32.const 0) (local.get $nb))`).join(
+      "\n",
+    )
   }
     (block $main_done (loop $main
       (br_if $main_done (i32.gt_u (i32.add (local.get $p) (i32.const ${K_UNROLL})) (local.get $k)))
@@ -298,7 +331,16 @@ function direct(p: Params, rows: number): string {
     (block $tail_done (loop $tail
       (br_if $tail_done (i32.ge_u (local.get $p) (local.get $k)))
       ${update(1)}
-      (br $tail))))`;
+      (br $tail)))
+    ${
+    viaScratch
+      ? rs.map((r) =>
+        `(memory.copy $m ${cm}
+      (i32.add (local.get $cOut) (i32.mul (local.get $ldcOut) (i32.const ${r})))
+      (local.get $cr${r}) (local.get $nb))`
+      ).join("\n")
+      : ""
+  })`;
 }
 
 /** Calls the micro-kernel for `rows` rows across every panel of the packed block. */
@@ -324,6 +366,44 @@ function panelSweep(p: Params, rows: number): string {
           (br $sweep${rows})))`;
 }
 
+/**
+ * `run`'s unpacked path for `rem` = `rows`: one row, or a call's whole rows, summed in C itself
+ * (no other thread writes their cache lines); several rows of a column range another thread
+ * shares, summed in private memory a strip at a time.
+ */
+function unpackedRows(rows: number, pages: number): string {
+  const inC = `(call $direct${rows}
+            (i32.add (local.get $a) (i32.mul (local.get $r0) (local.get $lda)))
+            (local.get $lda) (i32.add (local.get $b) (i32.shl (local.get $c0) (i32.const 2)))
+            (i32.add (i32.add (local.get $c) (i32.mul (local.get $r0) (local.get $ldc)))
+              (i32.shl (local.get $c0) (i32.const 2)))
+            (local.get $k) (i32.sub (local.get $c1) (local.get $c0)) (local.get $n)
+            (i32.const 0) (i32.const 0))
+          (return)`;
+  if (rows === 1) return `(if (i32.eq (local.get $rem) (i32.const 1)) (then ${inC}))`;
+  const strip = directStrip(rows, pages);
+  return `(if (i32.eq (local.get $rem) (i32.const ${rows})) (then
+        (if (i32.and (i32.eqz (local.get $c0)) (i32.eq (local.get $c1) (local.get $n)))
+          (then ${inC}))
+        (local.set $j0 (local.get $c0))
+        (block $strips_done${rows} (loop $strips${rows}
+          (br_if $strips_done${rows} (i32.ge_u (local.get $j0) (local.get $c1)))
+          (local.set $ncb (select (i32.const ${strip}) (i32.sub (local.get $c1) (local.get $j0))
+            (i32.ge_u (i32.sub (local.get $c1) (local.get $j0)) (i32.const ${strip}))))
+          (call $directS${rows}
+            (i32.add (local.get $a) (i32.mul (local.get $r0) (local.get $lda)))
+            (local.get $lda)
+            (i32.add (local.get $b) (i32.shl (local.get $j0) (i32.const 2)))
+            (i32.const 0)
+            (local.get $k) (local.get $ncb) (local.get $n)
+            (i32.add (i32.add (local.get $c) (i32.mul (local.get $r0) (local.get $ldc)))
+              (i32.shl (local.get $j0) (i32.const 2)))
+            (local.get $ldc))
+          (local.set $j0 (i32.add (local.get $j0) (local.get $ncb)))
+          (br $strips${rows})))
+        (return)))`;
+}
+
 function wat(variant: Variant): string {
   const p = params(variant);
   const tile = p.kc * p.nc * 4 + (p.nc / p.nr) * PANEL_PAD;
@@ -334,7 +414,7 @@ function wat(variant: Variant): string {
   (memory $s ${pages})
   ${range(p.mr).map((r) => microKernel(p, r + 1, tile)).join("\n")}
   ${pack(p)}
-  ${remainders.map((r) => direct(p, r)).join("\n")}
+  ${remainders.map((r) => direct(p, r, false) + (r > 1 ? direct(p, r, true) : "")).join("\n")}
   (func (export "run") (param $a i32) (param $b i32) (param $c i32)
       (param $m i32) (param $k i32) (param $n i32) (param $r0 i32) (param $r1 i32)
       (param $c0 i32) (param $c1 i32)
@@ -345,17 +425,7 @@ function wat(variant: Variant): string {
     (local.set $rem (i32.sub (local.get $r1) (local.get $r0)))
     (if (i32.lt_u (local.get $rem) (i32.const ${p.mr}))
       (then
-        ${
-    remainders.map((r) =>
-      `(if (i32.eq (local.get $rem) (i32.const ${r})) (then (call $direct${r}
-          (i32.add (local.get $a) (i32.mul (local.get $r0) (local.get $lda)))
-          (local.get $lda)
-          (i32.add (local.get $b) (i32.shl (local.get $c0) (i32.const 2)))
-          (i32.add (i32.add (local.get $c) (i32.mul (local.get $r0) (local.get $ldc)))
-            (i32.shl (local.get $c0) (i32.const 2)))
-          (local.get $k) (i32.sub (local.get $c1) (local.get $c0)) (local.get $n))))`
-    ).join("\n")
-  }
+        ${remainders.map((r) => unpackedRows(r, pages)).join("\n")}
         (return)))
     (block $jc_done (loop $jc_loop
       (br_if $jc_done (i32.ge_u (local.get $jc) (local.get $n)))
