@@ -299,7 +299,9 @@ function direct(p: Params, rows: number, viaScratch: boolean): string {
       (local.set $p (i32.add (local.get $p) (i32.const ${steps})))`;
   return `
   (func ${name} (param $a i32) (param $lda i32) (param $b i32) (param $c i32)
-      (param $k i32) (param $n i32) (param $ldn i32) (param $cOut i32) (param $ldcOut i32)
+      (param $k i32) (param $n i32) (param $ldn i32)${
+    viaScratch ? " (param $cOut i32) (param $ldcOut i32)" : ""
+  }
     (local $ldb i32) (local $ldc i32) (local $nb i32) (local $p i32) (local $j i32) (local $bv v128)
     ${rs.map((r) => `(local $cr${r} i32) (local $ap${r} i32) (local $acc${r} v128)`).join(" ")}
     ${rs.flatMap((r) => range(K_UNROLL).map((u) => `(local $s${r}_${u} v128)`)).join(" ")}
@@ -372,13 +374,16 @@ function panelSweep(p: Params, rows: number): string {
  * shares, summed in private memory a strip at a time.
  */
 function unpackedRows(rows: number, pages: number): string {
-  const inC = `(call $direct${rows}
-            (i32.add (local.get $a) (i32.mul (local.get $r0) (local.get $lda)))
-            (local.get $lda) (i32.add (local.get $b) (i32.shl (local.get $c0) (i32.const 2)))
-            (i32.add (i32.add (local.get $c) (i32.mul (local.get $r0) (local.get $ldc)))
-              (i32.shl (local.get $c0) (i32.const 2)))
-            (local.get $k) (i32.sub (local.get $c1) (local.get $c0)) (local.get $n)
-            (i32.const 0) (i32.const 0))
+  // A call's rows of A, and B's and C's columns from column `col` on.
+  const aRows =
+    `(i32.add (local.get $a) (i32.mul (local.get $r0) (local.get $lda))) (local.get $lda)`;
+  const bAt = (col: string) =>
+    `(i32.add (local.get $b) (i32.shl (local.get ${col}) (i32.const 2)))`;
+  const cAt = (col: string) =>
+    `(i32.add (i32.add (local.get $c) (i32.mul (local.get $r0) (local.get $ldc)))
+              (i32.shl (local.get ${col}) (i32.const 2)))`;
+  const inC = `(call $direct${rows} ${aRows} ${bAt("$c0")} ${cAt("$c0")}
+            (local.get $k) (i32.sub (local.get $c1) (local.get $c0)) (local.get $n))
           (return)`;
   if (rows === 1) return `(if (i32.eq (local.get $rem) (i32.const 1)) (then ${inC}))`;
   const strip = directStrip(rows, pages);
@@ -390,15 +395,8 @@ function unpackedRows(rows: number, pages: number): string {
           (br_if $strips_done${rows} (i32.ge_u (local.get $j0) (local.get $c1)))
           (local.set $ncb (select (i32.const ${strip}) (i32.sub (local.get $c1) (local.get $j0))
             (i32.ge_u (i32.sub (local.get $c1) (local.get $j0)) (i32.const ${strip}))))
-          (call $directS${rows}
-            (i32.add (local.get $a) (i32.mul (local.get $r0) (local.get $lda)))
-            (local.get $lda)
-            (i32.add (local.get $b) (i32.shl (local.get $j0) (i32.const 2)))
-            (i32.const 0)
-            (local.get $k) (local.get $ncb) (local.get $n)
-            (i32.add (i32.add (local.get $c) (i32.mul (local.get $r0) (local.get $ldc)))
-              (i32.shl (local.get $j0) (i32.const 2)))
-            (local.get $ldc))
+          (call $directS${rows} ${aRows} ${bAt("$j0")} (i32.const 0)
+            (local.get $k) (local.get $ncb) (local.get $n) ${cAt("$j0")} (local.get $ldc))
           (local.set $j0 (i32.add (local.get $j0) (local.get $ncb)))
           (br $strips${rows})))
         (return)))`;
