@@ -21,7 +21,7 @@
  * @module
  */
 import type { Backend } from "../kernels/types.ts";
-import type { StabilityInfo } from "../core/schema.ts";
+import type { Report, StabilityInfo } from "../core/schema.ts";
 import { median } from "../core/stats.ts";
 
 /** Half-widths (ln) of the parts of a prediction that were learned from left-out points. */
@@ -93,17 +93,22 @@ export function withDrift(learned: number, drift: DriftParts): number {
 }
 
 /**
- * A backend's drift within a calibration as a pooled report holds it: the median of the drift
- * within each run it remembers (this one's `driftSigma`, and each earlier run's that recorded
- * one). A pooled report's times are the geometric means of several runs, and the moment-to-moment
- * movement a program meets later is the machine's usual one, not the last run's alone: on the
- * 2-vCPU AMD EPYC VM one run's two-thread wasm probe (add f32 65536, 8–20 µs) split between two
- * levels while the second core was busy (σ 26.5 % against 6.3 % the run before), every wasm-mt
- * interval of that report came out ×2.62 wide at the median, and its `bench:regret` truth right
- * after fell inside them all (100 %, against a 90 % level).
+ * A backend's drift within a calibration as the report's times hold it: the median of the drift
+ * within each run its times pool (this one's `driftSigma`, and those of the latest `runs` − 1
+ * earlier runs that recorded one). A pooled report's times are the geometric means of several
+ * runs, and the moment-to-moment movement a program meets later is the machine's usual one, not
+ * the last run's alone: on the 2-vCPU AMD EPYC VM one run's two-thread wasm probe (add f32 65536,
+ * 8–20 µs) split between two levels while the second core was busy (σ 26.5 % against 6.3 % the run
+ * before), every wasm-mt interval of that report came out ×2.62 wide at the median, and its
+ * `bench:regret` truth right after fell inside them all (100 %, against a 90 % level). A run that
+ * kept its own times (a first run, new kernels, `--fresh`) holds its own drift whatever earlier
+ * runs did: the median over the machine's earlier runs gave such a report on that VM js 3.5 %
+ * where its own probes had moved 13 % between two levels (a whole softmax job measured ×1.5 slow),
+ * and its js intervals held 62.5 % of a truth taken right after (90 % stated).
  *
  * @param stability The report's stability section, if any.
  * @param backend The backend.
+ * @param runs How many runs the report's times pool at most ({@linkcode pooledRuns}).
  * @returns σ of ln time; 0 when no run recorded one.
  * @example
  * ```ts
@@ -115,16 +120,42 @@ export function withDrift(learned: number, drift: DriftParts): number {
  *     { date: "2026-11-28T15:08:15Z", medianMs: {}, driftSigma: { "wasm-mt": 0.071 } },
  *   ],
  * };
- * console.log(typicalRunDrift(stability, "wasm-mt")); // 0.071
- * console.log(typicalRunDrift(undefined, "wasm-mt")); // 0
+ * console.log(typicalRunDrift(stability, "wasm-mt", 3)); // 0.071
+ * console.log(typicalRunDrift(stability, "wasm-mt", 1)); // 0.265
+ * console.log(typicalRunDrift(undefined, "wasm-mt", 1)); // 0
  * ```
  */
 export function typicalRunDrift(
   stability: Pick<StabilityInfo, "driftSigma" | "earlierRuns"> | undefined,
   backend: Backend,
+  runs: number,
 ): number {
   if (stability === undefined) return 0;
-  const runs = [stability.driftSigma, ...(stability.earlierRuns ?? []).map((r) => r.driftSigma)];
-  const sigmas = runs.flatMap((d) => d?.[backend] === undefined ? [] : [d[backend]!]);
+  const pooled = runs > 1 ? (stability.earlierRuns ?? []).slice(-(runs - 1)) : [];
+  const sigmas = [stability.driftSigma, ...pooled.map((r) => r.driftSigma)]
+    .flatMap((d) => d?.[backend] === undefined ? [] : [d[backend]!]);
   return sigmas.length === 0 ? 0 : median(sigmas);
+}
+
+const pooledRunsOf = new WeakMap<object, number>();
+
+/**
+ * How many calibration runs a report's times pool at most (`Measurement.runs`, set by
+ * `calibrate/pool.ts`): 1 when its run kept its own measurements.
+ *
+ * @param report The report.
+ * @returns At least 1.
+ * @example
+ * ```ts
+ * import { pooledRuns } from "./_interval.ts";
+ * console.log(pooledRuns({ measurements: [] })); // 1
+ * ```
+ */
+export function pooledRuns(report: Pick<Report, "measurements">): number {
+  let runs = pooledRunsOf.get(report);
+  if (runs === undefined) {
+    runs = report.measurements.reduce((most, m) => Math.max(most, m.runs ?? 1), 1);
+    pooledRunsOf.set(report, runs);
+  }
+  return runs;
 }

@@ -41,7 +41,7 @@ import {
   NOISE_PRIOR_SD,
 } from "./_adaptive_belief.ts";
 import { predictTime } from "./predict.ts";
-import { typicalRunDrift } from "./_interval.ts";
+import { pooledRuns, typicalRunDrift } from "./_interval.ts";
 
 /** Defaults of {@linkcode AdaptiveOptions}, in one place. */
 export const ADAPTIVE_DEFAULTS = {
@@ -619,7 +619,7 @@ export class AdaptiveSelector {
     const stability = this.#report?.stability;
     const recorded = stability?.driftSigma[backend] === undefined
       ? undefined
-      : typicalRunDrift(stability, backend);
+      : typicalRunDrift(stability, backend, pooledRuns(this.#report!));
     return Math.max(MIN_DRIFT_SD, recorded ?? DEFAULT_DRIFT_SD);
   }
 

@@ -30,7 +30,7 @@ import { normalQuantile } from "../core/numeric.ts";
 import { correctionAt, DEFAULT_LEVEL } from "./_shape_model.ts";
 import { localLooError, neighboursAt, type ResidualCurve } from "./_residuals.ts";
 import { checkReach } from "./_bounds.ts";
-import { learnedHalfWidth, typicalRunDrift, withDrift } from "./_interval.ts";
+import { learnedHalfWidth, pooledRuns, typicalRunDrift, withDrift } from "./_interval.ts";
 import { slowestTransfer, typicalTransfer } from "./_transfers.ts";
 import {
   type BackendSeries,
@@ -306,7 +306,8 @@ function driftOf(report: Report, request: PredictRequest, ms: number): Drift {
   const stability = report.stability;
   const measured = (b: Backend) => stability?.betweenRunSigma?.[b];
   const between = (b: Backend) => measured(b) ?? ASSUMED_BETWEEN_RUN_SIGMA[b];
-  const sigma = (b: Backend) => Math.hypot(typicalRunDrift(stability, b), between(b));
+  const runs = pooledRuns(report);
+  const sigma = (b: Backend) => Math.hypot(typicalRunDrift(stability, b, runs), between(b));
   const backend = request.backend;
   const assumed = measured(backend) === undefined;
   const alone = { sigma: sigma(backend), betweenSigma: between(backend), assumed };

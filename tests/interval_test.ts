@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { learnedHalfWidth, typicalRunDrift, withDrift } from "../models/_interval.ts";
+import { learnedHalfWidth, pooledRuns, typicalRunDrift, withDrift } from "../models/_interval.ts";
+import type { Measurement } from "../core/schema.ts";
 
 const STILL = { z: 1.645, sigma: 0, betweenSigma: 0 };
 
@@ -48,13 +49,36 @@ Deno.test("a pooled report's drift within a run is its runs' usual one: one nois
     driftSigma: { "wasm-mt": wasmMt },
   });
   const stability = { driftSigma: { "wasm-mt": 0.265 }, earlierRuns: [run(0.063), run(0.071)] };
-  assert.equal(typicalRunDrift(stability, "wasm-mt"), 0.071);
+  assert.equal(typicalRunDrift(stability, "wasm-mt", 3), 0.071);
   // A machine's first run, and runs from before the drift was remembered: this run's own.
-  assert.equal(typicalRunDrift({ driftSigma: { "wasm-mt": 0.265 } }, "wasm-mt"), 0.265);
+  assert.equal(typicalRunDrift({ driftSigma: { "wasm-mt": 0.265 } }, "wasm-mt", 3), 0.265);
   const older = { date: "2026-11-20T10:00:00Z", medianMs: { "wasm-mt": 0.01 } };
   assert.equal(
-    typicalRunDrift({ driftSigma: { "wasm-mt": 0.265 }, earlierRuns: [older] }, "wasm-mt"),
+    typicalRunDrift({ driftSigma: { "wasm-mt": 0.265 }, earlierRuns: [older] }, "wasm-mt", 2),
     0.265,
   );
-  assert.equal(typicalRunDrift(stability, "js"), 0, "a backend no run probed");
+  assert.equal(typicalRunDrift(stability, "js", 3), 0, "a backend no run probed");
+});
+
+Deno.test("a report whose run kept its own times holds that run's drift, whatever earlier runs did", () => {
+  const run = (js: number) => ({
+    date: "2026-11-28T13:41:34Z",
+    medianMs: { js: 0.04 },
+    driftSigma: { js },
+  });
+  const stability = { driftSigma: { js: 0.13 }, earlierRuns: [run(0.03), run(0.035), run(0.09)] };
+  assert.equal(typicalRunDrift(stability, "js", 1), 0.13, "not pooled: its own");
+  assert.equal(
+    typicalRunDrift(stability, "js", 2),
+    (0.13 + 0.09) / 2,
+    "pooled with the latest run",
+  );
+  assert.equal(typicalRunDrift(stability, "js", 4), (0.035 + 0.09) / 2, "pooled with all three");
+});
+
+Deno.test("a report pools as many runs as its most pooled measurement", () => {
+  const ms = (runs?: number) => ({ ...(runs === undefined ? {} : { runs }) }) as Measurement;
+  assert.equal(pooledRuns({ measurements: [] }), 1);
+  assert.equal(pooledRuns({ measurements: [ms(), ms()] }), 1);
+  assert.equal(pooledRuns({ measurements: [ms(), ms(3), ms(2)] }), 3);
 });
