@@ -13,23 +13,24 @@
  * stretch is slow throughout, and its confidence interval is as tight as any.
  *
  * The probes can: a probe measures one fixed case per backend, so its time against the run's
- * median probe time is the state the machine was in. Where one-thread js's and wasm's probes on
- * both sides of a window's moment read the machine more than {@linkcode STATE_DEADBAND} away from
- * its usual level, the CPU window is scaled to the usual level before its case's windows are
- * pooled; the measurement records by how much (`machineState`). Probes are taken inside jobs for
- * that (`CalibrationPlan.stateProbeEveryS`). Read again with the windows and probes of three
- * calibrations (scored against the `bench:regret` truth taken after each), the held-out
- * predictions of all backends within ±10 % went from 43.4, 46.7 and 62.9 % to 45.5, 54.2 and
- * 63.7 %, and within ±25 % from 77.0, 81.2 and 88.3 % to 81.1, 81.7 and 87.5 %.
+ * median probe time is the state the machine was in. The state at a window's moment is read from
+ * one-thread js's and wasm's probes on either side (in ln, linearly), and a CPU window taken
+ * where it was more than {@linkcode STATE_DEADBAND} from the usual level is scaled to the usual
+ * level before its case's windows are pooled; the measurement records by how much
+ * (`machineState`). Probes are taken inside jobs for that (`CalibrationPlan.stateProbeEveryS`).
+ * Read again with the probes of two such calibrations (every 20–60 s, between jobs only), the
+ * CPU backends' held-out predictions within ±25 % of a truth taken after each went from 81.2 to
+ * 84.2 % and from 77.0 to 79.5 % of all backends, within ±10 % from 46.7 to 56.2 % and 43.4 to
+ * 44.7 %.
  *
  * ```ts
  * import { machineStateAt } from "./machine_state.ts";
  * const probes = [0, 10, 20, 30, 40].map((atS, i) => ({
  *   atS,
- *   ms: { js: i === 2 || i === 3 ? 0.056 : 0.041, wasm: i === 2 || i === 3 ? 0.0125 : 0.009 },
+ *   ms: { js: i === 2 ? 0.056 : 0.041, wasm: i === 2 ? 0.0125 : 0.009 },
  * }));
- * console.log(machineStateAt(probes, 25)?.toFixed(2)); // "0.32"
- * console.log(machineStateAt(probes, 15)); // 0
+ * console.log(machineStateAt(probes, 20)?.toFixed(2)); // "0.32"
+ * console.log(machineStateAt(probes, 40)); // 0
  * ```
  *
  * @module
@@ -67,15 +68,10 @@ const STATE_BACKENDS: readonly Backend[] = ["js", "wasm"];
 const LEVELLED: ReadonlySet<Backend> = new Set(["js", "wasm", "wasm-mt"]);
 
 /**
- * The machine's speed state at `atS`, where the probes on both sides of it agree: per side the
- * mean over one-thread js and wasm of ln(probe time / the run's median probe time); when both
- * sides read the machine more than {@linkcode STATE_DEADBAND} away from usual in the same
- * direction, the nearer of the two, else 0. A stretch one probe saw alone may have lasted a
- * second: the machine flickered between its states within 1–3 s as often as it stayed for 20–80
- * s (probes 0.8 s apart read ×1.7 and ×1.0), and reading the state linearly between probes 15 s
- * apart scaled windows that ran at the usual speed (held-out predictions within ±25 % fell from
- * 88.3 to 86.2 % of a truth). Null when neither js nor wasm has {@linkcode MIN_STATE_PROBES}
- * probes.
+ * The machine's speed state at `atS`: the mean over one-thread js and wasm of ln(probe time / the
+ * run's median probe time), each read linearly between the probes on either side (the nearest
+ * one's before the first or after the last), 0 within {@linkcode STATE_DEADBAND}; null when
+ * neither has {@linkcode MIN_STATE_PROBES} probes.
  *
  * @param probes The run's probes, in time order.
  * @param atS Seconds since the run began (the probes' clock).
@@ -89,41 +85,39 @@ const LEVELLED: ReadonlySet<Backend> = new Set(["js", "wasm", "wasm-mt"]);
  * ```
  */
 export function machineStateAt(probes: readonly StabilityProbe[], atS: number): number | null {
-  const sides = STATE_BACKENDS.flatMap((b) => {
-    const s = backendSidesAt(probes, b, atS);
+  const states = STATE_BACKENDS.flatMap((b) => {
+    const s = backendStateAt(probes, b, atS);
     return s === null ? [] : [s];
   });
-  if (sides.length === 0) return null;
-  const mean = (xs: readonly (number | null)[]) =>
-    xs.some((x) => x === null) ? 0 : xs.reduce((a: number, b) => a + b!, 0) / xs.length;
-  const before = mean(sides.map((s) => s.before));
-  const after = mean(sides.map((s) => s.after));
-  if (before * after <= 0) return 0;
-  const nearer = Math.abs(before) < Math.abs(after) ? before : after;
-  return Math.abs(nearer) < STATE_DEADBAND ? 0 : nearer;
+  if (states.length === 0) return null;
+  const state = states.reduce((a, b) => a + b, 0) / states.length;
+  return Math.abs(state) < STATE_DEADBAND ? 0 : state;
 }
 
-/**
- * One backend's ln(probe time / its median) at the last probe at or before `atS` and the first at
- * or after it (null past either end), or null with too few probes.
- */
-function backendSidesAt(
+/** One backend's ln(probe time / its median) at `atS`, or null with too few probes. */
+function backendStateAt(
   probes: readonly StabilityProbe[],
   backend: Backend,
   atS: number,
-): { before: number | null; after: number | null } | null {
+): number | null {
   const series = probes.flatMap((p) => {
     const ms = p.ms[backend];
     return ms !== undefined && ms > 0 ? [{ atS: p.atS, ln: Math.log(ms) }] : [];
   });
   if (series.length < MIN_STATE_PROBES) return null;
   const usual = median(series.map((p) => p.ln));
-  const before = series.findLast((p) => p.atS <= atS);
-  const after = series.find((p) => p.atS >= atS);
-  return {
-    before: before === undefined ? null : before.ln - usual,
-    after: after === undefined ? null : after.ln - usual,
-  };
+  const after = series.findIndex((p) => p.atS >= atS);
+  const ln = after === -1
+    ? series.at(-1)!.ln
+    : after === 0
+    ? series[0]!.ln
+    : between(series[after - 1]!, series[after]!, atS);
+  return ln - usual;
+}
+
+function between(a: { atS: number; ln: number }, b: { atS: number; ln: number }, atS: number) {
+  const span = b.atS - a.atS;
+  return span <= 0 ? (a.ln + b.ln) / 2 : a.ln + (b.ln - a.ln) * (atS - a.atS) / span;
 }
 
 /**

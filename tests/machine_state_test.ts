@@ -35,28 +35,12 @@ function jsMeasurement(windows: readonly WindowSamples[], backend = "js" as cons
   };
 }
 
-Deno.test("the machine's state is read where the probes on both sides of a moment agree, against the run's median", () => {
+Deno.test("the machine's state is read between the probes on either side, against the run's median", () => {
   assert.ok(Math.abs(machineStateAt(PROBES, 50)! - SLOW) < 1e-12, "inside a slow stretch");
-  assert.ok(Math.abs(machineStateAt(PROBES, 45)! - SLOW) < 1e-12, "between two slow probes");
-  assert.equal(machineStateAt(PROBES, 35), 0, "between a usual probe and a slow one: unknown");
+  assert.ok(Math.abs(machineStateAt(PROBES, 35)! - SLOW / 2) < 1e-12, "halfway into one");
   assert.equal(machineStateAt(PROBES, 5), 0, "the usual level");
-  assert.equal(machineStateAt(PROBES, 500), 0, "after the last probe: one side only");
+  assert.equal(machineStateAt(PROBES, 500), 0, "after the last probe: the last probe's state");
   assert.equal(machineStateAt(PROBES.slice(0, 4), 5), null, "too few probes for a usual level");
-});
-
-Deno.test("a stretch one probe saw alone is not a state: it may have lasted a second", () => {
-  const blip = PROBES.map((p) => {
-    const f = p.atS === 30 ? Math.exp(SLOW) : 1;
-    return { ...p, ms: { js: 0.041 * f, wasm: 0.009 * f } };
-  });
-  assert.ok(Math.abs(machineStateAt(blip, 30)! - SLOW) < 1e-12, "at the probe itself");
-  assert.equal(machineStateAt(blip, 25), 0, "before it");
-  assert.equal(machineStateAt(blip, 35), 0, "after it");
-  const nearer = PROBES.map((p) => {
-    const f = Math.exp(p.atS === 40 ? 0.2 : p.atS === 50 ? 0.4 : 0);
-    return { ...p, ms: { js: 0.041 * f, wasm: 0.009 * f } };
-  });
-  assert.ok(Math.abs(machineStateAt(nearer, 45)! - 0.2) < 1e-12, "the nearer of the two sides");
 });
 
 Deno.test("the state is one-thread js's and wasm's together: one of them alone counts half", () => {
