@@ -82,8 +82,6 @@ export interface WindowSamples {
   readonly wall: readonly number[];
   /** GPU ms per run, or empty when a sample lacked timestamps. */
   readonly gpu: readonly number[];
-  /** When the window was taken, seconds since the run began (the drift probes' clock). */
-  readonly atS?: number;
 }
 
 /** Device-resident batches aim at this long: comparable with the ~11 ms sync they subtract. */

@@ -37,8 +37,6 @@ const QUICK_MAX_BYTES = 48 * 2 ** 20;
  * run and give each backend its drift (three make a figure).
  */
 const QUICK_PROBE_EVERY_S = 10;
-/** Seconds of measuring between a default or thorough run's probes inside a job. */
-const STATE_PROBE_EVERY_S = 15;
 /**
  * A quick run's time plan, s. Its jobs' first sizes are measured however late they run, so the
  * plan has to hold them: the ten jobs of a full quick run (f16 left out), the system figures
@@ -122,13 +120,6 @@ export interface CalibrationPlan {
    * last probe (the last job always is); 0 probes after every job.
    */
   readonly probeEveryS: number;
-  /**
-   * Seconds of measuring between drift probes inside a job, or null for none: the probes read the
-   * machine's speed state at each window's moment (`host_state.ts`), and a slow stretch of the
-   * machine lasted 10–80 s on the AMD EPYC VM while a job's grid took 20–60 s. A probe took
-   * 0.45 s there: every 15 s is 3 % of the run.
-   */
-  readonly stateProbeEveryS: number | null;
   /**
    * Dtypes the mode left out because the options named none ({@linkcode QUICK_SKIPPED_DTYPES}),
    * where an op and a backend in play could have measured them; the report says so.
@@ -421,7 +412,6 @@ const MODES: Readonly<Record<Mode, ModeSettings>> = {
     bendPoints: 0,
     passes: 1,
     probeEveryS: QUICK_PROBE_EVERY_S,
-    stateProbeEveryS: null,
     // The plan is the run less its start (loading, opening the adapter) and its last save.
     time: { totalS: QUICK_TOTAL_S, systemS: 4, llmS: 0, revisitShare: 0, offAxisShare: 0.1 },
     llm: { repeats: 1, tokens: 8, kernelBudgetMs: 80 },
@@ -438,7 +428,6 @@ const MODES: Readonly<Record<Mode, ModeSettings>> = {
     bendPoints: 2,
     passes: 2,
     probeEveryS: 0,
-    stateProbeEveryS: STATE_PROBE_EVERY_S,
     // The LLM validation with its defaults (3 decodes of 16 tokens per pair, 150 ms per kernel
     // per alongside window) took ~2.5 min here; one round of decodes of 8 tokens with 80 ms
     // windows took 36–48 s, and its reserve is what the ETA counts on: at 90 s, the ETA at three
@@ -462,7 +451,6 @@ const MODES: Readonly<Record<Mode, ModeSettings>> = {
     bendPoints: 4,
     passes: 2,
     probeEveryS: 0,
-    stateProbeEveryS: STATE_PROBE_EVERY_S,
     time: { totalS: null, systemS: 20, llmS: 150, revisitShare: 0, offAxisShare: 0 },
     llm: { sampleEveryS: 120 },
   },

@@ -184,13 +184,6 @@ export class PlanState {
     yield { kind: "probe" };
   }
 
-  /** A drift probe inside a job, when the plan's `stateProbeEveryS` have passed since the last. */
-  *#stateProbe(): Steps {
-    const every = this.plan.stateProbeEveryS;
-    if (every === null || this.#probedAtS === null) return;
-    if (this.time.now() - this.#probedAtS >= every) yield* this.probe();
-  }
-
   /**
    * Whether a drift probe is due after a job: always after the last, else once the plan's
    * `probeEveryS` have passed since the last probe (every job when it is 0).
@@ -277,7 +270,6 @@ export class PlanState {
   ): Steps<(Measurement | undefined)[]> {
     const fresh = requests.filter((req) => !this.done.has(requestKey(req)));
     if (fresh.length > 0) {
-      yield* this.#stateProbe();
       const outcome = yield { kind: "measure", requests: fresh, stopping, record: true };
       (outcome.results ?? []).forEach((result, i) => {
         if (outcome.aborted && result.state === "failed" && /Aborted/.test(result.error)) return;
@@ -309,7 +301,6 @@ export class PlanState {
     stopping: Partial<StoppingRule> = this.plan.stopping,
   ): Steps<StepOutcome> {
     if (requests.length === 0) return {};
-    yield* this.#stateProbe();
     return yield { kind: "measure", requests, stopping, record: false };
   }
 }

@@ -9,9 +9,7 @@
  */
 import type { Measurement, SystemFigures } from "../core/schema.ts";
 import { jobSteps, revisitSteps } from "./phases.ts";
-import type { WindowSamples } from "./measure.ts";
 import {
-  measurementKey,
   type PlannerOptions,
   PlanState,
   type PlanStep,
@@ -70,15 +68,6 @@ export class Planner {
   /** Every measurement so far, resumed ones included. */
   get measurements(): readonly Measurement[] {
     return this.#state.measurements;
-  }
-
-  /**
-   * This session's windows of a measurement (a resumed one's are not kept), or undefined.
-   *
-   * @param m A measurement of {@linkcode Planner.measurements}.
-   */
-  windowsOf(m: Measurement): readonly WindowSamples[] | undefined {
-    return this.#state.windowsOf.get(measurementKey(m));
   }
 
   /** The system figures, once measured (or resumed). */

@@ -7,7 +7,7 @@
  */
 import { OPS } from "../kernels/catalog.ts";
 import { type Backend, BACKENDS } from "../kernels/types.ts";
-import type { EarlierRun, Measurement, Report } from "../core/schema.ts";
+import type { EarlierRun, Report } from "../core/schema.ts";
 import { writeJsonAtomic } from "../core/atomic.ts";
 import { assembleReport, NOISY_WARNING, type RunContext } from "./assemble.ts";
 import type { CalibrateOptions } from "./options.ts";
@@ -29,7 +29,6 @@ import { measurementKey, type PlanStep, type StepOutcome } from "./plan_state.ts
 import type { Runner } from "./runner.ts";
 import { openRunner } from "./runners/mod.ts";
 import { earlierRunsOf, measureProbe, type StabilityProbe } from "./stability.ts";
-import { atUsualLevel } from "./machine_state.ts";
 import { measureSystem } from "./system.ts";
 
 type MachineInfo = Awaited<ReturnType<typeof describeMachine>>;
@@ -192,12 +191,8 @@ export class CalibrationSession {
   #endMeasuring(): void {
     if (this.#measuringDone) return;
     this.#measuringDone = true;
-    const own = this.#atUsualLevel();
-    const moved = own.filter((m) => m.state === "ok" && m.machineState);
-    if (moved.length > 0) {
-      this.#notice(`brings ${describeMoved(moved)} to the run's usual level`);
-    }
     if (this.#poolWith === null) return;
+    const own = this.planner().measurements;
     const shifts = [...levelShifts(own, this.#poolWith.measurements)]
       .map(([key, ln]) => `${key.replace("|", " ")} ×${Math.exp(ln).toFixed(2)}`);
     if (shifts.length > 0) {
@@ -341,16 +336,12 @@ export class CalibrationSession {
     stopping: Extract<PlanStep, { kind: "measure" }>["stopping"],
   ): Promise<StepOutcome> {
     const windows = new Map<string, WindowSamples>();
-    const startS = this.#priorS + this.elapsedS();
     const results = await measureMany(requests, {
       runners: this.#source,
       stopping,
       signal: this.signal,
       onSamples: (r, samples) => windows.set(measurementKey(r), samples),
     });
-    // A step's cases are measured interleaved: each window spans the step, read at its middle.
-    const atS = Math.round(50 * (startS + this.#priorS + this.elapsedS())) / 100;
-    for (const [key, w] of windows) windows.set(key, { ...w, atS });
     if (results.some((r) => r.state === "failed" && /lost/i.test(r.error)) && this.#gpu?.loss) {
       this.warn(
         `WebGPU device lost (${this.#gpu.loss.message || this.#gpu.loss.reason}); reopened it`,
@@ -412,14 +403,6 @@ export class CalibrationSession {
     };
   }
 
-  /** This run's cases at its usual level: a window taken in a slow stretch scaled by it. */
-  #atUsualLevel(): Measurement[] {
-    const planner = this.planner();
-    return planner.measurements.map((m) =>
-      atUsualLevel(m, planner.windowsOf(m) ?? [], this.#probes)
-    );
-  }
-
   /**
    * The report as it stands; its measurements pooled with `#poolWith` once the measurements are
    * done, or before when `poolNow` asks (a decode sample picks its variants from that view).
@@ -430,7 +413,7 @@ export class CalibrationSession {
     poolNow = false,
   ): Report {
     const planner = this.planner();
-    const own = this.#atUsualLevel();
+    const own = [...planner.measurements];
     const pool = (this.#measuringDone || poolNow) && this.#poolWith
       ? poolMeasurements(own, this.#poolWith.measurements)
       : null;
@@ -504,25 +487,4 @@ function skippedWarning(dtypes: readonly string[]): string | null {
 
 function unknownOp(name: string): never {
   throw new RangeError(`Unknown op "${name}": known ops are ${OPS.map((o) => o.name).join(", ")}`);
-}
-
-/**
- * The cases a slow (or fast) stretch of the machine moved, per backend with the range of the
- * factors they were brought back by: "41 cases taken while the machine ran slower or faster
- * (js 12 by ×1.31–1.42, wasm 9 by ×1.28–1.40)".
- */
-function describeMoved(moved: readonly Measurement[]): string {
-  const by = new Map<string, number[]>();
-  for (const m of moved) {
-    if (m.state !== "ok" || !m.machineState) continue;
-    const key = m.backend === "webgpu" ? `webgpu ${m.residency}` : m.backend;
-    by.set(key, [...(by.get(key) ?? []), Math.exp(m.machineState)]);
-  }
-  const parts = [...by].map(([key, fs]) => {
-    const lo = Math.min(...fs).toFixed(2);
-    const hi = Math.max(...fs).toFixed(2);
-    return `${key} ${fs.length} by ×${lo === hi ? lo : `${lo}–${hi}`}`;
-  });
-  return `${moved.length} case${moved.length === 1 ? "" : "s"} taken while its drift probes read ` +
-    `the machine slower or faster than usual (${parts.join(", ")})`;
 }

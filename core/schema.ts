@@ -258,12 +258,6 @@ export type MeasurementPlace = {
    * (`calibrate/pool.ts`).
    */
   carriedOver?: true;
-  /**
-   * ln of the factor this run's times of the case were divided by: the machine's speed state
-   * when its windows were taken, as the drift probes read it, against the run's usual level
-   * (`calibrate/machine_state.ts`); absent, taken at the usual level (or not corrected).
-   */
-  machineState?: number;
 };
 
 /**
@@ -292,9 +286,6 @@ const measureIdentity = {
   ),
   runs: z.int().min(2).max(1_000_000).exactOptional().describe(
     "How many calibration runs of this machine the median pools (the geometric mean of their medians, the latest run weighing at least a quarter); absent: this run's own",
-  ),
-  machineState: z.number().min(-5).max(5).exactOptional().describe(
-    "ln of the factor the run's times of this case were divided by: the machine's speed state when its windows were taken (its drift probes against their run median, 0 within ±0.12), so a job measured during a slow stretch stands at the run's usual level; absent: measured at the usual level",
   ),
   carriedOver: z.literal(true).exactOptional().describe(
     "True for a case of a job this run measured that only the earlier runs it pools measured (a variant its screen passed over, a size its grid did not visit), kept as they measured it",

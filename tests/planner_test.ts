@@ -466,7 +466,6 @@ Deno.test("the default and thorough plans keep every dtype, probe after every jo
     assert.equal(plan.jobs.length, OPS.reduce((n, op) => n + op.dtypes.length, 0), mode);
     assert.deepEqual(plan.skippedDtypes, [], mode);
     assert.equal(plan.probeEveryS, 0, mode);
-    assert.equal(plan.stateProbeEveryS, 15, mode);
   }
   const byDefault = planFor({
     quick: false,
@@ -512,7 +511,7 @@ Deno.test("a default plan's one-dimensional grids end at their byte cap; matrix 
   assert.ok(sizes("quick", "add").at(-1)! < 5_592_405);
 });
 
-Deno.test("a quick planner probes drift every 10 s and after its last job; the default after every job and every 15 s inside one", () => {
+Deno.test("a quick planner probes drift every 10 s and after its last job; the default after every job", () => {
   // Each case takes 3 s of the fake clock: a job takes seconds, as on a real machine.
   const slowAdd = (req: MeasureRequest) => 100 + addTimes(req);
   const run = (mode: "quick" | "default") => {
@@ -525,26 +524,19 @@ Deno.test("a quick planner probes drift every 10 s and after its last job; the d
     });
     const steps: string[] = [];
     const probedAt: number[] = [];
-    let longestStepS = 0;
     for (let step = planner.next(); step; step = planner.next()) {
       steps.push(step.kind);
       if (step.kind === "probe") probedAt.push(clock.s);
       if (step.kind === "measure") {
         const results = step.requests.map((r) => fakeResult(r, slowAdd));
         clock.s += 3 * results.length;
-        longestStepS = Math.max(longestStepS, 3 * results.length);
         planner.observe({ results, windows: results.map(() => ({ wall: [1], gpu: [] })) });
       } else planner.observe({});
     }
-    return { steps, probedAt, jobs: ops.length, longestStepS };
+    return { steps, probedAt, jobs: ops.length };
   };
   const byDefault = run("default");
-  assert.ok(byDefault.probedAt.length > byDefault.jobs + 1, "one at the start, one per job, more");
-  const apart = byDefault.probedAt.slice(1).map((t, i) => t - byDefault.probedAt[i]!);
-  assert.ok(
-    apart.every((g) => g <= 15 + byDefault.longestStepS),
-    `no more than 15 s and a step between probes: ${apart}`,
-  );
+  assert.equal(byDefault.probedAt.length, byDefault.jobs + 1, "one at the start, one per job");
   const quick = run("quick");
   assert.ok(quick.probedAt.length < quick.jobs + 1, `${quick.probedAt.length} probes`);
   assert.ok(
