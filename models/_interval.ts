@@ -102,7 +102,7 @@ export function withDrift(learned: number, drift: DriftParts): number {
  * before), every wasm-mt interval of that report came out ×2.62 wide at the median, and its
  * `bench:regret` truth right after fell inside them all (100 %, against a 90 % level). A run that
  * kept its own times (a first run, new kernels, `--fresh`) holds its own drift whatever earlier
- * runs did: the median over the machine's earlier runs gave such a report on that VM js 3.5 %
+ * runs did: the median over the machine's earlier runs gave such a report on that VM js 6.1 %
  * where its own probes had moved 13 % between two levels (a whole softmax job measured ×1.5 slow),
  * and its js intervals held 62.5 % of a truth taken right after (90 % stated).
  *
