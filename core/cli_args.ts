@@ -148,7 +148,7 @@ export function oneLineFailure(error: unknown): number {
 
 /**
  * Reads a shape written as `formatShape` (`kernels/types.ts`) writes it: positive integers joined
- * by `x`, in its op's dimension order.
+ * by `x`, in its op's dimension order, each exact in a double (a safe integer).
  *
  * @param op The op whose dims give the order.
  * @param text The shape as text, e.g. `3x5000x300` for a matmul (m x k x n).
@@ -168,6 +168,13 @@ export function parseShape(op: Pick<OpSpec, "dims" | "name">, text: string): Sha
       `"${text}" is not ${op.dims.length} positive integers joined by "x" (${
         op.dims.join("x")
       } for ${op.name})`,
+    );
+  }
+  const unsafe = values.findIndex((v) => !Number.isSafeInteger(v));
+  if (unsafe >= 0) {
+    throw new RangeError(
+      `"${op.dims[unsafe]}" is ${values[unsafe]}: past the largest exact integer ` +
+        `(${Number.MAX_SAFE_INTEGER})`,
     );
   }
   return Object.fromEntries(op.dims.map((d, i) => [d, values[i]!]));

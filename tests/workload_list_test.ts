@@ -10,6 +10,10 @@ Deno.test("a shape reads back as formatShape wrote it, in its op's dimension ord
   for (const bad of ["2x2", "2x2x0", "2x2x2.5", "2x-2x2", "2xx2", ""]) {
     assert.throws(() => parseShape(getOp("matmul"), bad), /positive integers joined by "x"/, bad);
   }
+  assert.throws(
+    () => parseShape(getOp("gemv"), "4x9007199254740993"),
+    /"cols" is 9007199254740992: past the largest exact integer \(9007199254740991\)/,
+  );
 });
 
 Deno.test("a workload list gives one workload per line, comments and blank lines aside", () => {
