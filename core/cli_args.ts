@@ -173,8 +173,8 @@ export function parseShape(op: Pick<OpSpec, "dims" | "name">, text: string): Sha
   const unsafe = values.findIndex((v) => !Number.isSafeInteger(v));
   if (unsafe >= 0) {
     throw new RangeError(
-      `"${op.dims[unsafe]}" is ${values[unsafe]}: past the largest exact integer ` +
-        `(${Number.MAX_SAFE_INTEGER})`,
+      `"${op.dims[unsafe]}" is ${values[unsafe]}; pass a positive integer up to ` +
+        `${Number.MAX_SAFE_INTEGER}`,
     );
   }
   return Object.fromEntries(op.dims.map((d, i) => [d, values[i]!]));
