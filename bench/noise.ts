@@ -296,6 +296,7 @@ const HOST_LABEL: Readonly<Record<HostKey, string>> = {
   scalar: "scalar (one dependent chain)",
   throughput: "throughput (eight chains)",
   stream: "stream (32 MiB sum)",
+  cached: "cached (3 MiB typed-array add)",
   allCores: "throughput on every core (slowest)",
 };
 

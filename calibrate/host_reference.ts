@@ -2,7 +2,7 @@
  * The host's own speed, without gpucal: fixed workloads that touch none of gpucal's runners,
  * timed as a median of a few runs. When these move as much as a backend's cases do, the machine
  * moved, not gpucal; when they hold still while a backend moves, the noise is the backend's or
- * gpucal's own. The noise bench times all three beside its cases; calibrate's drift probes time
+ * gpucal's own. The noise bench times all of them beside its cases; calibrate's drift probes time
  * `throughput` before each probe of the backends (`stability.probes[].hostMs`), so a report tells
  * the machine's moves from its backends'.
  *
@@ -15,14 +15,25 @@
  *   single outliers: no steal time, no load, and nothing on the VM's other core could do it (a
  *   busy loop there changed neither). That is the pattern of a physical core shared with another
  *   guest, which a dependent chain does not see.
- * - `stream`: a sum over 32 MiB of doubles: the memory system's speed.
+ * - `stream`: a sum over 32 MiB of doubles: the memory system's speed (one dependent chain of
+ *   adds, so as much the add's latency as the memory's bandwidth).
+ * - `cached`: an elementwise add of two 1 MiB f32 arrays into a third (3 MiB, in the last-level
+ *   cache, past a core's own): a typed-array loop as a js kernel is, without gpucal. On the AMD
+ *   EPYC VM the machine's slow stretches (×1.35–1.5, seconds to minutes) slowed such loops and
+ *   left the register loops and the 32 MiB sum alone: in ten windows 3 s apart, gpucal's js add,
+ *   gemv and dot ran ×1.4 slower in three consecutive ones, and a plain add of 3 × 4 MiB timed in
+ *   the same process right after them ran ×1.4 slower in exactly those three. The states change
+ *   within seconds, though: in `deno task noise` (four windows 20 s apart) this reference repeated
+ *   within ±10 % in 50 % of its times, and dividing js's and wasm's times by it, timed before their
+ *   op, left them further from their medians (js 72 → 47 % within ±10 %), so the noise bench
+ *   prints it beside the others and divides by `throughput` still.
  *
  * @module
  */
 import { median } from "../core/stats.ts";
 
 /** The host reference workloads. */
-export const HOST_REFERENCES = ["scalar", "throughput", "stream"] as const;
+export const HOST_REFERENCES = ["scalar", "throughput", "stream", "cached"] as const;
 
 /** One host reference workload. */
 export type HostReference = typeof HOST_REFERENCES[number];
@@ -36,7 +47,13 @@ const THROUGHPUT_ITERATIONS = 2e6;
 /** Doubles the stream reference sums per run: 32 MiB, beyond a VM's share of the last-level cache. */
 const STREAM_DOUBLES = 4 << 20;
 
+/** Elements of each array the cached reference adds (three arrays: 3 MiB). */
+const CACHED_ELEMENTS = 1 << 18;
+/** Passes of the cached add per run (about 5 ms). */
+const CACHED_PASSES = 24;
+
 let streamBuffer: Float64Array | null = null;
+let cachedArrays: [Float32Array, Float32Array, Float32Array] | null = null;
 
 function scalarRun(): number {
   let x = 1.5;
@@ -70,11 +87,24 @@ function streamRun(): number {
   return s;
 }
 
+function cachedRun(): number {
+  if (!cachedArrays) {
+    const operand = () => Float32Array.from({ length: CACHED_ELEMENTS }, () => Math.random());
+    cachedArrays = [operand(), operand(), new Float32Array(CACHED_ELEMENTS)];
+  }
+  const [a, b, c] = cachedArrays;
+  for (let pass = 0; pass < CACHED_PASSES; pass++) {
+    for (let i = 0; i < CACHED_ELEMENTS; i++) c[i] = a[i]! + b[i]!;
+  }
+  return c[CACHED_ELEMENTS - 1]!;
+}
+
 /** Each reference's run. */
 const RUNS_OF: Readonly<Record<HostReference, () => number>> = {
   scalar: scalarRun,
   throughput: throughputRun,
   stream: streamRun,
+  cached: cachedRun,
 };
 
 /** Keeps the loops' results observable, so no run is optimised away. */
