@@ -15,8 +15,9 @@
  *   single outliers: no steal time, no load, and nothing on the VM's other core could do it (a
  *   busy loop there changed neither). That is the pattern of a physical core shared with another
  *   guest, which a dependent chain does not see.
- * - `stream`: a sum over 32 MiB of doubles: the memory system's speed (one dependent chain of
- *   adds, so as much the add's latency as the memory's bandwidth).
+ * - `stream`: a sum over 32 MiB of doubles: the memory system's speed. It is one dependent chain
+ *   of adds: on the AMD EPYC VM 3.0 ms a run (11 GB/s), about what the adds' latency allows, so
+ *   it may not see the memory slow down.
  * - `cached`: an elementwise add of two 1 MiB f32 arrays into a third (3 MiB, in the last-level
  *   cache, past a core's own): a typed-array loop as a js kernel is, without gpucal. On the AMD
  *   EPYC VM the machine's slow stretches (×1.35–1.5, seconds to minutes) slowed such loops and
