@@ -279,7 +279,9 @@ export function offsetAt(model: AlignmentModel, alignment: AlignmentClass): Alig
   let below: number | null = null;
   for (let c = alignment - 1; c >= 0 && below === null; c--) below = model.offsets[c] ?? null;
   let above: number | null = null;
-  for (let c = alignment + 1; c < model.offsets.length && above === null; c++) above = model.offsets[c] ?? null;
+  for (let c = alignment + 1; c < model.offsets.length && above === null; c++) {
+    above = model.offsets[c] ?? null;
+  }
   if (below !== null && above !== null) {
     return { ln: (below + above) / 2, halfWidth: Math.abs(below - above) / 2 };
   }
