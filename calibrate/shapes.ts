@@ -123,12 +123,13 @@ const GEMV: readonly Shape[] = [
   // half its time.
   { rows: 1024, cols: 3008 },
   { rows: 1024, cols: 3002 },
-  // Twins of the quarter-width pair's first and of the quick pair's wide one, rows whole vectors
-  // (f32, f16) or words (q8, q4) but a few bytes' power of two apart where theirs are 2–16 KiB
-  // apart (see `LONG_STRIDE_BYTES` of `models/_alignment.ts`): on lavapipe f32 and f16 ran them
-  // ×1.2–2.4 slower per weight, and with no such twin the sweep's sizes, mostly 512-byte
-  // strides, priced f32 300 × 300 at 0.09 ms against 0.17–0.24 measured in twelve runs.
-  { rows: 2048, cols: 504 },
+  // Twins whose rows are whole vectors (f32, f16) or words (q8, q4) a few bytes' power of two
+  // apart, of rows 1–16 KiB apart (see `LONG_STRIDE_BYTES` of `models/_alignment.ts`): a small
+  // pair (2 MB in f32), and one of the quick pair's wide shape. On lavapipe f32 and f16 ran such
+  // rows ×1.2–2.4 slower per weight, most at a few MB, and with no such twin the sweep's sizes,
+  // mostly 512-byte strides, priced f32 300 × 300 at 0.09 ms against 0.17–0.24 in twelve runs.
+  { rows: 1024, cols: 512 },
+  { rows: 1024, cols: 504 },
   { rows: 1024, cols: 4088 },
   GEMV_STREAMING,
   { rows: 8192, cols: 2048 },
@@ -167,9 +168,9 @@ interface OffAxisSet {
 
 const BY_OP: Readonly<Record<string, OffAxisSet>> = {
   matmul: { quick: MATMUL_QUICK, full: MATMUL, sure: 14 },
-  // The quick pair with a twin between them, the pair at a quarter of the width, the other four
+  // The quick pair with a twin between them, the pair at a quarter of the width, the other
   // twins and the streaming size.
-  gemv: { quick: GEMV_QUICK, full: GEMV, sure: 10 },
+  gemv: { quick: GEMV_QUICK, full: GEMV, sure: 11 },
   softmax: { quick: SOFTMAX_QUICK, full: SOFTMAX, sure: 6 },
 };
 
@@ -188,7 +189,7 @@ const SURE_QUICK = 1;
  * ```ts
  * import { sureOffAxisShapes } from "./shapes.ts";
  * import { getOp } from "../kernels/catalog.ts";
- * console.log(sureOffAxisShapes(getOp("gemv"), "default")); // 10
+ * console.log(sureOffAxisShapes(getOp("gemv"), "default")); // 11
  * console.log(sureOffAxisShapes(getOp("gemv"), "quick")); // 1
  * ```
  */

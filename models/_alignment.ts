@@ -6,7 +6,9 @@
  * and with 3000 columns (1500-byte rows, word-aligned) 1.33× slower than with 3008; q8 behaved
  * alike. A sweep's sizes mix the three (4, 20, 45, … 1149, 2580 are not vector-aligned; 512 and
  * 8192 are), so a curve drawn through them all sits between the paths and predicts neither: an
- * LLM's 768 × 2048 projection came out 2.6× slower than measured.
+ * LLM's 768 × 2048 projection came out 2.6× slower than measured. Rows of whole vectors split
+ * once more, by how far apart they lie ({@linkcode LONG_STRIDE_BYTES}): lavapipe ran f32 rows
+ * 2000 bytes apart up to twice as slow per weight as rows 2048 bytes apart.
  *
  * This module learns, per variant, each alignment class's offset in ln time from the fit, the
  * most aligned class with enough points as the reference. The offset scales the part of the time
@@ -146,6 +148,8 @@ export interface AlignedResidual {
    * difference is their classes' offset with everything else held.
    */
   readonly dims?: readonly number[];
+  /** What ran it (a variant): twins pair only within one. */
+  readonly group?: string;
 }
 
 /** Relative difference within which two shapes' dimensions count as the same shape's. */
@@ -178,22 +182,30 @@ export interface AlignmentOffset {
  * with a twin in a less aligned one, and a class twinned with a class of known offset takes its
  * offset from their differences, however few its points (chained: a difference from a twin adds
  * that twin's class's offset).
+ * @param borrowed Other variants' residuals against their own fits, each with its `group`: where
+ * the points' own twins tell nothing of a class, their twins' differences do (an offset is a
+ * property of the rows, which variants that lay rows alike share; their medians are not used).
  * @example
  * ```ts
  * import { fitAlignment } from "./_alignment.ts";
  * console.log(fitAlignment([{ alignment: 2, residual: 0, variableShare: 1 }])); // null
  * ```
  */
-export function fitAlignment(points: readonly AlignedResidual[]): AlignmentModel | null {
-  const teaching = points.filter((p) =>
-    Number.isFinite(p.residual) && p.variableShare >= MIN_VARIABLE_SHARE
-  );
+export function fitAlignment(
+  points: readonly AlignedResidual[],
+  borrowed: readonly AlignedResidual[] = [],
+): AlignmentModel | null {
+  const teachers = (p: AlignedResidual) =>
+    Number.isFinite(p.residual) && p.variableShare >= MIN_VARIABLE_SHARE;
+  const teaching = points.filter(teachers);
   const byClass: number[][] = CLASSES.map(() => []);
   for (const p of teaching) byClass[p.alignment]!.push(p.residual);
   const centers = byClass.map((r) => r.length >= MIN_CLASS_POINTS ? median(r) : null);
   const pairs = twinPairs(teaching);
-  const reference = pairs.length > 0
-    ? Math.max(...pairs.map((pair) => pair.upper.alignment))
+  const borrowedPairs = twinPairs(borrowed.filter(teachers));
+  const everyPair = [...pairs, ...borrowedPairs];
+  const reference = everyPair.length > 0
+    ? Math.max(...everyPair.map((pair) => pair.upper.alignment))
     : [...CLASSES].reverse().find((c) => centers[c] !== null);
   if (reference === undefined) return null;
   const spreads = byClass.map((r, c) => centers[c] === null ? null : robustSigma(r, centers[c]!));
@@ -212,11 +224,12 @@ export function fitAlignment(points: readonly AlignedResidual[]): AlignmentModel
   // classes already known (twins hold everything but the rows' alignment: their difference is
   // the offset, where a class's median residual also carries how sizes and proportions ran
   // against the fit), so q8's words, twinned with 1024-column rows, tell its vectors' offset too.
-  for (let grew = true; grew;) {
-    grew = false;
+  // The points' own twins first; another variant's only where those reach no further.
+  const grow = (list: readonly TwinPair[]): boolean => {
+    let grew = false;
     for (const c of CLASSES) {
       if (offsets[c] !== null) continue;
-      const differences = pairs.flatMap(({ lower, upper }) => {
+      const differences = list.flatMap(({ lower, upper }) => {
         const [own, other] = lower.alignment === c ? [lower, upper] : [upper, lower];
         const known = offsets[other.alignment] ?? null;
         return own.alignment !== c || known === null ? [] : [own.residual - other.residual + known];
@@ -227,7 +240,9 @@ export function fitAlignment(points: readonly AlignedResidual[]): AlignmentModel
       spreads[c] = robustSigma(differences, ln);
       twinned[c] = grew = true;
     }
-  }
+    return grew;
+  };
+  while (grow(pairs) || grow(borrowedPairs));
   for (const c of CLASSES) if (offsets[c] === null) offsets[c] = fromMedians(c);
   if (offsets.filter((o) => o !== null).length < 2) return null;
   if (offsets.every((o) => o === null || o === 0)) return null;
@@ -240,12 +255,15 @@ interface TwinPair {
   readonly upper: AlignedResidual;
 }
 
-/** Every pair of twins (see `AlignedResidual.dims`) in different classes. */
+/** Every pair of twins (see `AlignedResidual.dims`) in different classes, within a group. */
 function twinPairs(points: readonly AlignedResidual[]): TwinPair[] {
   const withDims = points.filter((p) => p.dims !== undefined);
   return withDims.flatMap((lower) =>
     withDims
-      .filter((upper) => upper.alignment > lower.alignment && isTwin(upper.dims!, lower.dims!))
+      .filter((upper) =>
+        upper.alignment > lower.alignment && upper.group === lower.group &&
+        isTwin(upper.dims!, lower.dims!)
+      )
       .map((upper) => ({ lower, upper }))
   );
 }

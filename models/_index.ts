@@ -25,6 +25,7 @@ import {
 import type { CostFit, ProvenanceTag, Report, Tuning } from "../core/schema.ts";
 import {
   alignedMs,
+  type AlignedResidual,
   type AlignmentClass,
   alignmentClass,
   type AlignmentModel,
@@ -497,6 +498,17 @@ function buildSeries(
       })
     ),
   );
+  // Each fitted variant's residuals as the alignment model reads them: a variant whose own twins
+  // do not reach a class borrows the others' (the search's winner at the off-axis shapes in one
+  // run is not always the variant the pooled report tunes).
+  const aligning = new Map(fits.map((f) => [
+    f.variant,
+    alignmentOf === null ? [] : alignmentResiduals(
+      tiled.get(f.variant)!.model,
+      byVariant.get(f.variant) ?? [],
+      alignmentOf,
+    ),
+  ]));
   const axis = new Map<string, AxisModel>();
   for (const f of fits) {
     axis.set(
@@ -505,7 +517,13 @@ function buildSeries(
         f,
         tiled.get(f.variant)!,
         byVariant.get(f.variant) ?? [],
-        alignmentOf,
+        alignmentOf === null ? null : {
+          of: alignmentOf,
+          model: fitAlignment(
+            aligning.get(f.variant)!,
+            [...aligning].flatMap(([variant, points]) => variant === f.variant ? [] : points),
+          ),
+        },
         imbalanceOf,
         utilisationOf,
         { of: blockUtilisationOf, model: blocks },
@@ -869,15 +887,16 @@ function blockPoints(
 }
 
 /**
- * A fitted variant's axis model: its alignment offsets (when its op streams rows on a backend
- * that has them), then its residuals along the axis with each point's offset, and on wasm-mt
- * its threads' uneven share, taken out; its tiles' and its series' idle blocks' cost, priced.
+ * A fitted variant's axis model: its residuals along the axis with each point's alignment offset
+ * (`rows`: a shape's class and the variant's offsets, when its op streams rows on a backend that
+ * has them) and on wasm-mt its threads' uneven share taken out; its tiles' and its series' idle
+ * blocks' cost, priced.
  */
 function axisModelOf(
   f: CostFit,
   { model, tiles }: TiledFit,
   points: readonly MeasuredPoint[],
-  alignmentOf: BackendSeries["alignmentOf"],
+  rows: { of: NonNullable<BackendSeries["alignmentOf"]>; model: AlignmentModel | null } | null,
   imbalanceOf: BackendSeries["imbalanceOf"],
   utilisationOf: BackendSeries["utilisationOf"],
   idleBlocks: { of: BackendSeries["blockUtilisationOf"]; model: TileModel },
@@ -887,20 +906,12 @@ function axisModelOf(
   const utilisation = (p: MeasuredPoint) => utilisationOf?.(p.shape, f.variant) ?? 1;
   const blocks = idleBlocks.model;
   const blockUtilisation = (p: MeasuredPoint) => idleBlocks.of?.(p.shape, f.variant) ?? 1;
-  const alignment = alignmentOf === null ? null : fitAlignment(points.map((p) => {
-    const fitMs = compiledMs(model, p.flops, p.bytes);
-    return {
-      alignment: alignmentOf(p.shape),
-      residual: Math.log((p.ms - model.t0) / (fitMs - model.t0)),
-      variableShare: 1 - model.t0 / fitMs,
-      dims: p.dims,
-    };
-  }));
+  const alignment = rows?.model ?? null;
   // The fit's time at a point with the point's alignment offset and uneven share in it, and
   // `extra` more ln beyond the launch.
   const alignedBy = (p: MeasuredPoint, extra: number) => {
     const fitMs = compiledMs(model, p.flops, p.bytes);
-    const ln = (alignment === null ? 0 : offsetAt(alignment, alignmentOf!(p.shape)).ln) +
+    const ln = (alignment === null ? 0 : offsetAt(alignment, rows!.of(p.shape)).ln) +
       (imbalanceOf?.(p.shape, f.variant) ?? 0) + tileLn(tiles, utilisation(p)) +
       tileLn(blocks, blockUtilisation(p)) + extra;
     return ln === 0 ? fitMs : alignedMs(fitMs, model.t0, ln);
@@ -929,6 +940,27 @@ function axisModelOf(
   );
   const aligned = (p: MeasuredPoint) => withCost(p, rowCost);
   return { model, residuals, alignment, tiles, blocks, rowCost, aligned };
+}
+
+/**
+ * A variant's measured points as residuals against its fit, for the alignment model
+ * (`_alignment.ts`), each with its class, dimensions and variant.
+ */
+function alignmentResiduals(
+  model: CompiledFit,
+  points: readonly MeasuredPoint[],
+  alignmentOf: NonNullable<BackendSeries["alignmentOf"]>,
+): AlignedResidual[] {
+  return points.map((p) => {
+    const fitMs = compiledMs(model, p.flops, p.bytes);
+    return {
+      alignment: alignmentOf(p.shape),
+      residual: Math.log((p.ms - model.t0) / (fitMs - model.t0)),
+      variableShare: 1 - model.t0 / fitMs,
+      dims: p.dims,
+      group: p.variant,
+    };
+  });
 }
 
 /**

@@ -176,6 +176,43 @@ Deno.test("twins a few columns apart give the offset, where the classes' residua
   assert.ok(untwinned === null || untwinned.offsets[1] === 0, `${untwinned?.offsets}`);
 });
 
+Deno.test("a variant without twins of a class borrows another variant's, paired within that variant", () => {
+  const strided = Math.log(1.8);
+  // The tuned variant ran the sweep's sizes and one twin pair; another ran the strided twins.
+  const own = [
+    { alignment: 3 as const, residual: 0.1, variableShare: 0.9, dims: [512, 512], group: "a" },
+    { alignment: 2 as const, residual: 0.3, variableShare: 0.9, dims: [976, 976], group: "a" },
+    { alignment: 2 as const, residual: 0, variableShare: 0.95, dims: [1024, 3008], group: "a" },
+    { alignment: 1 as const, residual: 0.4, variableShare: 0.95, dims: [1024, 3002], group: "a" },
+  ];
+  const other = [
+    { alignment: 3 as const, residual: -0.3, variableShare: 0.9, dims: [1024, 512], group: "b" },
+    {
+      alignment: 2 as const,
+      residual: -0.3 + strided,
+      variableShare: 0.9,
+      dims: [1024, 504],
+      group: "b",
+    },
+    // Not a twin of "a"'s 1024 × 3002: another variant's time says nothing of "a"'s.
+    { alignment: 2 as const, residual: 5, variableShare: 0.9, dims: [1024, 3000], group: "b" },
+  ];
+  const model = fitAlignment(own, other);
+  assert.ok(model !== null);
+  assert.ok(Math.abs(model.offsets[2]! - strided) < 1e-12, `${model.offsets}`);
+  assert.ok(Math.abs(model.offsets[1]! - (0.4 + strided)) < 1e-12, `${model.offsets}`);
+  assert.equal(model.offsets[3], 0);
+  // Its own twins of that class come first.
+  const ownTwin = {
+    alignment: 2 as const,
+    residual: 0.1,
+    variableShare: 0.9,
+    dims: [512, 508],
+    group: "a",
+  };
+  assert.equal(fitAlignment([...own, ownTwin], other)!.offsets[2], 0);
+});
+
 Deno.test("a default run measures twins of every load path among its sure gemv shapes", () => {
   const shapes = offAxisShapes(gemv, "q8", "default").slice(0, sureOffAxisShapes(gemv, "default"));
   for (const dtype of ["q8", "q4"] as const) {
