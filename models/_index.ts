@@ -40,6 +40,7 @@ import {
   type PackedRun,
   perCallWork,
   runsOnOneThread,
+  workgroupImbalanceLn,
 } from "./_imbalance.ts";
 import { amortizationLn, fitAmortization } from "./_amortization.ts";
 import { fitTilePenalty, NO_TILE_COST, tileLn, type TileModel, type TilePoint } from "./_tiles.ts";
@@ -477,6 +478,8 @@ function buildSeries(
   // and a switch between them (one block of rows on one thread) is not drawn across.
   const imbalanceOf = backend === "wasm-mt"
     ? imbalanceFor(op, report.machine.cores, packingOf(report, op, dtype))
+    : backend === "webgpu"
+    ? workgroupImbalanceFor(op, report)
     : null;
   const utilisationOf = backend === "webgpu" ? utilisationFor(op) : null;
   const blockUtilisationOf = backend === "webgpu" ? blockUtilisationFor(op) : null;
@@ -683,6 +686,28 @@ function imbalanceFor(
   perCall: number,
 ): (shape: Shape, variant: string) => number {
   return byVariantId((shape, v) => imbalanceLn(op, shape, v, threads, perCall), 0);
+}
+
+/**
+ * On a CPU adapter ({@linkcode adapterThreads}), {@linkcode workgroupImbalanceLn} of `op`'s
+ * WebGPU workgroups by shape and variant id; null for a GPU, whose many cores the sweep's sizes
+ * fill alike, or a kernel whose workgroups take equal work.
+ */
+function workgroupImbalanceFor(op: OpSpec, report: Report): BackendSeries["imbalanceOf"] {
+  const invocations = op.impls.webgpu?.workgroupInvocations;
+  const threads = adapterThreads(report);
+  if (invocations === undefined || threads === null) return null;
+  return byVariantId((shape, v) => workgroupImbalanceLn(invocations(shape, v), threads), 0);
+}
+
+/**
+ * The threads a software adapter runs workgroups on: Mesa's `LP_NUM_THREADS` where the run set
+ * it (llvmpipe and lavapipe read it), else one per core; null for a hardware adapter.
+ */
+function adapterThreads(report: Report): number | null {
+  if (report.adapter?.software !== true) return null;
+  const set = Number(report.provenance.driverEnv?.LP_NUM_THREADS);
+  return Number.isInteger(set) && set >= 1 ? set : report.machine.cores;
 }
 
 /**
