@@ -123,19 +123,6 @@ const GEMV: readonly Shape[] = [
   // half its time.
   { rows: 1024, cols: 3008 },
   { rows: 1024, cols: 3002 },
-  // Twins whose rows are whole vectors (f32, f16) or words (q8, q4) a few bytes' power of two
-  // apart, of rows 1–16 KiB apart (see `LONG_STRIDE_BYTES` of `models/_alignment.ts`), at three
-  // sizes (2, 12 and 16 MB in f32), the offset their median. On lavapipe f32 and f16 ran such
-  // rows ×1.2–2.4 slower per weight, and with no such twin the sweep's sizes, mostly 512-byte
-  // strides, priced f32 300 × 300 at 0.09 ms against 0.17–0.24 in twelve runs. One pair alone
-  // misleads: in one calibration 1024 × 4088 ran ×0.87–0.93 the time of 1024 × 4096 (rows 16 and
-  // 8 KiB apart, where cache sets repeat) while held-out f32 4500 × 900 and f16 5000 × 800 ran
-  // ×1.5 and ×2 the time their 512-byte-strided neighbours gave them.
-  { rows: 1024, cols: 512 },
-  { rows: 1024, cols: 504 },
-  { rows: 2048, cols: 1536 },
-  { rows: 2048, cols: 1528 },
-  { rows: 1024, cols: 4088 },
   GEMV_STREAMING,
   { rows: 8192, cols: 2048 },
   { rows: 256, cols: 8192 },
@@ -173,9 +160,9 @@ interface OffAxisSet {
 
 const BY_OP: Readonly<Record<string, OffAxisSet>> = {
   matmul: { quick: MATMUL_QUICK, full: MATMUL, sure: 14 },
-  // The quick pair with a twin between them, the pair at a quarter of the width, the other
+  // The quick pair with a twin between them, the pair at a quarter of the width, the other two
   // twins and the streaming size.
-  gemv: { quick: GEMV_QUICK, full: GEMV, sure: 13 },
+  gemv: { quick: GEMV_QUICK, full: GEMV, sure: 8 },
   softmax: { quick: SOFTMAX_QUICK, full: SOFTMAX, sure: 6 },
 };
 
@@ -194,7 +181,7 @@ const SURE_QUICK = 1;
  * ```ts
  * import { sureOffAxisShapes } from "./shapes.ts";
  * import { getOp } from "../kernels/catalog.ts";
- * console.log(sureOffAxisShapes(getOp("gemv"), "default")); // 13
+ * console.log(sureOffAxisShapes(getOp("gemv"), "default")); // 8
  * console.log(sureOffAxisShapes(getOp("gemv"), "quick")); // 1
  * ```
  */

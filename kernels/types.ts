@@ -418,28 +418,6 @@ export interface WebGpuImpl {
    * matmul of 16-row blocks runs one row of a decode as sixteen. 1 where the blocks fit exactly.
    */
   blockUtilisation?(shape: Shape, variant: Variant): number;
-  /**
-   * For a kernel whose workgroups take unequal work: its workgroup size in invocations, and how
-   * many of each workgroup's do work, in dispatch order (a gemv's last block of rows is partly
-   * empty, its invocations past the rows return at once). A CPU adapter runs the workgroups on a
-   * few threads, and a dispatch lasts as long as its busiest thread (`models/_imbalance.ts`
-   * `workgroupImbalanceLn`).
-   */
-  workgroupInvocations?(shape: Shape, variant: Variant): WorkgroupInvocations;
-}
-
-/**
- * A dispatch's workgroups: their size and each one's working invocations, in dispatch order.
- *
- * @example
- * ```ts
- * import type { WorkgroupInvocations } from "./types.ts";
- * const gemv300: WorkgroupInvocations = { size: 16, active: [16, 3] };
- * ```
- */
-export interface WorkgroupInvocations {
-  readonly size: number;
-  readonly active: readonly number[];
 }
 
 /**

@@ -6,9 +6,7 @@
  * and with 3000 columns (1500-byte rows, word-aligned) 1.33× slower than with 3008; q8 behaved
  * alike. A sweep's sizes mix the three (4, 20, 45, … 1149, 2580 are not vector-aligned; 512 and
  * 8192 are), so a curve drawn through them all sits between the paths and predicts neither: an
- * LLM's 768 × 2048 projection came out 2.6× slower than measured. Rows of whole vectors split
- * once more, by how far apart they lie ({@linkcode LONG_STRIDE_BYTES}): lavapipe ran f32 rows
- * 2000 bytes apart up to twice as slow per weight as rows 2048 bytes apart.
+ * LLM's 768 × 2048 projection came out 2.6× slower than measured.
  *
  * This module learns, per variant, each alignment class's offset in ln time from the fit, the
  * most aligned class with enough points as the reference. The offset scales the part of the time
@@ -35,24 +33,8 @@
  */
 import { median, robustSigma } from "../core/stats.ts";
 
-/**
- * A row's alignment: 0 across words, 1 whole 4-byte words, 2 whole 16-byte vectors, 3 whole
- * vectors with rows a multiple of {@linkcode LONG_STRIDE_BYTES} apart.
- */
-export type AlignmentClass = 0 | 1 | 2 | 3;
-
-/** The classes, least aligned first. */
-const CLASSES: readonly AlignmentClass[] = [0, 1, 2, 3];
-
-/**
- * Rows a multiple of this many bytes apart form the most aligned class. On lavapipe (2-vCPU AMD
- * EPYC VM, one process, device-resident gemv summing 8 or 16 rows an invocation) f32 and f16
- * rows of whole vectors ran ×1.2–2.4 slower per weight when a multiple of 16–256 bytes apart
- * than when a multiple of 512 or more: 512 × 508 against 512 × 512, 2048 × 508 against
- * 2048 × 512, 1024 × 4092 against 1024 × 4096; f32 300 × 300 (rows 1200 bytes apart) took
- * 0.17–0.24 ms where the sweep's 512-byte-strided sizes put it at 0.09.
- */
-export const LONG_STRIDE_BYTES = 512;
+/** A row's alignment: 0 across words, 1 whole 4-byte words, 2 whole 16-byte vectors. */
+export type AlignmentClass = 0 | 1 | 2;
 
 /** Fewest points of a class from which its offset is learned. */
 const MIN_CLASS_POINTS = 2;
@@ -85,7 +67,7 @@ export function alignedMs(fitMs: number, t0Ms: number, ln: number): number {
 }
 
 /**
- * The alignment class of rows of `rowBytes` bytes (a row's bytes are also how far apart rows are).
+ * The alignment class of rows of `rowBytes` bytes.
  *
  * @param rowBytes Bytes of one row (a fraction counts as across words).
  * @param vectorBytes What a row's bytes must be a multiple of for the kernel's vector loads
@@ -94,14 +76,13 @@ export function alignedMs(fitMs: number, t0Ms: number, ln: number): number {
  * @example
  * ```ts
  * import { alignmentClass } from "./_alignment.ts";
- * console.log(alignmentClass(4096), alignmentClass(4080), alignmentClass(1500)); // 3 2 1
- * console.log(alignmentClass(575), alignmentClass(6000, 32)); // 0 1: 6000 is not whole 32-byte groups
+ * console.log(alignmentClass(4096), alignmentClass(1500), alignmentClass(575)); // 2 1 0
+ * console.log(alignmentClass(6000, 32)); // 1: whole words, not whole 32-byte groups
  * ```
  */
 export function alignmentClass(rowBytes: number, vectorBytes = 16): AlignmentClass {
   if (!Number.isInteger(rowBytes) || rowBytes % 4 !== 0) return 0;
-  if (rowBytes % vectorBytes !== 0) return 1;
-  return rowBytes % LONG_STRIDE_BYTES === 0 ? 3 : 2;
+  return rowBytes % vectorBytes === 0 ? 2 : 1;
 }
 
 /**
@@ -148,14 +129,12 @@ export interface AlignedResidual {
    * difference is their classes' offset with everything else held.
    */
   readonly dims?: readonly number[];
-  /** What ran it (a variant): twins pair only within one. */
-  readonly group?: string;
 }
 
 /** Relative difference within which two shapes' dimensions count as the same shape's. */
-export const TWIN_TOLERANCE = 0.02;
+export const TWIN_TOLERANCE = 0.01;
 
-/** Per class (index 0–3), offset in ln time from the reference class; null where not measured. */
+/** Per class (index 0–2), offset in ln time from the reference class; null where not measured. */
 export interface AlignmentModel {
   readonly offsets: readonly (number | null)[];
   /** Each measured class's spread of residuals about its offset (robust σ of ln time). */
@@ -178,94 +157,68 @@ export interface AlignmentOffset {
  * @param points Residuals of one variant's measured shapes (non-finite ones skipped).
  * @returns The model, or null when fewer than two classes have enough points, or when no class
  * differs from the reference by more than noise (8 %, and one standard error of the medians).
- * Where the points hold twins (`AlignedResidual.dims`), the reference is the most aligned class
- * with a twin in a less aligned one, and a class twinned with a class of known offset takes its
- * offset from their differences, however few its points (chained: a difference from a twin adds
- * that twin's class's offset).
- * @param borrowed Other variants' residuals against their own fits, each with its `group`: where
- * the points' own twins tell nothing of a class, their twins' differences do (an offset is a
- * property of the rows, which variants that lay rows alike share; their medians are not used).
+ * A class with a vector-aligned twin (`AlignedResidual.dims`) takes its offset from the twins,
+ * measured against the vector-aligned class, however few its points.
  * @example
  * ```ts
  * import { fitAlignment } from "./_alignment.ts";
  * console.log(fitAlignment([{ alignment: 2, residual: 0, variableShare: 1 }])); // null
  * ```
  */
-export function fitAlignment(
-  points: readonly AlignedResidual[],
-  borrowed: readonly AlignedResidual[] = [],
-): AlignmentModel | null {
-  const teachers = (p: AlignedResidual) =>
-    Number.isFinite(p.residual) && p.variableShare >= MIN_VARIABLE_SHARE;
-  const teaching = points.filter(teachers);
-  const byClass: number[][] = CLASSES.map(() => []);
+export function fitAlignment(points: readonly AlignedResidual[]): AlignmentModel | null {
+  const teaching = points.filter((p) =>
+    Number.isFinite(p.residual) && p.variableShare >= MIN_VARIABLE_SHARE
+  );
+  const byClass: number[][] = [[], [], []];
   for (const p of teaching) byClass[p.alignment]!.push(p.residual);
+  const twins = twinOffsets(teaching);
   const centers = byClass.map((r) => r.length >= MIN_CLASS_POINTS ? median(r) : null);
-  const pairs = twinPairs(teaching);
-  const borrowedPairs = twinPairs(borrowed.filter(teachers));
-  const everyPair = [...pairs, ...borrowedPairs];
-  const reference = everyPair.length > 0
-    ? Math.max(...everyPair.map((pair) => pair.upper.alignment))
-    : [...CLASSES].reverse().find((c) => centers[c] !== null);
+  const reference = twins.some((t) => t !== null) ? 2 : [2, 1, 0].find((c) => centers[c] !== null);
   if (reference === undefined) return null;
-  const spreads = byClass.map((r, c) => centers[c] === null ? null : robustSigma(r, centers[c]!));
+  const known = (c: number) => c === reference || twins[c] !== null || centers[c] !== null;
+  if ([0, 1, 2].filter(known).length < 2) return null;
+  const spreads = byClass.map((r, c) => {
+    if (twins[c] !== null) return twins[c]!.spread;
+    return centers[c] === null ? null : robustSigma(r, centers[c]!);
+  });
   // Standard error of a class's median (≈ 1.25 σ / √n), for telling an offset from noise.
   const se = (c: number) => 1.25 * spreads[c]! / Math.sqrt(byClass[c]!.length);
-  const fromMedians = (c: number): number | null => {
+  const offsets = [0, 1, 2].map((c) => {
+    if (c === reference) return 0;
+    const twin = twins[c] ?? null;
+    // Twins hold everything but the rows' alignment: their difference is the offset, where a
+    // class's median residual also carries how sizes and proportions ran against the fit.
+    if (twin !== null) return Math.abs(twin.ln) < MIN_OFFSET ? 0 : twin.ln;
     const center = centers[c] ?? null;
     if (center === null || centers[reference] === null) return null;
     const offset = center - centers[reference]!;
     const noise = SIGNIFICANT_SES * Math.hypot(se(c), se(reference));
     return Math.abs(offset) < Math.max(MIN_OFFSET, noise) ? 0 : offset;
-  };
-  const offsets: (number | null)[] = CLASSES.map((c) => c === reference ? 0 : null);
-  const twinned = CLASSES.map(() => false);
-  // Outward from the reference along the twins: a class takes its offset from its twins in the
-  // classes already known (twins hold everything but the rows' alignment: their difference is
-  // the offset, where a class's median residual also carries how sizes and proportions ran
-  // against the fit), so q8's words, twinned with 1024-column rows, tell its vectors' offset too.
-  // The points' own twins first; another variant's only where those reach no further.
-  const grow = (list: readonly TwinPair[]): boolean => {
-    let grew = false;
-    for (const c of CLASSES) {
-      if (offsets[c] !== null) continue;
-      const differences = list.flatMap(({ lower, upper }) => {
-        const [own, other] = lower.alignment === c ? [lower, upper] : [upper, lower];
-        const known = offsets[other.alignment] ?? null;
-        return own.alignment !== c || known === null ? [] : [own.residual - other.residual + known];
-      });
-      if (differences.length === 0) continue;
-      const ln = median(differences);
-      offsets[c] = Math.abs(ln) < MIN_OFFSET ? 0 : ln;
-      spreads[c] = robustSigma(differences, ln);
-      twinned[c] = grew = true;
-    }
-    return grew;
-  };
-  while (grow(pairs) || grow(borrowedPairs));
-  for (const c of CLASSES) if (offsets[c] === null) offsets[c] = fromMedians(c);
-  if (offsets.filter((o) => o !== null).length < 2) return null;
+  });
   if (offsets.every((o) => o === null || o === 0)) return null;
-  return { offsets, spreads, twinned };
+  return { offsets, spreads, twinned: twins.map((t) => t !== null) };
 }
 
-/** A point and its twin in a more aligned class (shapes a few columns apart). */
-interface TwinPair {
-  readonly lower: AlignedResidual;
-  readonly upper: AlignedResidual;
-}
-
-/** Every pair of twins (see `AlignedResidual.dims`) in different classes, within a group. */
-function twinPairs(points: readonly AlignedResidual[]): TwinPair[] {
-  const withDims = points.filter((p) => p.dims !== undefined);
-  return withDims.flatMap((lower) =>
-    withDims
-      .filter((upper) =>
-        upper.alignment > lower.alignment && upper.group === lower.group &&
-        isTwin(upper.dims!, lower.dims!)
-      )
-      .map((upper) => ({ lower, upper }))
-  );
+/**
+ * Per class, the median ln difference of its points from their vector-aligned twins (shapes a
+ * few columns apart, see `AlignedResidual.dims`), and the spread of those differences; null for
+ * a class with no twin.
+ */
+function twinOffsets(
+  points: readonly AlignedResidual[],
+): ({ ln: number; spread: number } | null)[] {
+  const differences: number[][] = [[], [], []];
+  const aligned = points.filter((p) => p.alignment === 2 && p.dims !== undefined);
+  for (const p of points) {
+    if (p.alignment === 2 || p.dims === undefined) continue;
+    const twin = aligned.find((a) => isTwin(a.dims!, p.dims!));
+    if (twin !== undefined) differences[p.alignment]!.push(p.residual - twin.residual);
+  }
+  return differences.map((d) => {
+    if (d.length === 0) return null;
+    const ln = median(d);
+    return { ln, spread: robustSigma(d, ln) };
+  });
 }
 
 function isTwin(a: readonly number[], b: readonly number[]): boolean {
@@ -297,9 +250,7 @@ export function offsetAt(model: AlignmentModel, alignment: AlignmentClass): Alig
   let below: number | null = null;
   for (let c = alignment - 1; c >= 0 && below === null; c--) below = model.offsets[c] ?? null;
   let above: number | null = null;
-  for (let c = alignment + 1; c < model.offsets.length && above === null; c++) {
-    above = model.offsets[c] ?? null;
-  }
+  for (let c = alignment + 1; c <= 2 && above === null; c++) above = model.offsets[c] ?? null;
   if (below !== null && above !== null) {
     return { ln: (below + above) / 2, halfWidth: Math.abs(below - above) / 2 };
   }

@@ -28,7 +28,7 @@
  *
  * @module
  */
-import type { OpSpec, Shape, Variant, WasmImpl, WorkgroupInvocations } from "../kernels/types.ts";
+import type { OpSpec, Shape, Variant, WasmImpl } from "../kernels/types.ts";
 import { chunkRanges, chunksFor } from "../calibrate/wasm_schedule.ts";
 
 /**
@@ -215,35 +215,4 @@ export function firstSharedSize(op: OpSpec, variant: Variant, threads: number): 
     else lo = mid;
   }
   return shared(lo) ? lo : hi;
-}
-
-/**
- * ln of how much longer the busiest of `threads` threads works than an even share of a WebGPU
- * dispatch on a CPU adapter (lavapipe, llvmpipe, SwiftShader), whose threads take workgroups in
- * dispatch order as they come free: thread t runs workgroups t, t + threads, …, and a workgroup
- * costs its working invocations (`workgroupInvocations` of the op's WebGPU kernel). On lavapipe
- * (2 threads) a device-resident f32 gemv of 300 rows runs a 256-row workgroup on one thread and
- * 44 rows (3 of 16 invocations) on the other, and took 0.16–0.28 ms where the sweep's even sizes
- * put it at 0.09. Counting the partial workgroup's SIMD groups of 8 instead (one of its two) fit
- * six truths worse: device-resident within ±25 % 47.6–80.0 % against 52.4–85.7 %.
- *
- * @param workgroups The dispatch's workgroups.
- * @param threads The adapter's threads.
- * @returns ln(busiest thread's work / an even share), at least 0; 0 without work or threads.
- * @example
- * ```ts
- * import { workgroupImbalanceLn } from "./_imbalance.ts";
- * const gemv300 = { size: 16, active: [16, 3] };
- * console.log(Math.exp(workgroupImbalanceLn(gemv300, 2)).toFixed(2)); // "1.68"
- * console.log(workgroupImbalanceLn({ size: 16, active: [16, 16, 16, 16] }, 2)); // 0
- * ```
- */
-export function workgroupImbalanceLn(workgroups: WorkgroupInvocations, threads: number): number {
-  const { active } = workgroups;
-  if (!(threads > 1) || active.length === 0) return 0;
-  const perThread = new Array<number>(Math.min(threads, active.length)).fill(0);
-  active.forEach((n, i) => perThread[i % threads]! += n);
-  const total = perThread.reduce((a, b) => a + b, 0);
-  if (!(total > 0)) return 0;
-  return Math.max(0, Math.log(Math.max(...perThread) / (total / threads)));
 }

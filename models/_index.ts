@@ -25,7 +25,6 @@ import {
 import type { CostFit, ProvenanceTag, Report, Tuning } from "../core/schema.ts";
 import {
   alignedMs,
-  type AlignedResidual,
   type AlignmentClass,
   alignmentClass,
   type AlignmentModel,
@@ -40,7 +39,6 @@ import {
   type PackedRun,
   perCallWork,
   runsOnOneThread,
-  workgroupImbalanceLn,
 } from "./_imbalance.ts";
 import { amortizationLn, fitAmortization } from "./_amortization.ts";
 import { fitTilePenalty, NO_TILE_COST, tileLn, type TileModel, type TilePoint } from "./_tiles.ts";
@@ -478,8 +476,6 @@ function buildSeries(
   // and a switch between them (one block of rows on one thread) is not drawn across.
   const imbalanceOf = backend === "wasm-mt"
     ? imbalanceFor(op, report.machine.cores, packingOf(report, op, dtype))
-    : backend === "webgpu"
-    ? workgroupImbalanceFor(op, report)
     : null;
   const utilisationOf = backend === "webgpu" ? utilisationFor(op) : null;
   const blockUtilisationOf = backend === "webgpu" ? blockUtilisationFor(op) : null;
@@ -501,17 +497,6 @@ function buildSeries(
       })
     ),
   );
-  // Each fitted variant's residuals as the alignment model reads them: a variant whose own twins
-  // do not reach a class borrows the others' (the search's winner at the off-axis shapes in one
-  // run is not always the variant the pooled report tunes).
-  const aligning = new Map(fits.map((f) => [
-    f.variant,
-    alignmentOf === null ? [] : alignmentResiduals(
-      tiled.get(f.variant)!.model,
-      byVariant.get(f.variant) ?? [],
-      alignmentOf,
-    ),
-  ]));
   const axis = new Map<string, AxisModel>();
   for (const f of fits) {
     axis.set(
@@ -520,13 +505,7 @@ function buildSeries(
         f,
         tiled.get(f.variant)!,
         byVariant.get(f.variant) ?? [],
-        alignmentOf === null ? null : {
-          of: alignmentOf,
-          model: fitAlignment(
-            aligning.get(f.variant)!,
-            [...aligning].flatMap(([variant, points]) => variant === f.variant ? [] : points),
-          ),
-        },
+        alignmentOf,
         imbalanceOf,
         utilisationOf,
         { of: blockUtilisationOf, model: blocks },
@@ -686,28 +665,6 @@ function imbalanceFor(
   perCall: number,
 ): (shape: Shape, variant: string) => number {
   return byVariantId((shape, v) => imbalanceLn(op, shape, v, threads, perCall), 0);
-}
-
-/**
- * On a CPU adapter ({@linkcode adapterThreads}), {@linkcode workgroupImbalanceLn} of `op`'s
- * WebGPU workgroups by shape and variant id; null for a GPU, whose many cores the sweep's sizes
- * fill alike, or a kernel whose workgroups take equal work.
- */
-function workgroupImbalanceFor(op: OpSpec, report: Report): BackendSeries["imbalanceOf"] {
-  const invocations = op.impls.webgpu?.workgroupInvocations;
-  const threads = adapterThreads(report);
-  if (invocations === undefined || threads === null) return null;
-  return byVariantId((shape, v) => workgroupImbalanceLn(invocations(shape, v), threads), 0);
-}
-
-/**
- * The threads a software adapter runs workgroups on: Mesa's `LP_NUM_THREADS` where the run set
- * it (llvmpipe and lavapipe read it), else one per core; null for a hardware adapter.
- */
-function adapterThreads(report: Report): number | null {
-  if (report.adapter?.software !== true) return null;
-  const set = Number(report.provenance.driverEnv?.LP_NUM_THREADS);
-  return Number.isInteger(set) && set >= 1 ? set : report.machine.cores;
 }
 
 /**
@@ -912,16 +869,15 @@ function blockPoints(
 }
 
 /**
- * A fitted variant's axis model: its residuals along the axis with each point's alignment offset
- * (`rows`: a shape's class and the variant's offsets, when its op streams rows on a backend that
- * has them) and on wasm-mt its threads' uneven share taken out; its tiles' and its series' idle
- * blocks' cost, priced.
+ * A fitted variant's axis model: its alignment offsets (when its op streams rows on a backend
+ * that has them), then its residuals along the axis with each point's offset, and on wasm-mt
+ * its threads' uneven share, taken out; its tiles' and its series' idle blocks' cost, priced.
  */
 function axisModelOf(
   f: CostFit,
   { model, tiles }: TiledFit,
   points: readonly MeasuredPoint[],
-  rows: { of: NonNullable<BackendSeries["alignmentOf"]>; model: AlignmentModel | null } | null,
+  alignmentOf: BackendSeries["alignmentOf"],
   imbalanceOf: BackendSeries["imbalanceOf"],
   utilisationOf: BackendSeries["utilisationOf"],
   idleBlocks: { of: BackendSeries["blockUtilisationOf"]; model: TileModel },
@@ -931,12 +887,20 @@ function axisModelOf(
   const utilisation = (p: MeasuredPoint) => utilisationOf?.(p.shape, f.variant) ?? 1;
   const blocks = idleBlocks.model;
   const blockUtilisation = (p: MeasuredPoint) => idleBlocks.of?.(p.shape, f.variant) ?? 1;
-  const alignment = rows?.model ?? null;
+  const alignment = alignmentOf === null ? null : fitAlignment(points.map((p) => {
+    const fitMs = compiledMs(model, p.flops, p.bytes);
+    return {
+      alignment: alignmentOf(p.shape),
+      residual: Math.log((p.ms - model.t0) / (fitMs - model.t0)),
+      variableShare: 1 - model.t0 / fitMs,
+      dims: p.dims,
+    };
+  }));
   // The fit's time at a point with the point's alignment offset and uneven share in it, and
   // `extra` more ln beyond the launch.
   const alignedBy = (p: MeasuredPoint, extra: number) => {
     const fitMs = compiledMs(model, p.flops, p.bytes);
-    const ln = (alignment === null ? 0 : offsetAt(alignment, rows!.of(p.shape)).ln) +
+    const ln = (alignment === null ? 0 : offsetAt(alignment, alignmentOf!(p.shape)).ln) +
       (imbalanceOf?.(p.shape, f.variant) ?? 0) + tileLn(tiles, utilisation(p)) +
       tileLn(blocks, blockUtilisation(p)) + extra;
     return ln === 0 ? fitMs : alignedMs(fitMs, model.t0, ln);
@@ -965,27 +929,6 @@ function axisModelOf(
   );
   const aligned = (p: MeasuredPoint) => withCost(p, rowCost);
   return { model, residuals, alignment, tiles, blocks, rowCost, aligned };
-}
-
-/**
- * A variant's measured points as residuals against its fit, for the alignment model
- * (`_alignment.ts`), each with its class, dimensions and variant.
- */
-function alignmentResiduals(
-  model: CompiledFit,
-  points: readonly MeasuredPoint[],
-  alignmentOf: NonNullable<BackendSeries["alignmentOf"]>,
-): AlignedResidual[] {
-  return points.map((p) => {
-    const fitMs = compiledMs(model, p.flops, p.bytes);
-    return {
-      alignment: alignmentOf(p.shape),
-      residual: Math.log((p.ms - model.t0) / (fitMs - model.t0)),
-      variableShare: 1 - model.t0 / fitMs,
-      dims: p.dims,
-      group: p.variant,
-    };
-  });
 }
 
 /**

@@ -501,7 +501,7 @@ function describe(
           ? ""
           : `, ×${
             Math.exp(p.alignment.ln).toFixed(2)
-          } for how its rows align to the kernel's word and vector loads and how far apart they lie (${
+          } for how its rows align to the kernel's word and vector loads (${
             p.alignment.fromTwins === true
               ? "as the report's twin shapes a few columns apart ran"
               : "as the report's sizes of that alignment ran against the fit"

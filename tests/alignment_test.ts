@@ -21,31 +21,6 @@ Deno.test("a row's alignment class is whether its bytes fill 16-byte vectors, 4-
   assert.equal(alignmentClass(gemv.rowBytes!({ rows: 1, cols: 1149 }, "f32")), 1);
 });
 
-Deno.test("rows of whole vectors a multiple of 512 bytes apart are a class of their own", () => {
-  const f32 = (cols: number) => alignmentClass(gemv.rowBytes!({ rows: 1, cols }, "f32"));
-  assert.deepEqual([128, 384, 512, 1152, 4096].map(f32), [3, 3, 3, 3, 3]);
-  assert.deepEqual([300, 320, 504, 1000, 4088].map(f32), [2, 2, 2, 2, 2]);
-  assert.equal(alignmentClass(gemv.rowBytes!({ rows: 1, cols: 504 }, "f16")), 2);
-  assert.equal(alignmentClass(gemv.rowBytes!({ rows: 1, cols: 1024 }, "q4")), 3);
-});
-
-Deno.test("twins chain: a class twinned only with a class of known offset takes that offset plus their difference", () => {
-  // As q8's sure shapes: words (1024 × 3000, 2048 × 504) twinned with both vectors (3008) and
-  // 512-byte strides (2048 × 512); across words (3002) with vectors alone.
-  const [words, vectors, across] = [Math.log(1.5), Math.log(1.2), Math.log(2.5)];
-  const model = fitAlignment([
-    { alignment: 3, residual: 0.1, variableShare: 0.9, dims: [2048, 512] },
-    { alignment: 1, residual: 0.1 + words, variableShare: 0.9, dims: [2048, 504] },
-    { alignment: 2, residual: -0.2 + vectors, variableShare: 0.95, dims: [1024, 3008] },
-    { alignment: 1, residual: -0.2 + words, variableShare: 0.95, dims: [1024, 3000] },
-    { alignment: 0, residual: -0.2 + across, variableShare: 0.95, dims: [1024, 3002] },
-  ]);
-  assert.ok(model !== null);
-  const expected = [across, words, vectors, 0];
-  model.offsets.forEach((o, c) => assert.ok(Math.abs(o! - expected[c]!) < 1e-12, `${c}: ${o}`));
-  assert.deepEqual(model.twinned, [true, true, true, false]);
-});
-
 Deno.test("an alignment offset is learned from the points the rows' streaming dominates, not from launch-bound ones", () => {
   const slow = Math.log(2.5);
   const model = fitAlignment([
@@ -176,43 +151,6 @@ Deno.test("twins a few columns apart give the offset, where the classes' residua
   assert.ok(untwinned === null || untwinned.offsets[1] === 0, `${untwinned?.offsets}`);
 });
 
-Deno.test("a variant without twins of a class borrows another variant's, paired within that variant", () => {
-  const strided = Math.log(1.8);
-  // The tuned variant ran the sweep's sizes and one twin pair; another ran the strided twins.
-  const own = [
-    { alignment: 3 as const, residual: 0.1, variableShare: 0.9, dims: [512, 512], group: "a" },
-    { alignment: 2 as const, residual: 0.3, variableShare: 0.9, dims: [976, 976], group: "a" },
-    { alignment: 2 as const, residual: 0, variableShare: 0.95, dims: [1024, 3008], group: "a" },
-    { alignment: 1 as const, residual: 0.4, variableShare: 0.95, dims: [1024, 3002], group: "a" },
-  ];
-  const other = [
-    { alignment: 3 as const, residual: -0.3, variableShare: 0.9, dims: [1024, 512], group: "b" },
-    {
-      alignment: 2 as const,
-      residual: -0.3 + strided,
-      variableShare: 0.9,
-      dims: [1024, 504],
-      group: "b",
-    },
-    // Not a twin of "a"'s 1024 × 3002: another variant's time says nothing of "a"'s.
-    { alignment: 2 as const, residual: 5, variableShare: 0.9, dims: [1024, 3000], group: "b" },
-  ];
-  const model = fitAlignment(own, other);
-  assert.ok(model !== null);
-  assert.ok(Math.abs(model.offsets[2]! - strided) < 1e-12, `${model.offsets}`);
-  assert.ok(Math.abs(model.offsets[1]! - (0.4 + strided)) < 1e-12, `${model.offsets}`);
-  assert.equal(model.offsets[3], 0);
-  // Its own twins of that class come first.
-  const ownTwin = {
-    alignment: 2 as const,
-    residual: 0.1,
-    variableShare: 0.9,
-    dims: [512, 508],
-    group: "a",
-  };
-  assert.equal(fitAlignment([...own, ownTwin], other)!.offsets[2], 0);
-});
-
 Deno.test("a default run measures twins of every load path among its sure gemv shapes", () => {
   const shapes = offAxisShapes(gemv, "q8", "default").slice(0, sureOffAxisShapes(gemv, "default"));
   for (const dtype of ["q8", "q4"] as const) {
@@ -221,16 +159,5 @@ Deno.test("a default run measures twins of every load path among its sure gemv s
     )
       .map((s) => alignmentClass(gemv.rowBytes!(s, dtype), gemv.rowVectorBytes!(dtype)));
     assert.deepEqual(classes.sort(), [0, 1, 2], dtype);
-  }
-  // f32 and f16 rows of whole vectors, 512-byte strides and shorter, twinned at two sizes.
-  for (const dtype of ["f32", "f16"] as const) {
-    const classOf = (s: Shape) => alignmentClass(gemv.rowBytes!(s, dtype));
-    const pairs = shapes.filter((s) => classOf(s) === 3).filter((long) =>
-      shapes.some((short) =>
-        classOf(short) === 2 && short.rows === long.rows &&
-        Math.abs(short.cols! / long.cols! - 1) <= 0.02
-      )
-    );
-    assert.ok(pairs.length >= 2, `${dtype}: ${JSON.stringify(pairs)}`);
   }
 });

@@ -41,7 +41,6 @@ import {
   type Variant,
   type WebGpuImpl,
   type WgslProgram,
-  type WorkgroupInvocations,
 } from "../types.ts";
 import { gemvDims, groupsPerRow, q4RowBytes } from "./_layout.ts";
 
@@ -140,8 +139,6 @@ function quantized(dtype: Dtype): dtype is "q8" | "q4" {
  * import { gemvWebGpu } from "./webgpu.ts";
  * const p = gemvWebGpu.program({ rows: 100, cols: 64 }, "f32", { tpr: 32, rpw: 4, vec4: true });
  * console.log(p.workgroups); // [25, 1, 1]
- * const rows = { tpr: 1, rpw: 16, rpi: 16, vec4: true };
- * console.log(gemvWebGpu.workgroupInvocations!({ rows: 300, cols: 300 }, rows).active); // [16, 3]
  * ```
  */
 export const gemvWebGpu: WebGpuImpl = {
@@ -167,16 +164,6 @@ export const gemvWebGpu: WebGpuImpl = {
       }
     }
     return null;
-  },
-  workgroupInvocations(shape: Shape, variant: Variant): WorkgroupInvocations {
-    const p = params(variant);
-    const { rows } = gemvDims(shape);
-    const size = p.tpr * p.rpw;
-    const perGroup = p.rpw * p.rpi;
-    const full = Math.floor(rows / perGroup);
-    // The last block's rows, p.rpi to an invocation, p.tpr invocations to a row's group.
-    const rest = p.tpr * Math.ceil((rows % perGroup) / p.rpi);
-    return { size, active: [...Array<number>(full).fill(size), ...(rest === 0 ? [] : [rest])] };
   },
   program(shape: Shape, dtype: Dtype, variant: Variant): WgslProgram {
     const p = params(variant);
