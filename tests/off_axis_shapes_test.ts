@@ -21,6 +21,16 @@ Deno.test("a default run's sure matmul shapes span decode to prefill rows and bo
   assert.ok(Math.max(...ks) >= 4096, `widest sure k is ${Math.max(...ks)}`);
 });
 
+Deno.test("a default run's sure shapes take a tile's rows (m = 64) at a shallow and a deep k", () => {
+  const sure = offAxisShapes(matmul, "f32", "default").slice(
+    0,
+    sureOffAxisShapes(matmul, "default"),
+  );
+  const ks = sure.filter((s) => s.m === 64).map((s) => s.k!);
+  assert.ok(Math.min(...ks) <= 1024, `shallowest m = 64 shape has k = ${Math.min(...ks)}`);
+  assert.ok(Math.max(...ks) >= 4096, `deepest m = 64 shape has k = ${Math.max(...ks)}`);
+});
+
 Deno.test("every off-axis matmul shape is off the square axis", () => {
   for (const s of offAxisShapes(matmul, "f32", "thorough")) {
     assert.ok(!(s.m === s.k && s.k === s.n), JSON.stringify(s));
