@@ -1,15 +1,18 @@
 import assert from "node:assert/strict";
 import { offAxisShapes, sureOffAxisShapes } from "../calibrate/shapes.ts";
 import { getOp } from "../kernels/catalog.ts";
+import type { OpSpec } from "../kernels/types.ts";
 import { rowStridePower } from "../models/_alignment.ts";
 
 const matmul = getOp("matmul");
 
+/** The off-axis shapes a default run measures whatever the clock says. */
+function sureShapes(op: OpSpec) {
+  return offAxisShapes(op, "f32", "default").slice(0, sureOffAxisShapes(op, "default"));
+}
+
 Deno.test("a default run's sure matmul shapes span decode to prefill rows and both widths of k", () => {
-  const sure = offAxisShapes(matmul, "f32", "default").slice(
-    0,
-    sureOffAxisShapes(matmul, "default"),
-  );
+  const sure = sureShapes(matmul);
   const ms = new Set(sure.map((s) => s.m));
   for (const m of [1, 8, 64]) assert.ok(ms.has(m), `no sure shape with m = ${m}`);
   // A batch of a few rows: below wasm's mr = 6, and one block of its mr = 4.
@@ -22,10 +25,7 @@ Deno.test("a default run's sure matmul shapes span decode to prefill rows and bo
 });
 
 Deno.test("a default run's sure shapes take a tile's rows (m = 64) at a shallow and a deep k", () => {
-  const sure = offAxisShapes(matmul, "f32", "default").slice(
-    0,
-    sureOffAxisShapes(matmul, "default"),
-  );
+  const sure = sureShapes(matmul);
   const ks = sure.filter((s) => s.m === 64).map((s) => s.k!);
   assert.ok(Math.min(...ks) <= 1024, `shallowest m = 64 shape has k = ${Math.min(...ks)}`);
   assert.ok(Math.max(...ks) >= 4096, `deepest m = 64 shape has k = ${Math.max(...ks)}`);
@@ -39,7 +39,7 @@ Deno.test("every off-axis matmul shape is off the square axis", () => {
 
 Deno.test("a default run's sure gemv shapes take rows ≠ cols both ways round at two widths", () => {
   const gemv = getOp("gemv");
-  const sure = offAxisShapes(gemv, "f32", "default").slice(0, sureOffAxisShapes(gemv, "default"));
+  const sure = sureShapes(gemv);
   const tall = sure.filter((s) => s.rows! >= 4 * s.cols!).map((s) => s.cols!);
   const wide = sure.filter((s) => s.cols! >= 4 * s.rows!).map((s) => s.rows!);
   for (const [way, widths] of [["rows ≥ 4 cols", tall], ["cols ≥ 4 rows", wide]] as const) {
@@ -51,10 +51,7 @@ Deno.test("a default run's sure gemv shapes take rows ≠ cols both ways round a
 });
 
 Deno.test("a default run's sure decode shapes (m = 1) take narrow and wide rows of B", () => {
-  const sure = offAxisShapes(matmul, "f32", "default").slice(
-    0,
-    sureOffAxisShapes(matmul, "default"),
-  );
+  const sure = sureShapes(matmul);
   const ns = sure.filter((s) => s.m === 1).map((s) => s.n!);
   assert.ok(Math.min(...ns) <= 512, `narrowest m = 1 shape has n = ${Math.min(...ns)}`);
   assert.ok(Math.max(...ns) >= 4096, `widest m = 1 shape has n = ${Math.max(...ns)}`);
@@ -62,20 +59,14 @@ Deno.test("a default run's sure decode shapes (m = 1) take narrow and wide rows 
 
 Deno.test("a default run's sure softmax shapes take many rows both short and long", () => {
   const softmax = getOp("softmax");
-  const sure = offAxisShapes(softmax, "f32", "default").slice(
-    0,
-    sureOffAxisShapes(softmax, "default"),
-  );
+  const sure = sureShapes(softmax);
   const many = sure.filter((s) => s.rows! >= 128).map((s) => s.cols!);
   assert.ok(Math.min(...many) <= 1024, `many rows at ${many.join(", ")} columns`);
   assert.ok(Math.max(...many) >= 4096, `many rows at ${many.join(", ")} columns`);
 });
 
 Deno.test("a default run's sure decode shapes tell B's depth from its row length", () => {
-  const sure = offAxisShapes(matmul, "f32", "default").slice(
-    0,
-    sureOffAxisShapes(matmul, "default"),
-  );
+  const sure = sureShapes(matmul);
   const decode = sure.filter((s) => s.m === 1);
   const pairs = decode.flatMap((a) => decode.map((b) => [a, b] as const)).filter(([a, b]) =>
     a !== b
@@ -91,20 +82,14 @@ Deno.test("a default run's sure decode shapes tell B's depth from its row length
 });
 
 Deno.test("a default run's sure few-row shapes (1 < m < 6) run k < n and k > n", () => {
-  const sure = offAxisShapes(matmul, "f32", "default").slice(
-    0,
-    sureOffAxisShapes(matmul, "default"),
-  );
+  const sure = sureShapes(matmul);
   const few = sure.filter((s) => s.m! > 1 && s.m! < 6);
   assert.ok(few.some((s) => s.k! < s.n!), "no few-row shape widening (k < n)");
   assert.ok(few.some((s) => s.k! > s.n!), "no few-row shape narrowing (k > n)");
 });
 
 Deno.test("a default run's sure few-row shapes (m < 6) read a B that streams and one that stays in cache", () => {
-  const sure = offAxisShapes(matmul, "f32", "default").slice(
-    0,
-    sureOffAxisShapes(matmul, "default"),
-  );
+  const sure = sureShapes(matmul);
   const bBytes = (s: { k?: number; n?: number }) => 4 * s.k! * s.n!;
   const few = sure.filter((s) => s.m! < 6).map(bBytes);
   assert.ok(Math.max(...few) >= 16 * 2 ** 20, `largest few-row B is ${Math.max(...few)} bytes`);
