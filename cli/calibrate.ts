@@ -35,7 +35,7 @@ Measures this machine's WebGPU adapter and CPU backends (js, wasm, wasm-mt), fit
 crossover thresholds, and writes a calibration report (JSON) atomically after every op.
 
 Modes (times on a 2-core VM with a software GPU; faster machines finish sooner):
-  (default)            Plans 5 minutes and takes 9-10 here (its sure work runs however late):
+  (default)            Plans 5 minutes and takes 9-13 here (its sure work runs however late):
                        a complete report, LLM validation included
   --quick              About 50 s: fewer sizes, smaller budgets, no variant search, no LLM check,
                        no f16 unless --dtypes names it (the report says f16 was not measured)

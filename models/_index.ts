@@ -40,6 +40,7 @@ import {
   perCallWork,
   runsOnOneThread,
 } from "./_imbalance.ts";
+import { dispatchSpanLn, workgroupWorkOf } from "./_workgroups.ts";
 import { amortizationLn, fitAmortization } from "./_amortization.ts";
 import { fitTilePenalty, NO_TILE_COST, tileLn, type TileModel, type TilePoint } from "./_tiles.ts";
 import {
@@ -187,8 +188,9 @@ export interface BackendSeries {
    */
   readonly pathOf: ((shape: Shape, variant: string) => number) | null;
   /**
-   * For wasm-mt: ln of how much longer its busiest thread works than an even share, at a shape
-   * and variant id (`_imbalance.ts`); null for the other backends.
+   * ln of how much longer a run lasts than an even share of its work over the threads, at a
+   * shape and variant id: wasm-mt's busiest thread (`_imbalance.ts`), or on a CPU adapter a
+   * WebGPU dispatch's largest workgroup (`_workgroups.ts`); null where the work shares evenly.
    */
   readonly imbalanceOf: ((shape: Shape, variant: string) => number) | null;
   /**
@@ -473,9 +475,12 @@ function buildSeries(
     : (shape: Shape) => rowStridePower(op.rowBytes!(shape, dtype));
   // Every op's: the shape model learns what its measured shapes (m = 1, 8, 64) leave over the
   // fit with their uneven shares in it (`shapePoints`), so it does not count the same rows twice,
-  // and a switch between them (one block of rows on one thread) is not drawn across.
+  // and a switch between them (one block of rows on one thread) is not drawn across. A CPU
+  // adapter's dispatch of few workgroups waits on its largest one alike.
   const imbalanceOf = backend === "wasm-mt"
     ? imbalanceFor(op, report.machine.cores, packingOf(report, op, dtype))
+    : backend === "webgpu"
+    ? workgroupImbalanceFor(op, report)
     : null;
   const utilisationOf = backend === "webgpu" ? utilisationFor(op) : null;
   const blockUtilisationOf = backend === "webgpu" ? blockUtilisationFor(op) : null;
@@ -665,6 +670,28 @@ function imbalanceFor(
   perCall: number,
 ): (shape: Shape, variant: string) => number {
   return byVariantId((shape, v) => imbalanceLn(op, shape, v, threads, perCall), 0);
+}
+
+/**
+ * On a CPU adapter ({@linkcode adapterThreads}), {@linkcode dispatchSpanLn} of `op`'s WebGPU
+ * workgroups by shape and variant id; null for a GPU, whose many cores the sweep's sizes fill
+ * alike, or an op whose workgroups share work evenly.
+ */
+function workgroupImbalanceFor(op: OpSpec, report: Report): BackendSeries["imbalanceOf"] {
+  const work = workgroupWorkOf(op.name);
+  const threads = adapterThreads(report);
+  if (work === null || threads === null) return null;
+  return byVariantId((shape, v) => dispatchSpanLn(work(shape, v), threads), 0);
+}
+
+/**
+ * The threads a software adapter runs workgroups on: Mesa's `LP_NUM_THREADS` where the run set
+ * it (llvmpipe and lavapipe read it), else one per core; null for a hardware adapter.
+ */
+function adapterThreads(report: Report): number | null {
+  if (report.adapter?.software !== true) return null;
+  const set = Number(report.provenance.driverEnv?.LP_NUM_THREADS);
+  return Number.isInteger(set) && set >= 1 ? set : report.machine.cores;
 }
 
 /**

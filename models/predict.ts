@@ -509,8 +509,11 @@ function describe(
         ((p.imbalanceLn ?? 0) > 0
           ? `, ×${
             Math.exp(p.imbalanceLn!).toFixed(2)
-          } for how unevenly its parts share among the threads (the busiest thread's work against ` +
-            `an even share)`
+          } for how unevenly its parts share among the threads (${
+            s.backend === "webgpu"
+              ? "its largest workgroup on one of the adapter's threads"
+              : "the busiest thread's work"
+          } against an even share)`
           : "") +
         (doublings > 0 ? `, ${doublings.toFixed(1)} doublings beyond it` : "") +
         (widened

@@ -1,0 +1,89 @@
+/**
+ * Private: how long a WebGPU dispatch lasts on a CPU adapter (lavapipe, llvmpipe, SwiftShader,
+ * WARP), whose threads run its workgroups, each workgroup on one thread. The sweep's sizes fill
+ * every thread, and its fit prices work spread evenly over them; a dispatch of fewer or unequal
+ * workgroups cannot end before its largest workgroup does on one thread. Its time is the longer of
+ * the two, the even share and the largest workgroup: a critical path, with no order of the
+ * threads assumed.
+ *
+ * Measured on lavapipe (2 threads, 2-vCPU AMD EPYC VM), device-resident f32 gemv of 768 columns on
+ * the variant summing 8 rows in each of 32 invocations (256 rows a workgroup), five rounds in one
+ * process (`measureMany()`): 128 rows 0.109 ms, 256 rows 0.204, 384 rows 0.190, 512 rows 0.235, 640
+ * rows 0.293, 768 rows 0.348, 1024 rows 0.465. One workgroup is half the rows of two and takes as
+ * long; three took ×1.48 two, as an even share says (×1.5), not ×2 as workgroups taken in turns by
+ * two threads would. The variant summing 16 rows in each of 16 invocations ran alike (256 rows
+ * 0.189 ms, 384 rows 0.173, 512 rows 0.222, 768 rows 0.347). Beside the LLM check's decode, the
+ * one-workgroup 256 × 768 took ×1.1–2.9 (median ×1.8) what the sweep's even sizes said, in fifteen
+ * calibrations (0.17–0.45 ms against 0.11–0.18).
+ *
+ * The workgroups' work is the kernel's layout: gemv's workgroup sums `rpw` × `rpi` rows
+ * (`kernels/gemv/webgpu.ts`), its last one the rows left; a spec test holds the two together.
+ *
+ * ```ts
+ * import { dispatchSpanLn, workgroupWorkOf } from "./_workgroups.ts";
+ * const rows = workgroupWorkOf("gemv")!({ rows: 300, cols: 768 }, { tpr: 1, rpw: 32, rpi: 8 });
+ * console.log(rows); // [256, 44]
+ * console.log(Math.exp(dispatchSpanLn(rows, 2)).toFixed(2)); // "1.71"
+ * ```
+ *
+ * @module
+ */
+import type { Shape, Variant } from "../kernels/types.ts";
+
+/** Each workgroup's rows in a gemv dispatch: `rpw` × `rpi` rows a workgroup, the last the rest. */
+function gemvWorkgroupRows(shape: Shape, variant: Variant): number[] {
+  const rows = shape.rows;
+  const perGroup = Number(variant.rpw) * Number(variant.rpi ?? 1);
+  if (!Number.isInteger(rows) || rows! < 1 || !Number.isInteger(perGroup) || perGroup < 1) {
+    throw new RangeError(`no gemv workgroups for ${JSON.stringify({ shape, variant })}`);
+  }
+  const full = Math.floor(rows! / perGroup);
+  const rest = rows! - full * perGroup;
+  return [...Array<number>(full).fill(perGroup), ...(rest === 0 ? [] : [rest])];
+}
+
+/** The ops whose WebGPU workgroups can take unequal work, with each workgroup's work. */
+const WORKGROUP_WORK: Readonly<Record<string, (shape: Shape, variant: Variant) => number[]>> = {
+  gemv: gemvWorkgroupRows,
+};
+
+/**
+ * How to find each workgroup's work in `op`'s WebGPU dispatch (any unit, alike across them, from a
+ * shape and the variant's parameters), or null for an op whose workgroups gpucal takes to share
+ * work evenly.
+ *
+ * @param op The op's name.
+ * @returns The op's workgroups' work by shape and variant, or null.
+ * @example
+ * ```ts
+ * import { workgroupWorkOf } from "./_workgroups.ts";
+ * const gemv = workgroupWorkOf("gemv")!;
+ * console.log(gemv({ rows: 512, cols: 64 }, { tpr: 1, rpw: 16, rpi: 16 })); // [256, 256]
+ * console.log(workgroupWorkOf("add")); // null
+ * ```
+ */
+export function workgroupWorkOf(
+  op: string,
+): ((shape: Shape, variant: Variant) => number[]) | null {
+  return WORKGROUP_WORK[op] ?? null;
+}
+
+/**
+ * ln of how much longer a dispatch lasts on `threads` threads than an even share of its work: its
+ * largest workgroup runs on one thread, so the dispatch lasts at least that long.
+ *
+ * @param work Each workgroup's work.
+ * @param threads The adapter's threads.
+ * @returns ln(max(1, largest workgroup / even share)); 0 without work or with one thread.
+ * @example
+ * ```ts
+ * import { dispatchSpanLn } from "./_workgroups.ts";
+ * console.log(Math.exp(dispatchSpanLn([256], 2))); // 2
+ * console.log(dispatchSpanLn([256, 256, 256], 2)); // 0
+ * ```
+ */
+export function dispatchSpanLn(work: readonly number[], threads: number): number {
+  const total = work.reduce((a, b) => a + b, 0);
+  if (!(threads > 1) || !(total > 0)) return 0;
+  return Math.max(0, Math.log(Math.max(...work) * threads / total));
+}

@@ -1,0 +1,119 @@
+import assert from "node:assert/strict";
+import { dispatchSpanLn, workgroupWorkOf } from "../models/_workgroups.ts";
+import { fitAll } from "../calibrate/analyze.ts";
+import { getOp } from "../kernels/catalog.ts";
+import { predictTime } from "../models/predict.ts";
+import type { Measurement, Report } from "../core/schema.ts";
+import type { Shape } from "../kernels/types.ts";
+import { syntheticReport } from "./_fixtures.ts";
+
+const gemv = getOp("gemv");
+const sixteenRows = { tpr: 1, rpw: 16, rpi: 16, vec4: true };
+const variant = "rpi=16,rpw=16,tpr=1,vec4=true";
+
+Deno.test("a gemv's workgroups sum rpw × rpi rows each, the last one the rows left", () => {
+  const rows = workgroupWorkOf("gemv")!;
+  assert.deepEqual(rows({ rows: 512, cols: 300 }, sixteenRows), [256, 256]);
+  assert.deepEqual(rows({ rows: 300, cols: 300 }, sixteenRows), [256, 44]);
+  assert.deepEqual(rows({ rows: 6, cols: 64 }, { tpr: 32, rpw: 4, vec4: true }), [4, 2]);
+  assert.equal(workgroupWorkOf("add"), null);
+});
+
+Deno.test("the workgroups priced are the ones the gemv kernel dispatches, for every variant", () => {
+  const rows = workgroupWorkOf("gemv")!;
+  const kernel = gemv.impls.webgpu!;
+  for (const v of kernel.variants) {
+    for (const n of [1, 100, 255, 256, 257, 300, 768, 5000]) {
+      const shape = { rows: n, cols: 64 };
+      const [x, y, z] = kernel.program(shape, "f32", v).workgroups;
+      const work = rows(shape, v);
+      assert.equal(work.length, x * (y ?? 1) * (z ?? 1), `${JSON.stringify(v)} at ${n} rows`);
+      assert.equal(work.reduce((a, b) => a + b, 0), n);
+    }
+  }
+});
+
+Deno.test("a dispatch on a CPU adapter lasts as long as its largest workgroup or an even share", () => {
+  assert.equal(dispatchSpanLn([256, 256, 256, 256], 2), 0);
+  // Three on two threads: the even share, not two in turn on one thread.
+  assert.equal(dispatchSpanLn([256, 256, 256], 2), 0);
+  // One workgroup: one thread works, the other waits.
+  assert.ok(Math.abs(dispatchSpanLn([256], 2) - Math.log(2)) < 1e-12);
+  assert.ok(Math.abs(dispatchSpanLn([256, 44], 2) - Math.log(512 / 300)) < 1e-12);
+  assert.equal(dispatchSpanLn([256, 44], 1), 0);
+  assert.equal(dispatchSpanLn([], 2), 0);
+});
+
+/**
+ * Device-resident f32 gemv on two CPU threads, 256-row workgroups: as long as the even share or
+ * the largest workgroup on one thread, whichever is longer.
+ */
+function twoThreadMs(shape: Shape): number {
+  const rows = shape.rows!;
+  return 0.03 + Math.max(rows / 2, Math.min(rows, 256)) * shape.cols! * 4 / 2e6; // 2 GB/s a thread
+}
+
+/** The synthetic report with its f32 device-resident gemv measured at the sweep's sizes. */
+function reportOnTwoThreads(software: boolean): Report {
+  const report = syntheticReport();
+  const isSeries = (m: Measurement) =>
+    m.op === "gemv" && m.dtype === "f32" && m.backend === "webgpu" &&
+    m.residency === "device-resident";
+  const template = report.measurements.find((m) =>
+    m.op === "gemv" && m.backend === "webgpu" && m.state === "ok"
+  )!;
+  assert.ok(template.state === "ok");
+  let seq = report.measurements.length;
+  const sweep: Measurement[] = [4, 102, 512, 1024, 2048, 4096, 8192].map((n, i) => {
+    const shape = { rows: n, cols: n };
+    const ms = twoThreadMs(shape) * (1 + 0.02 * Math.sin(i * 7.1));
+    const wall = { ...template.wall, median: ms, ciHalfWidth: 0.02 * ms, relCi: 0.02 };
+    return {
+      ...template,
+      op: "gemv",
+      dtype: "f32",
+      residency: "device-resident",
+      variant,
+      shape,
+      size: n,
+      flops: gemv.flops(shape),
+      bytes: gemv.bytes(shape, "f32"),
+      wall,
+      gpu: wall,
+      seq: seq++,
+    } as Measurement;
+  });
+  const measurements = [...report.measurements.filter((m) => !isSeries(m)), ...sweep];
+  return {
+    ...report,
+    adapter: { ...report.adapter!, software },
+    measurements,
+    fits: fitAll(measurements),
+  };
+}
+
+Deno.test("on a CPU adapter, predictTime() prices the idle thread of a gemv of one or one and a bit workgroups", () => {
+  const at = (report: Report, shape: Shape) =>
+    predictTime(report, {
+      op: "gemv",
+      shape,
+      dtype: "f32",
+      backend: "webgpu",
+      residency: "device-resident",
+      variant,
+    });
+  const cpu = reportOnTwoThreads(true);
+  for (
+    const shape of [{ rows: 200, cols: 700 }, { rows: 300, cols: 300 }, { rows: 700, cols: 700 }, {
+      rows: 1500,
+      cols: 1500,
+    }]
+  ) {
+    const truth = twoThreadMs(shape);
+    const t = at(cpu, shape);
+    assert.ok(Math.abs(t.ms / truth - 1) < 0.15, `${shape.rows}: ${t.ms} vs ${truth}`);
+  }
+  // A GPU's many cores: no threads to share among, the sweep's even sizes priced as they ran.
+  const gpu = at(reportOnTwoThreads(false), { rows: 300, cols: 300 });
+  assert.ok(gpu.ms < 0.8 * at(cpu, { rows: 300, cols: 300 }).ms, `${gpu.ms}`);
+});
