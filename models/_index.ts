@@ -40,7 +40,7 @@ import {
   perCallWork,
   runsOnOneThread,
 } from "./_imbalance.ts";
-import { dispatchSpanLn, workgroupWorkOf } from "./_workgroups.ts";
+import { dispatchSpanLn, threadContention, workgroupWorkOf } from "./_workgroups.ts";
 import { amortizationLn, fitAmortization } from "./_amortization.ts";
 import { fitTilePenalty, NO_TILE_COST, tileLn, type TileModel, type TilePoint } from "./_tiles.ts";
 import {
@@ -674,14 +674,16 @@ function imbalanceFor(
 
 /**
  * On a CPU adapter ({@linkcode adapterThreads}), {@linkcode dispatchSpanLn} of `op`'s WebGPU
- * workgroups by shape and variant id; null for a GPU, whose many cores the sweep's sizes fill
- * alike, or an op whose workgroups share work evenly.
+ * workgroups by shape and variant id, at the host's measured {@linkcode threadContention}; null
+ * for a GPU, whose many cores the sweep's sizes fill alike, or an op whose workgroups share work
+ * evenly.
  */
 function workgroupImbalanceFor(op: OpSpec, report: Report): BackendSeries["imbalanceOf"] {
   const work = workgroupWorkOf(op.name);
   const threads = adapterThreads(report);
   if (work === null || threads === null) return null;
-  return byVariantId((shape, v) => dispatchSpanLn(work(shape, v), threads), 0);
+  const contention = threadContention(report);
+  return byVariantId((shape, v) => dispatchSpanLn(work(shape, v), threads, contention), 0);
 }
 
 /**
@@ -1845,7 +1847,8 @@ function worksBeyondLaunch(ms: number, refMs: number, t0: number): boolean {
  * `ref`'s do, at `ref`'s penalties (a variant without a fit has none of its own): at 77³
  * lavapipe's scalar-load twin's 64 × 64 tiles cover 36 % of their 128 × 128 outputs, the
  * vector-load 64 × 128 ones 60 %; at m = 1 a variant of 4-row blocks computes four rows where
- * one of 16-row blocks computes sixteen.
+ * one of 16-row blocks computes sixteen. And its uneven share of the threads beyond `ref`'s: a
+ * gemv of 256 rows is one workgroup of 256 rows on one of lavapipe's threads, four of 64 on two.
  */
 function tilesBetween(
   s: BackendSeries,
@@ -1855,8 +1858,11 @@ function tilesBetween(
 ): number {
   const between = (of: ((shape: Shape, variant: string) => number) | null, model: TileModel) =>
     of === null ? 0 : tileLn(model, of(shape, v.variant)) - tileLn(model, of(shape, ref.variant));
+  const imbalance = s.imbalanceOf === null
+    ? 0
+    : s.imbalanceOf(shape, v.variant) - s.imbalanceOf(shape, ref.variant);
   return between(s.utilisationOf, ref.tiles ?? NO_TILE_COST) +
-    between(s.blockUtilisationOf, ref.blocks ?? NO_TILE_COST);
+    between(s.blockUtilisationOf, ref.blocks ?? NO_TILE_COST) + imbalance;
 }
 
 /** One on-axis size of a variant without a fit, and its ln ratio there beyond the launch. */

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { dispatchSpanLn, workgroupWorkOf } from "../models/_workgroups.ts";
+import { dispatchSpanLn, threadContention, workgroupWorkOf } from "../models/_workgroups.ts";
 import { fitAll } from "../calibrate/analyze.ts";
 import { getOp } from "../kernels/catalog.ts";
 import { predictTime } from "../models/predict.ts";
@@ -44,21 +44,48 @@ Deno.test("a dispatch on a CPU adapter lasts as long as its largest workgroup or
   assert.equal(dispatchSpanLn([], 2), 0);
 });
 
+/** How much faster one thread runs alone than each of two at once, in the synthetic host. */
+const CONTENTION = 1.25;
+
 /**
  * Device-resident f32 gemv on two CPU threads, 256-row workgroups: as long as the even share or
- * the largest workgroup on one thread, whichever is longer.
+ * the largest workgroup on one thread running alone, whichever is longer.
  */
 function twoThreadMs(shape: Shape): number {
   const rows = shape.rows!;
-  return 0.03 + Math.max(rows / 2, Math.min(rows, 256)) * shape.cols! * 4 / 2e6; // 2 GB/s a thread
+  const busiest = Math.max(rows / 2, Math.min(rows, 256) / CONTENTION);
+  return 0.03 + busiest * shape.cols! * 4 / 2e6; // 2 GB/s a thread, two at once
+}
+
+/** One host gemv f32 time on `backend` at 2048², from `template`. */
+function hostGemv(
+  template: Extract<Measurement, { state: "ok" }>,
+  backend: "wasm" | "wasm-mt",
+  ms: number,
+): Measurement {
+  const shape = { rows: 2048, cols: 2048 };
+  const wall = { ...template.wall, median: ms, ciHalfWidth: 0.02 * ms, relCi: 0.02 };
+  return {
+    ...template,
+    op: "gemv",
+    dtype: "f32",
+    backend,
+    residency: "end-to-end",
+    variant: "",
+    shape,
+    size: 2048,
+    flops: gemv.flops(shape),
+    bytes: gemv.bytes(shape, "f32"),
+    wall,
+  } as Measurement;
 }
 
 /** The synthetic report with its f32 device-resident gemv measured at the sweep's sizes. */
 function reportOnTwoThreads(software: boolean): Report {
   const report = syntheticReport();
   const isSeries = (m: Measurement) =>
-    m.op === "gemv" && m.dtype === "f32" && m.backend === "webgpu" &&
-    m.residency === "device-resident";
+    m.op === "gemv" && m.dtype === "f32" &&
+    (m.backend === "webgpu" && m.residency === "device-resident" || m.backend.startsWith("wasm"));
   const template = report.measurements.find((m) =>
     m.op === "gemv" && m.backend === "webgpu" && m.state === "ok"
   )!;
@@ -83,7 +110,9 @@ function reportOnTwoThreads(software: boolean): Report {
       seq: seq++,
     } as Measurement;
   });
-  const measurements = [...report.measurements.filter((m) => !isSeries(m)), ...sweep];
+  // The host's two threads at once run a gemv ×2 / CONTENTION one thread's speed.
+  const host = [hostGemv(template, "wasm", 2), hostGemv(template, "wasm-mt", CONTENTION)];
+  const measurements = [...report.measurements.filter((m) => !isSeries(m)), ...sweep, ...host];
   return {
     ...report,
     adapter: { ...report.adapter!, software },
@@ -91,6 +120,16 @@ function reportOnTwoThreads(software: boolean): Report {
     fits: fitAll(measurements),
   };
 }
+
+Deno.test("one thread alone runs faster than each of all at once by what the host's gemvs measured", () => {
+  assert.equal(threadContention(reportOnTwoThreads(true)), CONTENTION);
+  // Without both host backends' gemvs, nothing says the threads slow each other.
+  const report = syntheticReport();
+  const noHost = report.measurements.filter((m) => m.backend !== "wasm-mt");
+  assert.equal(threadContention({ ...report, measurements: noHost }), 1);
+  assert.ok(Math.abs(dispatchSpanLn([256], 2, 1.25) - Math.log(1.6)) < 1e-12);
+  assert.equal(dispatchSpanLn([256, 256], 2, 1.25), 0);
+});
 
 Deno.test("on a CPU adapter, predictTime() prices the idle thread of a gemv of one or one and a bit workgroups", () => {
   const at = (report: Report, shape: Shape) =>
@@ -115,5 +154,8 @@ Deno.test("on a CPU adapter, predictTime() prices the idle thread of a gemv of o
   }
   // A GPU's many cores: no threads to share among, the sweep's even sizes priced as they ran.
   const gpu = at(reportOnTwoThreads(false), { rows: 300, cols: 300 });
-  assert.ok(gpu.ms < 0.8 * at(cpu, { rows: 300, cols: 300 }).ms, `${gpu.ms}`);
+  const onCpu = at(cpu, { rows: 300, cols: 300 });
+  assert.ok(gpu.ms < 0.9 * onCpu.ms, `${gpu.ms} against ${onCpu.ms}`);
+  assert.match(onCpu.source, /its largest workgroup on one of the adapter's threads/);
+  assert.doesNotMatch(gpu.source, /workgroup/);
 });
