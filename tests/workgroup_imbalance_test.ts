@@ -48,14 +48,17 @@ Deno.test("a dispatch on a CPU adapter lasts as long as its largest workgroup or
 const CONTENTION = 1.25;
 
 /**
- * Device-resident f32 gemv on two CPU threads, 256-row workgroups: as long as the even share or
- * the largest workgroup on one thread running alone, whichever is longer.
+ * Device-resident f32 gemv on two CPU threads, `perGroup` rows a workgroup: as long as the even
+ * share or the largest workgroup on one thread running alone, whichever is longer.
  */
-function twoThreadMs(shape: Shape): number {
+function twoThreadMs(shape: Shape, perGroup = 256): number {
   const rows = shape.rows!;
-  const busiest = Math.max(rows / 2, Math.min(rows, 256) / CONTENTION);
+  const busiest = Math.max(rows / 2, Math.min(rows, perGroup) / CONTENTION);
   return 0.03 + busiest * shape.cols! * 4 / 2e6; // 2 GB/s a thread, two at once
 }
+
+/** A variant of 64 rows a workgroup (4 × 16), timed by the variant search at two sizes only. */
+const quarterRows = "rpi=4,rpw=16,tpr=1,vec4=true";
 
 /** One host gemv f32 time on `backend` at 2048², from `template`. */
 function hostGemv(
@@ -91,16 +94,16 @@ function reportOnTwoThreads(software: boolean): Report {
   )!;
   assert.ok(template.state === "ok");
   let seq = report.measurements.length;
-  const sweep: Measurement[] = [4, 102, 512, 1024, 2048, 4096, 8192].map((n, i) => {
+  const timed = (n: number, i: number, v: string, perGroup: number): Measurement => {
     const shape = { rows: n, cols: n };
-    const ms = twoThreadMs(shape) * (1 + 0.02 * Math.sin(i * 7.1));
+    const ms = twoThreadMs(shape, perGroup) * (1 + 0.02 * Math.sin(i * 7.1));
     const wall = { ...template.wall, median: ms, ciHalfWidth: 0.02 * ms, relCi: 0.02 };
     return {
       ...template,
       op: "gemv",
       dtype: "f32",
       residency: "device-resident",
-      variant,
+      variant: v,
       shape,
       size: n,
       flops: gemv.flops(shape),
@@ -109,7 +112,11 @@ function reportOnTwoThreads(software: boolean): Report {
       gpu: wall,
       seq: seq++,
     } as Measurement;
-  });
+  };
+  const sweep = [
+    ...[4, 102, 512, 1024, 2048, 4096, 8192].map((n, i) => timed(n, i, variant, 256)),
+    ...[512, 1024].map((n, i) => timed(n, i, quarterRows, 64)),
+  ];
   // The host's two threads at once run a gemv ×2 / CONTENTION one thread's speed.
   const host = [hostGemv(template, "wasm", 2), hostGemv(template, "wasm-mt", CONTENTION)];
   const measurements = [...report.measurements.filter((m) => !isSeries(m)), ...sweep, ...host];
@@ -158,4 +165,23 @@ Deno.test("on a CPU adapter, predictTime() prices the idle thread of a gemv of o
   assert.ok(gpu.ms < 0.9 * onCpu.ms, `${gpu.ms} against ${onCpu.ms}`);
   assert.match(onCpu.source, /its largest workgroup on one of the adapter's threads/);
   assert.doesNotMatch(gpu.source, /workgroup/);
+});
+
+Deno.test("a variant priced from a fitted one's times carries its own workgroups' share, not the fitted one's", () => {
+  const cpu = reportOnTwoThreads(true);
+  const shape = { rows: 256, cols: 1024 };
+  const at = (v: string) =>
+    predictTime(cpu, {
+      op: "gemv",
+      shape,
+      dtype: "f32",
+      backend: "webgpu",
+      residency: "device-resident",
+      variant: v,
+    });
+  // 256 rows: one workgroup of the fitted variant, four of the other, which share evenly.
+  const fitted = at(variant);
+  const scaled = at(quarterRows);
+  assert.ok(Math.abs(fitted.ms / twoThreadMs(shape, 256) - 1) < 0.15, `${fitted.ms}`);
+  assert.ok(Math.abs(scaled.ms / twoThreadMs(shape, 64) - 1) < 0.15, `${scaled.ms}`);
 });
