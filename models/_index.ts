@@ -40,7 +40,12 @@ import {
   perCallWork,
   runsOnOneThread,
 } from "./_imbalance.ts";
-import { dispatchSpanLn, threadContention, workgroupWorkOf } from "./_workgroups.ts";
+import {
+  adapterThreads,
+  dispatchSpanLn,
+  threadContention,
+  workgroupWorkOf,
+} from "./_workgroups.ts";
 import { amortizationLn, fitAmortization } from "./_amortization.ts";
 import { fitTilePenalty, NO_TILE_COST, tileLn, type TileModel, type TilePoint } from "./_tiles.ts";
 import {
@@ -684,16 +689,6 @@ function workgroupImbalanceFor(op: OpSpec, report: Report): BackendSeries["imbal
   if (work === null || threads === null) return null;
   const contention = threadContention(report);
   return byVariantId((shape, v) => dispatchSpanLn(work(shape, v), threads, contention), 0);
-}
-
-/**
- * The threads a software adapter runs workgroups on: Mesa's `LP_NUM_THREADS` where the run set
- * it (llvmpipe and lavapipe read it), else one per core; null for a hardware adapter.
- */
-function adapterThreads(report: Report): number | null {
-  if (report.adapter?.software !== true) return null;
-  const set = Number(report.provenance.driverEnv?.LP_NUM_THREADS);
-  return Number.isInteger(set) && set >= 1 ? set : report.machine.cores;
 }
 
 /**

@@ -21,7 +21,9 @@
  * against 0.11–0.18).
  *
  * The workgroups' work is the kernel's layout: gemv's workgroup sums `rpw` × `rpi` rows
- * (`kernels/gemv/webgpu.ts`), its last one the rows left; a spec test holds the two together.
+ * (`kernels/gemv/webgpu.ts`), its last one the rows left; a spec test holds the two together. It
+ * is written here, not as a hook of the kernel, because a change to `kernels/` is a change of
+ * measuring code, and reports measured before it could no longer pool with new runs.
  *
  * ```ts
  * import { dispatchSpanLn, workgroupWorkOf } from "./_workgroups.ts";
@@ -143,4 +145,24 @@ export function threadContention(report: Report): number {
     .map((t) => cores * t.all! / t.one!);
   if (ratios.length === 0 || !(cores > 1)) return 1;
   return Math.min(Math.max(median(ratios), 1), cores);
+}
+
+/**
+ * The threads a software adapter runs workgroups on: Mesa's `LP_NUM_THREADS` where the run set it
+ * (llvmpipe and lavapipe read it), else one per core; null for a hardware adapter.
+ *
+ * @param report The report.
+ * @returns The adapter's threads, or null.
+ * @example
+ * ```ts
+ * import { adapterThreads } from "./_workgroups.ts";
+ * import { syntheticReport } from "../tests/_fixtures.ts";
+ * const r = syntheticReport();
+ * console.log(adapterThreads({ ...r, adapter: { ...r.adapter!, software: false } })); // null
+ * ```
+ */
+export function adapterThreads(report: Report): number | null {
+  if (report.adapter?.software !== true) return null;
+  const set = Number(report.provenance.driverEnv?.LP_NUM_THREADS);
+  return Number.isInteger(set) && set >= 1 ? set : report.machine.cores;
 }
